@@ -1,0 +1,258 @@
+/**
+ * The messages the swarmstate actors exchange, and the plain data they carry.
+ *
+ * Everything here is serializable data: no functions, no secrets. A key is always named by its
+ * id (provider name and a short fingerprint), never by its value. `src/` translates between these
+ * shapes and the wire; the machines only ever see these.
+ */
+import type { AnyActorRef } from 'xstate';
+
+// ---------------------------------------------------------------------------------------------
+// Shared data
+// ---------------------------------------------------------------------------------------------
+
+/** Token usage of one model call, normalized across providers. */
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheWriteTokens: number;
+  cacheReadTokens: number;
+}
+
+export const ZERO_USAGE: Usage = Object.freeze({
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheWriteTokens: 0,
+  cacheReadTokens: 0,
+});
+
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens,
+    cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
+  };
+}
+
+/**
+ * Error classes (see docs/architecture.md). Each model-call outcome moves exactly one machine:
+ * `rate_limited` the key, `auth` the key (revoked), server-side classes the route's breaker.
+ */
+export type ErrorCode =
+  | 'rate_limited'
+  | 'overloaded'
+  | 'server_error'
+  | 'timeout'
+  | 'network'
+  | 'auth'
+  | 'bad_request'
+  | 'context_overflow'
+  | 'budget_exceeded'
+  | 'spend_cap'
+  | 'no_keys'
+  | 'max_turns'
+  | 'task_timeout'
+  | 'tool_error'
+  | 'cancelled'
+  | 'skipped'
+  | 'internal';
+
+/** A serializable description of an error: what went wrong and the facts, never a secret. */
+export interface ErrorInfo {
+  code: ErrorCode;
+  message: string;
+  /** True when trying again (after a wait, or on another key) may succeed. */
+  retryable: boolean;
+  /** The server's Retry-After, in ms, when it sent one. */
+  retryAfterMs?: number;
+  status?: number;
+  provider?: string;
+  model?: string;
+  keyId?: string;
+}
+
+/** Rate-limit facts read from response headers; each field optional. Durations are in ms. */
+export interface RateLimitHint {
+  requestsRemaining?: number;
+  requestsResetMs?: number;
+  inputTokensRemaining?: number;
+  inputTokensResetMs?: number;
+  outputTokensRemaining?: number;
+  outputTokensResetMs?: number;
+}
+
+/** Per-key limits. Absent fields mean "no limit known". */
+export interface KeyLimits {
+  /** Requests per minute: at most this many grants in any 60 s window. */
+  rpm?: number;
+  /** Input tokens per minute (continuously refilling bucket). */
+  itpm?: number;
+  /** Output tokens per minute (continuously refilling bucket). */
+  otpm?: number;
+  /** Leases out at once. */
+  concurrency?: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Normalized conversation
+// ---------------------------------------------------------------------------------------------
+
+export type ContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; input: unknown }
+  | { type: 'tool_result'; toolUseId: string; content: string; isError?: boolean };
+
+export interface Message {
+  role: 'user' | 'assistant';
+  content: ContentBlock[];
+}
+
+export type StopReason = 'end_turn' | 'tool_use' | 'max_tokens' | 'stop_sequence' | 'refusal' | 'other';
+
+/** What an agent asks of the `callModel` actor for one turn. */
+export interface ModelCallInput {
+  taskId: string;
+  attempt: number;
+  turn: number;
+  provider: string;
+  model: string;
+  keyId: string;
+  leaseId: string;
+  system?: string;
+  messages: Message[];
+  tools: string[];
+  maxTokens: number;
+}
+
+/** What the `callModel` actor resolves with. It rejects with an ErrorInfo-shaped error. */
+export interface ModelCallOutput {
+  content: ContentBlock[];
+  stopReason: StopReason;
+  usage: Usage;
+  rateLimit?: RateLimitHint;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lease protocol: agent <-> pool (systemId `pool:<provider>`) <-> key (child of the pool)
+// ---------------------------------------------------------------------------------------------
+
+export interface LeaseRequest {
+  requestId: string;
+  /** Higher first; ties FIFO. */
+  priority: number;
+  /** Estimated input tokens of the call (charged to itpm at grant, settled at release). */
+  inputTokens: number;
+  /** maxTokens of the call (charged to otpm at grant, settled at release). */
+  outputTokens: number;
+}
+
+/** How a lease ended: tells the key what happened on it. */
+export type LeaseOutcome =
+  | { kind: 'ok'; usage: Usage; rateLimit?: RateLimitHint }
+  | { kind: 'rate_limited'; retryAfterMs?: number; rateLimit?: RateLimitHint }
+  | { kind: 'auth' }
+  | { kind: 'error'; usage?: Usage; rateLimit?: RateLimitHint }
+  /** The lease was not used for a request (cancelled before the call): its request slot is refunded. */
+  | { kind: 'unused' };
+
+export type LeaseEvent =
+  | ({ type: 'LEASE.REQUEST'; replyTo: AnyActorRef } & LeaseRequest)
+  | { type: 'LEASE.CANCEL'; requestId: string }
+  | { type: 'LEASE.RELEASE'; leaseId: string; keyId: string; outcome: LeaseOutcome };
+
+export type LeaseReply =
+  | { type: 'LEASE.GRANTED'; requestId: string; leaseId: string; keyId: string }
+  | { type: 'LEASE.DENIED'; requestId: string; error: ErrorInfo };
+
+// ---------------------------------------------------------------------------------------------
+// Breaker protocol: agent <-> breaker (systemId `breaker:<provider>/<model>`)
+// ---------------------------------------------------------------------------------------------
+
+/** `neutral`: the call says nothing about the route's health (4xx, 429, cancelled). */
+export type BreakerVerdict = 'success' | 'failure' | 'neutral';
+
+export type BreakerEvent =
+  | { type: 'BREAKER.ADMIT'; requestId: string; replyTo: AnyActorRef }
+  | { type: 'BREAKER.WITHDRAW'; requestId: string }
+  | { type: 'BREAKER.REPORT'; requestId: string; verdict: BreakerVerdict };
+
+export type BreakerReply = { type: 'BREAKER.ADMITTED'; requestId: string; probe: boolean };
+
+// ---------------------------------------------------------------------------------------------
+// Tool bus protocol: agent <-> toolBus (systemId `toolBus`)
+// ---------------------------------------------------------------------------------------------
+
+export type ToolBusEvent = {
+  type: 'TOOL.CALL';
+  callId: string;
+  taskId: string;
+  name: string;
+  args: unknown;
+  replyTo: AnyActorRef;
+};
+
+export type ToolBusReply = { type: 'TOOL.RESULT'; callId: string; content: string; isError: boolean };
+
+/** What the bus asks of the `executeTool` actor. It resolves with the result text. */
+export interface ToolExecInput {
+  name: string;
+  args: unknown;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Supervisor <-> agent
+// ---------------------------------------------------------------------------------------------
+
+export type AgentStatus = 'completed' | 'failed' | 'cancelled';
+
+/** What an agent reports to its parent when it reaches a final state. */
+export interface AttemptReport {
+  taskId: string;
+  attempt: number;
+  status: AgentStatus;
+  output?: string;
+  error?: ErrorInfo;
+  usage: Usage;
+  /** Model calls sent (including failed ones). */
+  requests: number;
+  /** Retries taken inside this attempt. */
+  retries: number;
+  turns: number;
+  /** The conversation so far: kept on failure so nothing is lost. */
+  messages: Message[];
+}
+
+export type AgentSettled = { type: 'AGENT.SETTLED'; report: AttemptReport };
+
+// ---------------------------------------------------------------------------------------------
+// Run events: what the machines report through their `report` action (src turns them into the
+// public event stream). Every event is plain data.
+// ---------------------------------------------------------------------------------------------
+
+export type RunEvent =
+  | { type: 'run:started'; runId: string; tasks: number }
+  | { type: 'task:queued'; taskId: string }
+  | { type: 'task:started'; taskId: string; attempt: number; model: string }
+  | { type: 'task:retry'; taskId: string; attempt: number; retry: number; delayMs: number; error: ErrorInfo }
+  | { type: 'task:completed'; taskId: string; attempt: number; output: string; usage: Usage }
+  | { type: 'task:failed'; taskId: string; attempt: number; error: ErrorInfo; willRetry: boolean }
+  | { type: 'task:skipped'; taskId: string; reason: string }
+  | { type: 'task:cancelled'; taskId: string }
+  | { type: 'model:request'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string }
+  | { type: 'model:response'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; usage: Usage }
+  | { type: 'model:error'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; error: ErrorInfo }
+  | { type: 'tool:called'; taskId: string; name: string; shared: boolean }
+  | { type: 'tool:result'; name: string; isError: boolean; durationMs?: number }
+  | { type: 'key:state'; keyId: string; state: KeyState }
+  | { type: 'key:backoff'; keyId: string; retryAfterMs: number }
+  | { type: 'key:revoked'; keyId: string }
+  | { type: 'breaker:open'; route: string; cooldownMs: number; failures: number }
+  | { type: 'breaker:halfOpen'; route: string }
+  | { type: 'breaker:closed'; route: string }
+  | { type: 'run:cancelled'; reason: string }
+  | { type: 'run:completed'; status: RunStatus };
+
+export type KeyState = 'ready' | 'saturated' | 'backoff' | 'revoked';
+export type RunStatus = 'completed' | 'partial' | 'failed' | 'cancelled';
+export type TaskStatus = 'pending' | 'queued' | 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';
