@@ -1,0 +1,307 @@
+/**
+ * One actor per provider: the only door agents knock on for an API key (systemId `pool:<provider>`).
+ *
+ *   agent ──LEASE.REQUEST──▶ pool ──KEY.GRANT──▶ key ──KEY.GRANTED──▶ pool ──LEASE.GRANTED──▶ agent
+ *
+ * Requests wait in a priority queue (higher priority first, then arrival order); whenever a key
+ * says it is ready, the request at the head goes to it. Nobody polls: keys announce their state
+ * after every event and when their capacity refills. The agent hears `LEASE.GRANTED` only after
+ * the key accepted: a key whose announced `ready` went stale answers `KEY.REJECTED`, and the
+ * request goes back to its place in the queue. When every key is revoked, the pool denies.
+ *
+ * The bookkeeping (heap, maps, ready set) is one mutable object created with the actor and never
+ * copied: each event costs O(log n) at 10,000 queued requests. Sends to a key stop while its
+ * `ready` is unconfirmed, so one dispatch pass never over-grants a key.
+ */
+import { enqueueActions, setup } from 'xstate';
+import type { AnyActorRef, EventObject } from 'xstate';
+import { Heap } from './heap.js';
+import { keyMachine } from './key.machine.js';
+import type { KeyEvent, KeyReply } from './key.machine.js';
+import type { ErrorInfo, KeyLimits, KeyState, LeaseEvent, LeaseOutcome, LeaseReply, LeaseRequest, RunEvent } from './protocol.js';
+
+/** What the pool is spawned with. */
+export interface PoolInput {
+  provider: string;
+  keys: { keyId: string; limits: KeyLimits }[];
+}
+
+/** One request, from LEASE.REQUEST until its lease is released, it is cancelled, or denied. */
+interface Ticket {
+  request: LeaseRequest;
+  replyTo: AnyActorRef;
+  /** Arrival order: FIFO among equal priorities, and a rejected request's place in the queue. */
+  seq: number;
+  /** queued: in the heap. granting: KEY.GRANT sent, no answer yet. granted: the agent holds it. */
+  phase: 'queued' | 'granting' | 'granted';
+  leaseId?: string;
+  keyId?: string;
+  /** Cancelled while queued (a stale heap entry) or while granting (release it if accepted). */
+  cancelled: boolean;
+}
+
+/** What the pool believes of one key. */
+interface KeySlot {
+  state: KeyState | 'starting';
+  /** Revoked, or an auth failure is on its way to it: never send it anything again. */
+  closed: boolean;
+}
+
+/** The pool's bookkeeping: mutable on purpose, created once per actor, never copied. */
+export interface PoolBook {
+  queue: Heap<Ticket>;
+  /** Live (not cancelled) tickets in the queue. */
+  waiting: number;
+  byRequest: Map<string, Ticket>;
+  byLease: Map<string, Ticket>;
+  keys: Map<string, KeySlot>;
+  /** Keys whose last word was `ready` and that were sent nothing since, longest-idle first. */
+  ready: Set<string>;
+  revoked: number;
+  arrivals: number;
+  leases: number;
+}
+
+export interface PoolContext {
+  provider: string;
+  keys: PoolInput['keys'];
+  book: PoolBook;
+}
+
+export type PoolEvent = LeaseEvent | KeyReply;
+
+/** A message the pool decided to send; the machine's actions deliver them in order. */
+type Send = { to: AnyActorRef | string; event: LeaseReply | KeyEvent };
+
+const keyActorId = (keyId: string) => `key:${keyId}`;
+
+function newBook(input: PoolInput): PoolBook {
+  const before = (a: Ticket, b: Ticket) => a.request.priority > b.request.priority || (a.request.priority === b.request.priority && a.seq < b.seq);
+  return {
+    queue: new Heap(before),
+    waiting: 0,
+    byRequest: new Map(),
+    byLease: new Map(),
+    keys: new Map(input.keys.map((k) => [k.keyId, { state: 'starting', closed: false }])),
+    ready: new Set(),
+    revoked: 0,
+    arrivals: 0,
+    leases: 0,
+  };
+}
+
+function enqueueTicket(book: PoolBook, ticket: Ticket): void {
+  ticket.phase = 'queued';
+  ticket.leaseId = ticket.keyId = undefined;
+  book.queue.push(ticket);
+  book.waiting++;
+}
+
+function popTicket(book: PoolBook): Ticket | undefined {
+  for (let t = book.queue.pop(); t !== undefined; t = book.queue.pop()) {
+    if (t.cancelled) continue; // lazily dropped: cancelling a queued request is O(1)
+    book.waiting--;
+    return t;
+  }
+  return undefined;
+}
+
+/** Hands the best waiting requests to ready keys, one per key until that key speaks again. */
+function dispatch(book: PoolBook, out: Send[]): void {
+  while (book.waiting > 0 && book.ready.size > 0) {
+    const keyId = book.ready.values().next().value as string;
+    const ticket = popTicket(book)!;
+    book.ready.delete(keyId);
+    const leaseId = `${keyId}#${++book.leases}`;
+    ticket.phase = 'granting';
+    ticket.leaseId = leaseId;
+    ticket.keyId = keyId;
+    book.byLease.set(leaseId, ticket);
+    out.push({ to: keyActorId(keyId), event: { type: 'KEY.GRANT', leaseId, request: ticket.request } });
+  }
+}
+
+/** Gives a lease back to its key (unless the key is gone) and forgets it. */
+function returnLease(book: PoolBook, ticket: Ticket, outcome: LeaseOutcome, out: Send[]): void {
+  const { leaseId, keyId } = ticket as Required<Ticket>;
+  book.byLease.delete(leaseId);
+  if (book.byRequest.get(ticket.request.requestId) === ticket) book.byRequest.delete(ticket.request.requestId);
+  const slot = book.keys.get(keyId)!;
+  if (slot.closed) return;
+  // The key answers with KEY.STATE; until then its `ready` may be stale (a 429 is on its way).
+  book.ready.delete(keyId);
+  if (outcome.kind === 'auth') slot.closed = true;
+  out.push({ to: keyActorId(keyId), event: { type: 'KEY.RELEASE', leaseId, outcome } });
+}
+
+function denial(provider: string, keyCount: number): ErrorInfo {
+  const message =
+    keyCount === 0
+      ? `provider ${provider} has no API keys: add one to the provider's keys`
+      : `every key of provider ${provider} is revoked (401/403): check or replace the provider's API keys`;
+  return { code: 'no_keys', retryable: false, provider, message };
+}
+
+function deny(context: PoolContext, ticket: { request: LeaseRequest; replyTo: AnyActorRef }, out: Send[]): void {
+  const { requestId } = ticket.request;
+  out.push({ to: ticket.replyTo, event: { type: 'LEASE.DENIED', requestId, error: denial(context.provider, context.book.keys.size) } });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handlers: plain functions of (context, event, out). Each mutates the book and appends the
+// messages to send; `run` delivers them in order.
+// ---------------------------------------------------------------------------------------------
+
+type EventOf<T extends PoolEvent['type']> = Extract<PoolEvent, { type: T }>;
+type Handler<T extends PoolEvent['type']> = (context: PoolContext, event: EventOf<T>, out: Send[]) => void;
+
+const onRequest: Handler<'LEASE.REQUEST'> = ({ book }, { type: _, replyTo, ...request }, out) => {
+  if (book.byRequest.has(request.requestId)) return; // a duplicate: the first one stands
+  const ticket: Ticket = { request, replyTo, seq: book.arrivals++, phase: 'queued', cancelled: false };
+  book.byRequest.set(request.requestId, ticket);
+  enqueueTicket(book, ticket);
+  dispatch(book, out);
+};
+
+const onRequestWhenExhausted: Handler<'LEASE.REQUEST'> = (context, { type: _, replyTo, ...request }, out) =>
+  deny(context, { request, replyTo }, out);
+
+const onCancel: Handler<'LEASE.CANCEL'> = ({ book }, { requestId }, out) => {
+  const ticket = book.byRequest.get(requestId);
+  if (ticket === undefined) return;
+  book.byRequest.delete(requestId);
+  // Granted: the agent went away before using it, so the key gets its slot back.
+  if (ticket.phase === 'granted') return returnLease(book, ticket, { kind: 'unused' }, out);
+  if (ticket.phase === 'queued') book.waiting--;
+  ticket.cancelled = true; // queued: skipped when popped; granting: released once accepted
+};
+
+const onRelease: Handler<'LEASE.RELEASE'> = ({ book }, { leaseId, outcome }, out) => {
+  const ticket = book.byLease.get(leaseId);
+  if (ticket?.phase === 'granted') returnLease(book, ticket, outcome, out); // else: twice, or unknown
+};
+
+const onKeyGranted: Handler<'KEY.GRANTED'> = ({ book }, { leaseId }, out) => {
+  const ticket = book.byLease.get(leaseId);
+  if (ticket?.phase !== 'granting') return;
+  ticket.phase = 'granted';
+  if (ticket.cancelled) return returnLease(book, ticket, { kind: 'unused' }, out);
+  const { requestId } = ticket.request;
+  out.push({ to: ticket.replyTo, event: { type: 'LEASE.GRANTED', requestId, leaseId, keyId: ticket.keyId! } });
+};
+
+const onKeyRejected: Handler<'KEY.REJECTED'> = ({ book }, { leaseId }, out) => {
+  const ticket = book.byLease.get(leaseId);
+  if (ticket?.phase !== 'granting') return;
+  book.byLease.delete(leaseId);
+  if (ticket.cancelled) return;
+  enqueueTicket(book, ticket); // same seq: back to its place, ahead of later arrivals
+  dispatch(book, out);
+};
+
+const onKeyRejectedWhenExhausted: Handler<'KEY.REJECTED'> = (context, { leaseId }, out) => {
+  const ticket = context.book.byLease.get(leaseId);
+  if (ticket?.phase !== 'granting') return;
+  context.book.byLease.delete(leaseId);
+  context.book.byRequest.delete(ticket.request.requestId);
+  if (!ticket.cancelled) deny(context, ticket, out);
+};
+
+const onKeyState: Handler<'KEY.STATE'> = ({ book }, { keyId, state }, out) => {
+  const slot = book.keys.get(keyId);
+  if (slot === undefined || slot.state === 'revoked') return;
+  slot.state = state;
+  if (state === 'ready' && !slot.closed) book.ready.add(keyId); // keeps its place if already there
+  else book.ready.delete(keyId);
+  if (state === 'revoked') {
+    slot.closed = true;
+    book.revoked++;
+    // Grants the key never answered (it stopped first) go back to the queue. Rare: O(leases).
+    for (const t of book.byLease.values()) {
+      if (t.keyId !== keyId || t.phase !== 'granting') continue;
+      book.byLease.delete(t.leaseId!);
+      if (!t.cancelled) enqueueTicket(book, t);
+    }
+  }
+  dispatch(book, out);
+};
+
+function denyWaiting(context: PoolContext, out: Send[]): void {
+  for (let t = popTicket(context.book); t !== undefined; t = popTicket(context.book)) {
+    context.book.byRequest.delete(t.request.requestId);
+    deny(context, t, out);
+  }
+}
+
+/** Runs a handler and sends what it decided, in order. */
+function run<T extends PoolEvent['type']>(enqueue: unknown, handle: Handler<T>, context: PoolContext, event: PoolEvent): void {
+  const out: Send[] = [];
+  handle(context, event as EventOf<T>, out);
+  const sender = enqueue as { sendTo: (to: AnyActorRef | string, event: EventObject) => void };
+  for (const { to, event: message } of out) sender.sendTo(to, message);
+}
+
+/**
+ * The key pool of one provider. Spawn it with systemId `pool:<provider>`; agents send it
+ * LeaseEvents and get LeaseReplies.
+ *
+ * @example
+ * spawnChild('pool', { id: 'pool:anthropic', systemId: 'pool:anthropic', input: { provider: 'anthropic', keys } })
+ */
+export const poolMachine = setup({
+  types: {
+    context: {} as PoolContext,
+    events: {} as PoolEvent,
+    input: {} as PoolInput,
+  },
+  actors: { key: keyMachine },
+  actions: {
+    /** Public run event (src forwards it). The pool has none of its own; its keys report theirs. */
+    report: (_, _event: RunEvent) => {},
+    spawnKeys: enqueueActions(({ context, enqueue }) => {
+      for (const { keyId, limits } of context.keys) {
+        enqueue.spawnChild('key', { id: keyActorId(keyId), systemId: keyActorId(keyId), input: { keyId, limits } });
+      }
+    }),
+    admit: enqueueActions(({ context, event, enqueue }) => run(enqueue, onRequest, context, event)),
+    refuse: enqueueActions(({ context, event, enqueue }) => run(enqueue, onRequestWhenExhausted, context, event)),
+    cancel: enqueueActions(({ context, event, enqueue }) => run(enqueue, onCancel, context, event)),
+    release: enqueueActions(({ context, event, enqueue }) => run(enqueue, onRelease, context, event)),
+    confirm: enqueueActions(({ context, event, enqueue }) => run(enqueue, onKeyGranted, context, event)),
+    requeue: enqueueActions(({ context, event, enqueue }) => run(enqueue, onKeyRejected, context, event)),
+    denyRejected: enqueueActions(({ context, event, enqueue }) => run(enqueue, onKeyRejectedWhenExhausted, context, event)),
+    noteKeyState: enqueueActions(({ context, event, enqueue }) => run(enqueue, onKeyState, context, event)),
+    denyWaiting: enqueueActions(({ context, event, enqueue }) => run(enqueue, (c, _e, out) => denyWaiting(c, out), context, event)),
+  },
+  guards: {
+    everyKeyRevoked: ({ context }) => context.book.revoked === context.book.keys.size,
+  },
+}).createMachine({
+  id: 'pool',
+  context: ({ input }) => ({ provider: input.provider, keys: input.keys, book: newBook(input) }),
+  entry: 'spawnKeys',
+  initial: 'serving',
+  on: {
+    'LEASE.CANCEL': { actions: 'cancel' },
+    'LEASE.RELEASE': { actions: 'release' },
+    'KEY.GRANTED': { actions: 'confirm' },
+  },
+  states: {
+    serving: {
+      always: { guard: 'everyKeyRevoked', target: 'exhausted' },
+      on: {
+        'LEASE.REQUEST': { actions: 'admit' },
+        'KEY.STATE': { actions: 'noteKeyState' },
+        'KEY.REJECTED': { actions: 'requeue' },
+      },
+    },
+    /** Every key is revoked (or there were none): deny what waits and whatever comes. */
+    exhausted: {
+      entry: 'denyWaiting',
+      on: {
+        'LEASE.REQUEST': { actions: 'refuse' },
+        'KEY.REJECTED': { actions: 'denyRejected' },
+      },
+    },
+  },
+});

@@ -1,0 +1,277 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createActor, createMachine, SimulatedClock } from 'xstate';
+import { poolMachine } from '../../machines/pool.machine.js';
+import type { PoolInput } from '../../machines/pool.machine.js';
+import { nextRandom } from '../../machines/random.js';
+import type { KeyLimits, LeaseOutcome, LeaseReply, Usage } from '../../machines/protocol.js';
+
+const usage = (inputTokens: number, outputTokens: number): Usage => ({ inputTokens, outputTokens, cacheWriteTokens: 0, cacheReadTokens: 0 });
+const OK: LeaseOutcome = { kind: 'ok', usage: usage(10, 10) };
+
+/** Moves a SimulatedClock to `target`, stopping at every timer deadline on the way so each fires on time. */
+function advanceClock(clock: SimulatedClock, target: number): void {
+  const timers = (clock as unknown as { timeouts: Map<number, { start: number; timeout: number }> }).timeouts;
+  for (;;) {
+    let next = Infinity;
+    for (const t of timers.values()) next = Math.min(next, t.start + t.timeout);
+    if (next > target) break;
+    clock.set(Math.max(clock.now(), next));
+  }
+  if (target > clock.now()) clock.set(target);
+}
+
+/** A pool on a SimulatedClock, with one agent stand-in that logs every reply. */
+function harness(keys: PoolInput['keys']) {
+  const clock = new SimulatedClock();
+  const replies: Array<{ at: number; reply: LeaseReply }> = [];
+  const grants = new Map<string, Extract<LeaseReply, { type: 'LEASE.GRANTED' }>>();
+  const grantOrder: string[] = [];
+  const onReply = (reply: LeaseReply) => {
+    replies.push({ at: clock.now(), reply });
+    if (reply.type === 'LEASE.GRANTED') grants.set(reply.requestId, reply) && grantOrder.push(reply.requestId);
+  };
+  const agent = createActor(createMachine({ on: { '*': { actions: ({ event }) => onReply(event as LeaseReply) } } })).start();
+  const pool = createActor(poolMachine, { clock, input: { provider: 'acme', keys } }).start();
+  const granted = () => grantOrder.map((id) => grants.get(id)!);
+  const grantOf = (requestId: string) => grants.get(requestId)!;
+  return {
+    clock,
+    pool,
+    replies,
+    granted,
+    grantedIds: () => [...grantOrder],
+    lastGranted: () => grantOrder[grantOrder.length - 1],
+    keyOf: (requestId: string) => grantOf(requestId)?.keyId,
+    denied: () => replies.flatMap((r) => (r.reply.type === 'LEASE.DENIED' ? [r.reply] : [])),
+    request: (requestId: string, priority = 0, inputTokens = 10, outputTokens = 10) =>
+      pool.send({ type: 'LEASE.REQUEST', requestId, priority, inputTokens, outputTokens, replyTo: agent }),
+    release: (requestId: string, outcome: LeaseOutcome = OK) => {
+      const { leaseId, keyId } = grantOf(requestId);
+      pool.send({ type: 'LEASE.RELEASE', leaseId, keyId, outcome });
+    },
+    cancel: (requestId: string) => pool.send({ type: 'LEASE.CANCEL', requestId }),
+    at: (ms: number) => advanceClock(clock, ms),
+  };
+}
+
+const key = (keyId: string, limits: KeyLimits) => ({ keyId, limits });
+
+describe('poolMachine: order', () => {
+  it('grants by priority, then first come first served', () => {
+    const h = harness([key('A', { concurrency: 1 })]);
+    h.request('first', 0);
+    for (const [id, priority] of [['a', 1], ['b', 3], ['c', 1], ['d', 2], ['e', 3]] as const) h.request(id, priority);
+    expect(h.grantedIds()).toEqual(['first']);
+    for (let i = 0; i < 5; i++) h.release(h.grantedIds().at(-1)!);
+    expect(h.grantedIds()).toEqual(['first', 'b', 'e', 'd', 'a', 'c']);
+  });
+
+  it('keeps order at 10,000 queued requests, with O(log n) work per event', () => {
+    const h = harness([key('A', { concurrency: 1 })]);
+    let seed = 7;
+    const expected: Array<{ id: string; priority: number; seq: number }> = [];
+    h.request('head', 100);
+    for (let i = 0; i < 10_000; i++) {
+      let r: number;
+      [r, seed] = nextRandom(seed);
+      const priority = Math.floor(r * 5);
+      expected.push({ id: `r${i}`, priority, seq: i });
+      h.request(`r${i}`, priority);
+    }
+    const started = performance.now();
+    for (let i = 0; i < 10_000; i++) h.release(h.lastGranted());
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expected.sort((a, b) => b.priority - a.priority || a.seq - b.seq);
+    expect(h.grantedIds().slice(1)).toEqual(expected.map((e) => e.id));
+  });
+});
+
+describe('poolMachine: capacity', () => {
+  it('grants nothing while every key is saturated, and resumes when the clock refills them', () => {
+    const h = harness([key('A', { rpm: 2 }), key('B', { rpm: 2 })]);
+    for (let i = 0; i < 6; i++) h.request(`r${i}`);
+    expect(h.grantedIds()).toEqual(['r0', 'r1', 'r2', 'r3']);
+    for (const id of h.grantedIds()) h.release(id);
+    h.at(59_999);
+    expect(h.granted()).toHaveLength(4);
+    h.at(60_000);
+    expect(h.grantedIds()).toEqual(['r0', 'r1', 'r2', 'r3', 'r4', 'r5']);
+    expect(h.replies.at(-1)!.at).toBe(60_000);
+  });
+
+  it('sends the next requests to key B while key A backs off after a 429, then uses A again', () => {
+    const h = harness([key('A', {}), key('B', {})]);
+    h.request('r1');
+    expect(h.keyOf('r1')).toBe('A');
+    h.release('r1', { kind: 'rate_limited', retryAfterMs: 10_000 });
+    for (const id of ['r2', 'r3', 'r4']) h.request(id);
+    expect(['r2', 'r3', 'r4'].map(h.keyOf)).toEqual(['B', 'B', 'B']);
+    h.at(9_999);
+    h.request('r5');
+    expect(h.keyOf('r5')).toBe('B');
+    h.at(10_000);
+    h.request('r6');
+    h.request('r7');
+    expect([h.keyOf('r6'), h.keyOf('r7')]).toContain('A');
+  });
+
+  it('denies every queued and every later request with no_keys once every key is revoked', () => {
+    const h = harness([key('A', { concurrency: 1 }), key('B', { concurrency: 1 })]);
+    for (const id of ['r1', 'r2', 'r3', 'r4']) h.request(id);
+    expect(h.grantedIds()).toEqual(['r1', 'r2']);
+    h.release('r1', { kind: 'auth' });
+    expect(h.grantedIds()).toEqual(['r1', 'r2']); // A is gone, B still busy
+    expect(h.denied()).toEqual([]);
+    h.release('r2', { kind: 'auth' });
+    h.request('r5');
+    expect(h.denied().map((d) => d.requestId)).toEqual(['r3', 'r4', 'r5']);
+    expect(h.denied()[0].error).toMatchObject({ code: 'no_keys', retryable: false, provider: 'acme' });
+    expect(h.denied()[0].error.message).toMatch(/every key of provider acme is revoked \(401\/403\)/);
+    expect(h.pool.getSnapshot().value).toBe('exhausted');
+  });
+
+  it('denies at once when the provider has no keys', () => {
+    const h = harness([]);
+    h.request('r1');
+    expect(h.denied()).toMatchObject([{ requestId: 'r1', error: { code: 'no_keys' } }]);
+  });
+});
+
+describe('poolMachine: cancel and stale state', () => {
+  it('releases the slot of a lease cancelled after its grant: the next request gets it', () => {
+    const h = harness([key('A', { concurrency: 1, rpm: 1 })]);
+    h.request('r1');
+    h.request('r2');
+    h.cancel('r1');
+    expect(h.grantedIds()).toEqual(['r1', 'r2']); // rpm 1: only possible if r1's slot came back
+    h.request('r3');
+    h.cancel('r3'); // still queued: dropped
+    h.release('r2');
+    h.request('r4');
+    h.at(120_000);
+    expect(h.grantedIds()).toEqual(['r1', 'r2', 'r4']);
+    expect(h.replies.filter((r) => r.reply.requestId === 'r3')).toEqual([]);
+  });
+
+  it('never tells the agent about a grant the key refused: the request keeps its place', () => {
+    const h = harness([key('A', {})]);
+    h.request('r1');
+    h.release('r1', { kind: 'rate_limited', retryAfterMs: 5_000 });
+    h.request('r2');
+    h.request('r3', 0);
+    // A stale "ready" (sent before the key heard of the 429): the pool tries, the key refuses.
+    h.pool.send({ type: 'KEY.STATE', keyId: 'A', state: 'ready' });
+    expect(h.grantedIds()).toEqual(['r1']);
+    h.at(5_000);
+    expect(h.grantedIds()).toEqual(['r1', 'r2', 'r3']);
+  });
+
+  it('ignores a second release of the same lease', () => {
+    const h = harness([key('A', { concurrency: 1 })]);
+    h.request('r1');
+    h.release('r1');
+    h.release('r1', { kind: 'auth' });
+    h.request('r2');
+    expect(h.grantedIds()).toEqual(['r1', 'r2']);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Property: random requests, releases, cancels and waits; every request is answered exactly once
+// (or never, when cancelled while queued), and no key goes over its limits.
+// ---------------------------------------------------------------------------------------------
+
+type Op =
+  | { kind: 'request'; priority: number }
+  | { kind: 'release'; pick: number; outcome: LeaseOutcome }
+  | { kind: 'cancel'; pick: number }
+  | { kind: 'wait'; ms: number };
+
+const outcomeArb: fc.Arbitrary<LeaseOutcome> = fc.oneof(
+  { weight: 6, arbitrary: fc.constant(OK) },
+  { weight: 2, arbitrary: fc.constant({ kind: 'error' } as const) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('rate_limited' as const), retryAfterMs: fc.integer({ min: 0, max: 30_000 }) }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'rate_limited' } as const) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'unused' } as const) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'auth' } as const) },
+);
+
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('request' as const), priority: fc.nat(3) }) },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('release' as const), pick: fc.nat(), outcome: outcomeArb }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('cancel' as const), pick: fc.nat() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('wait' as const), ms: fc.oneof(fc.nat(3_000), fc.nat(70_000)) }) },
+);
+
+const keysArb = fc.array(fc.record({ rpm: fc.integer({ min: 1, max: 4 }), concurrency: fc.integer({ min: 1, max: 3 }) }), { minLength: 1, maxLength: 3 });
+
+describe('poolMachine: properties', () => {
+  it('answers every request exactly once and keeps every key within its limits', () => {
+    fc.assert(
+      fc.property(keysArb, fc.array(opArb, { maxLength: 60 }), (limits, ops) => {
+        const h = harness(limits.map((l, i) => key(`k${i}`, l)));
+        const limitsOf = new Map(limits.map((l, i) => [`k${i}`, l]));
+        const held = new Set<string>(); // granted, not released or cancelled
+        const cancelled = new Set<string>();
+        const outOn = new Map<string, number>(); // leases out per key, as the agents see it
+        const unused = new Set<string>();
+        const answered = new Set<string>();
+        let n = 0;
+        let seen = 0;
+        /** Book-keeps grants as they arrive and checks concurrency at every moment. */
+        const observe = () => {
+          for (; seen < h.replies.length; seen++) {
+            const { reply } = h.replies[seen];
+            answered.add(reply.requestId);
+            if (reply.type !== 'LEASE.GRANTED') continue;
+            held.add(reply.requestId);
+            outOn.set(reply.keyId, (outOn.get(reply.keyId) ?? 0) + 1);
+            expect(outOn.get(reply.keyId)).toBeLessThanOrEqual(limitsOf.get(reply.keyId)!.concurrency);
+          }
+        };
+        const giveBack = (requestId: string, how: LeaseOutcome | 'cancel') => {
+          const keyId = h.keyOf(requestId)!;
+          held.delete(requestId);
+          outOn.set(keyId, outOn.get(keyId)! - 1);
+          if (how === 'cancel' || how.kind === 'unused') unused.add(requestId);
+          if (how === 'cancel') h.cancel(requestId);
+          else h.release(requestId, how);
+        };
+        for (const op of ops) {
+          if (op.kind === 'request') h.request(`r${n++}`, op.priority);
+          if (op.kind === 'wait') h.at(h.clock.now() + op.ms);
+          if (op.kind === 'release' && held.size > 0) giveBack([...held][op.pick % held.size], op.outcome);
+          if (op.kind === 'cancel') {
+            // Half the time a request still waiting, else one granted and held.
+            const waiting = Array.from({ length: n }, (_, i) => `r${i}`).filter((id) => !answered.has(id) && !cancelled.has(id));
+            if (op.pick % 2 === 0 && waiting.length > 0) {
+              const requestId = waiting[op.pick % waiting.length];
+              cancelled.add(requestId);
+              h.cancel(requestId);
+            } else if (held.size > 0) giveBack([...held][op.pick % held.size], 'cancel');
+          }
+          observe();
+        }
+        // Drain: give everything back and let time pass until every request is answered.
+        for (let round = 0; round < 20; round++) {
+          for (const requestId of [...held]) giveBack(requestId, OK);
+          h.at(h.clock.now() + 120_000);
+          observe();
+        }
+        for (let i = 0; i < n; i++) {
+          const answers = h.replies.filter((r) => r.reply.requestId === `r${i}`);
+          expect(answers.length).toBe(cancelled.has(`r${i}`) ? 0 : 1);
+        }
+        // rpm: the used grants of each key, never rpm + 1 within 60 s.
+        for (const [keyId, { rpm }] of limitsOf) {
+          const times = h.replies
+            .filter((r) => r.reply.type === 'LEASE.GRANTED' && r.reply.keyId === keyId && !unused.has(r.reply.requestId))
+            .map((r) => r.at);
+          for (let i = 0; i + rpm < times.length; i++) expect(times[i + rpm] - times[i]).toBeGreaterThanOrEqual(60_000);
+        }
+      }),
+      { seed: 42, numRuns: 200 },
+    );
+  });
+});
