@@ -1,0 +1,4 @@
+/** The plan format: schema, validation and critical-path ranks. See docs/plan-format.md. */
+export * from './schema.js';
+export * from './validate.js';
+export * from './ranks.js';

@@ -1,0 +1,242 @@
+/**
+ * The plan format: what a run is asked to do, as one JSON object (the same for the API and the CLI).
+ *
+ * This file holds the types (first, so they read as the documentation) and the zod schemas that
+ * check the structure and apply the defaults. Cross-references (deps, models, providers, fallbacks,
+ * environment variables, tools) are checked by `validate.ts`, which reports every problem at once.
+ *
+ * Objects are strict: an unknown field is an error, because a typo (`promt`, `maxRetires`) would
+ * otherwise be silently ignored and the run would do something else than what was written.
+ */
+import { z } from 'zod';
+import type { KeyLimits } from '../../machines/protocol.js';
+
+// ---------------------------------------------------------------------------------------------
+// Types (the parsed plan, with defaults applied)
+// ---------------------------------------------------------------------------------------------
+
+export type ProviderType = 'anthropic' | 'openai' | 'sim';
+
+/**
+ * An API key: the name of an environment variable that holds it (preferred), or the key inline.
+ * An inline key is a secret: it is never echoed in an issue, an error or an event.
+ */
+export type KeySpec = { env: string } | string;
+
+export interface ProviderSpec {
+  type: ProviderType;
+  /** Overrides the provider's default endpoint (a proxy, a gateway, the simulator). */
+  baseURL?: string;
+  /** One key actor per entry. Empty only for `sim` providers, which then have one implicit key. */
+  keys: KeySpec[];
+  /** Limits of EACH key (not of the provider as a whole). */
+  limits?: KeyLimits;
+}
+
+/** USD per million tokens. */
+export interface ModelPrice {
+  input: number;
+  output: number;
+  cacheWrite?: number;
+  cacheRead?: number;
+}
+
+export interface ModelSpec {
+  /** Name of an entry in `providers`. */
+  provider: string;
+  /** The provider's model id, e.g. `claude-haiku-4-5`. */
+  model: string;
+  /** Default output cap of a call; a task's `maxTokens` overrides it. */
+  maxTokens: number;
+  /** Required when the plan has a budget. */
+  price?: ModelPrice;
+  /** Names of other entries in `models` to try, in order, when this route is unavailable. */
+  fallback: string[];
+  /** Context window; calls that would not fit are compacted first. */
+  contextTokens?: number;
+}
+
+export type OnFailure = 'continue' | 'fail-fast';
+
+export interface PlanDefaults {
+  /** Agents in flight at once across the whole run. */
+  maxInFlight: number;
+  /** Retries of one task after its first attempt. */
+  maxRetries: number;
+  taskTimeoutMs: number;
+  /** `continue`: skip only the dependents of a failed task. `fail-fast`: cancel the run. */
+  onFailure: OnFailure;
+  /** Model calls in one attempt (a turn ends when the model answers without calling a tool). */
+  maxTurns: number;
+}
+
+export interface PlanBudget {
+  /** Hard cap on the run's spend; calls are reserved against it before they are sent. */
+  usd: number;
+}
+
+export interface TaskSpec {
+  /** `^[A-Za-z0-9_.:/-]+$`, at most 200 characters, unique in the plan. */
+  id: string;
+  /** Name of an entry in `models`. Every task names its model: there is no inheritance. */
+  model: string;
+  system?: string;
+  /** `{{dep}}` is replaced by the output of the dependency `dep`. */
+  prompt: string;
+  /** Ids of tasks whose output this task needs; it starts after all of them complete. */
+  deps: string[];
+  /** Higher first, among tasks ready at the same time (after the critical-path rank). */
+  priority: number;
+  /** Names of tools the model may call. */
+  tools: string[];
+  maxTurns?: number;
+  maxRetries?: number;
+  timeoutMs?: number;
+  maxTokens?: number;
+}
+
+export interface Plan {
+  providers: Record<string, ProviderSpec>;
+  models: Record<string, ModelSpec>;
+  defaults: PlanDefaults;
+  budget?: PlanBudget;
+  tasks: TaskSpec[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Names and numbers
+// ---------------------------------------------------------------------------------------------
+
+export const TASK_ID_PATTERN = /^[A-Za-z0-9_.:/-]+$/;
+export const TASK_ID_MAX_LENGTH = 200;
+/** Provider and model names end up in actor ids (`pool:<provider>`), so no `/` or `:`. */
+export const NAME_PATTERN = /^[A-Za-z0-9_.-]+$/;
+export const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export const PLAN_DEFAULTS: Readonly<PlanDefaults> = Object.freeze({
+  maxInFlight: 5,
+  maxRetries: 4,
+  taskTimeoutMs: 600_000,
+  onFailure: 'continue',
+  maxTurns: 8,
+});
+export const DEFAULT_MODEL_MAX_TOKENS = 1024;
+
+const positiveInt = () => z.int().min(1, { error: 'must be a positive integer' });
+const nonNegativeInt = () => z.int().min(0, { error: 'must be a non-negative integer' });
+const price = () => z.number().min(0, { error: 'must be a non-negative number (USD per million tokens)' });
+const name = (what: string) =>
+  z
+    .string()
+    .min(1, { error: `${what} name must not be empty`, abort: true })
+    .max(100, { error: `${what} name must be at most 100 characters` })
+    .regex(NAME_PATTERN, { error: `${what} name may use only letters, digits, "_", "." and "-"` });
+
+// ---------------------------------------------------------------------------------------------
+// Schemas
+// ---------------------------------------------------------------------------------------------
+
+/** A non-empty string without whitespace. The message names no value: the input is a secret. */
+const InlineKeySchema = z
+  .string()
+  .min(1, { error: 'an inline key must not be empty' })
+  .refine((s) => !/\s/.test(s), { error: 'an inline key must not contain whitespace' });
+
+const EnvKeySchema = z.strictObject({
+  env: z.string().regex(ENV_NAME_PATTERN, { error: 'must be an environment variable name (letters, digits, "_")' }),
+});
+
+export const KeySchema = z.union([InlineKeySchema, EnvKeySchema], {
+  error: 'a key is {"env": "VAR_NAME"} or an inline key string',
+});
+
+export const LimitsSchema = z.strictObject({
+  rpm: positiveInt().optional(),
+  itpm: positiveInt().optional(),
+  otpm: positiveInt().optional(),
+  concurrency: positiveInt().optional(),
+});
+
+export const ProviderSchema = z.strictObject({
+  type: z.enum(['anthropic', 'openai', 'sim']),
+  baseURL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  keys: z.array(KeySchema).default([]),
+  limits: LimitsSchema.optional(),
+});
+
+export const PriceSchema = z.strictObject({
+  input: price(),
+  output: price(),
+  cacheWrite: price().optional(),
+  cacheRead: price().optional(),
+});
+
+export const ModelSchema = z.strictObject({
+  provider: z.string().min(1, { error: 'must not be empty' }),
+  model: z.string().min(1, { error: 'must not be empty' }),
+  maxTokens: positiveInt().default(DEFAULT_MODEL_MAX_TOKENS),
+  price: PriceSchema.optional(),
+  fallback: z.array(z.string().min(1, { error: 'must not be empty' })).default([]),
+  contextTokens: positiveInt().optional(),
+});
+
+export const DefaultsSchema = z
+  .strictObject({
+    maxInFlight: positiveInt().default(PLAN_DEFAULTS.maxInFlight),
+    maxRetries: nonNegativeInt().default(PLAN_DEFAULTS.maxRetries),
+    taskTimeoutMs: positiveInt().default(PLAN_DEFAULTS.taskTimeoutMs),
+    onFailure: z.enum(['continue', 'fail-fast']).default(PLAN_DEFAULTS.onFailure),
+    maxTurns: positiveInt().default(PLAN_DEFAULTS.maxTurns),
+  })
+  // prefault (not default): an absent section is parsed as `{}`, so the field defaults apply.
+  .prefault({});
+
+export const BudgetSchema = z.strictObject({
+  usd: z.number().gt(0, { error: 'must be greater than 0' }),
+});
+
+export const TaskIdSchema = z
+  .string()
+  .min(1, { error: 'a task id must not be empty', abort: true })
+  .max(TASK_ID_MAX_LENGTH, { error: `a task id must be at most ${TASK_ID_MAX_LENGTH} characters` })
+  .regex(TASK_ID_PATTERN, { error: 'a task id may use only letters, digits and _ . : / -' });
+
+export const TaskSchema = z.strictObject({
+  id: TaskIdSchema,
+  model: z.string().min(1, { error: 'must name a model' }),
+  system: z.string().optional(),
+  prompt: z.string().min(1, { error: 'must not be empty' }),
+  deps: z.array(z.string()).default([]),
+  priority: z.int().default(0),
+  tools: z.array(z.string().min(1, { error: 'must not be empty' })).default([]),
+  maxTurns: positiveInt().optional(),
+  maxRetries: nonNegativeInt().optional(),
+  timeoutMs: positiveInt().optional(),
+  maxTokens: positiveInt().optional(),
+});
+
+/** A required section's message says what the section is for; other messages defer to zod's. */
+const section = (purpose: string) => (iss: { input?: unknown }) =>
+  iss.input === undefined ? `required: ${purpose}` : undefined;
+
+export const PlanSchema = z.strictObject({
+  providers: z.record(name('provider'), ProviderSchema, {
+    error: section('every model names a provider defined in this section'),
+  }),
+  models: z.record(name('model'), ModelSchema, {
+    error: section('every task names a model defined in this section'),
+  }),
+  defaults: DefaultsSchema,
+  budget: BudgetSchema.optional(),
+  tasks: z
+    .array(TaskSchema, { error: section('the list of tasks to run') })
+    .min(1, { error: 'a plan needs at least one task' }),
+});
+
+/** The plan as written (defaults not yet applied). */
+export type PlanInput = z.input<typeof PlanSchema>;
+
+// The hand-written types above are the documentation; this keeps them equal to the schema's output.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const _planMatchesSchema: Same<z.output<typeof PlanSchema>, Plan> = true;
+void _planMatchesSchema;

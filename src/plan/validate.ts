@@ -1,0 +1,421 @@
+/**
+ * Plan validation: every problem in a plan, reported at once, before anything runs.
+ *
+ * Two passes over the same input. The zod schema checks structure and applies defaults; the
+ * reference checks (deps, cycles, models, providers, fallbacks, keys, tools) then run on the raw
+ * input, on whatever parts are well-formed enough, so that one typo does not hide ten other
+ * problems. Both passes are linear in the size of the plan.
+ *
+ * No issue ever carries a secret: inline keys are named by their position, environment variables
+ * by their name, and input values are never echoed.
+ */
+import type { z } from 'zod';
+import { DEFAULT_MODEL_MAX_TOKENS, ENV_NAME_PATTERN, PlanSchema, type Plan } from './schema.js';
+import { findCycles } from './ranks.js';
+
+/** One problem in a plan: where (`tasks[3].deps[0]`) and what. */
+export interface PlanIssue {
+  path: string;
+  message: string;
+}
+
+export interface ValidateOptions {
+  /** Where `{ env: NAME }` keys are looked up. Default: process.env. */
+  env?: Record<string, string | undefined>;
+  /** The known tool names. When given, a task naming any other tool is an issue. */
+  tools?: Iterable<string>;
+}
+
+export type ValidationResult = { ok: true; plan: Plan } | { ok: false; issues: PlanIssue[] };
+
+/** The plan has problems; `issues` lists them all, and so does the message, one per line. */
+export class PlanValidationError extends Error {
+  readonly code = 'PLAN_INVALID';
+  constructor(readonly issues: PlanIssue[]) {
+    const n = issues.length;
+    super(
+      `invalid plan: ${n} problem${n === 1 ? '' : 's'}, fix ${n === 1 ? 'it' : 'them'} and run again\n` +
+        issues.map(formatIssue).join('\n'),
+    );
+    this.name = 'PlanValidationError';
+  }
+}
+
+export function formatIssue(issue: PlanIssue): string {
+  return `${issue.path || 'plan'}: ${issue.message}`;
+}
+
+/**
+ * Checks a plan and applies its defaults.
+ *
+ * @example
+ * const result = validatePlan(JSON.parse(text), { tools: ['read_file'] });
+ * if (!result.ok) for (const issue of result.issues) console.error(formatIssue(issue));
+ */
+export function validatePlan(raw: unknown, opts: ValidateOptions = {}): ValidationResult {
+  const parsed = PlanSchema.safeParse(raw, { error: plainMessages });
+  const issues: PlanIssue[] = parsed.success ? [] : structuralIssues(parsed.error.issues);
+  if (isRecord(raw)) {
+    const env = opts.env ?? process.env;
+    const providers = isRecord(raw.providers) ? raw.providers : undefined;
+    const models = isRecord(raw.models) ? raw.models : undefined;
+    if (providers) checkProviders(providers, env, issues);
+    if (models) checkModels(models, providers, isRecord(raw.budget), issues);
+    if (Array.isArray(raw.tasks)) {
+      checkTasks(raw.tasks, models, opts.tools ? new Set(opts.tools) : undefined, issues);
+    }
+  }
+  if (issues.length > 0 || !parsed.success) return { ok: false, issues };
+  return { ok: true, plan: parsed.data };
+}
+
+/**
+ * Like validatePlan, but returns the plan or throws PlanValidationError.
+ *
+ * @example
+ * const plan = parsePlan(JSON.parse(await readFile('plan.json', 'utf8')));
+ */
+export function parsePlan(raw: unknown, opts: ValidateOptions = {}): Plan {
+  const result = validatePlan(raw, opts);
+  if (!result.ok) throw new PlanValidationError(result.issues);
+  return result.plan;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Structure: zod issues as PlanIssues, one per problem, with a path a person can find
+// ---------------------------------------------------------------------------------------------
+
+type ZodIssue = z.core.$ZodIssue;
+
+/** Messages that describe the input by its kind only: an input value may be a secret. */
+const plainMessages: z.core.$ZodErrorMap = (iss) => {
+  if (iss.code !== 'invalid_type') return undefined;
+  if (iss.input === undefined) return 'required';
+  if (iss.expected === 'int' && typeof iss.input === 'number') return 'must be an integer';
+  return `expected ${iss.expected === 'int' ? 'an integer' : withArticle(iss.expected)}, got ${kindOf(iss.input)}`;
+};
+
+function structuralIssues(zodIssues: readonly ZodIssue[]): PlanIssue[] {
+  const out: PlanIssue[] = [];
+  for (const zi of zodIssues) addZodIssue(zi, [], out);
+  return out;
+}
+
+function addZodIssue(zi: ZodIssue, prefix: PropertyKey[], out: PlanIssue[]) {
+  const path = [...prefix, ...zi.path];
+  switch (zi.code) {
+    case 'unrecognized_keys': {
+      // Inside a key object, an unknown field's name could itself be a pasted secret.
+      if (isKeyPath(path)) {
+        out.push(issue(path, 'a key object has only the field "env"'));
+        break;
+      }
+      const known = fieldsAt(path);
+      for (const key of zi.keys) {
+        const guess = nearest(key, known);
+        out.push(issue([...path, key], `unknown field${guess ? ` (did you mean "${guess}"?)` : ''}`));
+      }
+      break;
+    }
+    case 'invalid_union': {
+      // When the input has the shape of exactly one alternative, its own issues say more.
+      const shaped = zi.errors.filter((branch) => !branch.some((b) => b.code === 'invalid_type' && b.path.length === 0));
+      if (shaped.length === 1) for (const b of shaped[0]) addZodIssue(b, path, out);
+      else out.push(issue(path, zi.message));
+      break;
+    }
+    case 'invalid_key':
+      out.push(issue(path, zi.issues[0]?.message ?? zi.message));
+      break;
+    default:
+      out.push(issue(path, zi.message));
+  }
+}
+
+/** `providers.main.keys[1]` or anything below it. */
+function isKeyPath(path: readonly PropertyKey[]): boolean {
+  return path[0] === 'providers' && path[2] === 'keys' && path.length >= 4;
+}
+
+/** The field names the schema allows at `path`, for "did you mean" on unknown fields. */
+function fieldsAt(path: readonly PropertyKey[]): string[] {
+  let def = unwrap(PlanSchema._zod.def);
+  for (const seg of path) {
+    if (def.type === 'object') def = (def as z.core.$ZodObjectDef).shape[seg as string]?._zod.def;
+    else if (def.type === 'record') def = (def as z.core.$ZodRecordDef).valueType._zod.def;
+    else if (def.type === 'array') def = (def as z.core.$ZodArrayDef).element._zod.def;
+    else return [];
+    if (def === undefined) return [];
+    def = unwrap(def);
+  }
+  return def.type === 'object' ? Object.keys((def as z.core.$ZodObjectDef).shape) : [];
+}
+
+function unwrap(def: z.core.$ZodTypeDef): z.core.$ZodTypeDef {
+  while (def.type === 'optional' || def.type === 'default' || def.type === 'prefault') {
+    def = (def as z.core.$ZodOptionalDef).innerType._zod.def;
+  }
+  return def;
+}
+
+/**
+ * `tasks[3].deps[0]`, `providers.main.keys[1].env`, `models["gpt-4.1"].price`.
+ */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let s = '';
+  for (const seg of path) {
+    if (typeof seg === 'number') s += `[${seg}]`;
+    else if (typeof seg === 'string' && /^[A-Za-z_][A-Za-z0-9_-]*$/.test(seg)) s += s === '' ? seg : `.${seg}`;
+    else s += `[${JSON.stringify(String(seg))}]`;
+  }
+  return s;
+}
+
+/** The known name closest to `name` by edit distance (with swaps), if close enough to be a likely typo. */
+function nearest(name: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.min(2, Math.floor(name.length / 3)) + 1;
+  for (const k of known) {
+    if (Math.abs(k.length - name.length) >= bestDistance) continue;
+    const d = editDistance(name.toLowerCase(), k.toLowerCase());
+    if (d < bestDistance) {
+      best = k;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let prevPrev: number[] = [];
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      // A swapped pair of letters ("fats" for "fast") is one typo, not two.
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) row[j] = Math.min(row[j], prevPrev[j - 2] + 1);
+    }
+    prevPrev = prev;
+    prev = row;
+  }
+  return prev[b.length];
+}
+
+function kindOf(x: unknown): string {
+  if (x === null) return 'null';
+  if (Array.isArray(x)) return 'an array';
+  if (typeof x === 'number' && !Number.isFinite(x)) return 'a non-finite number';
+  return withArticle(typeof x);
+}
+
+function withArticle(word: string): string {
+  return `${/^[aeiou]/.test(word) ? 'an' : 'a'} ${word}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Providers: keys present, env vars set, no key twice
+// ---------------------------------------------------------------------------------------------
+
+function checkProviders(providers: Record<string, unknown>, env: Record<string, string | undefined>, out: PlanIssue[]) {
+  for (const name of Object.keys(providers)) {
+    const p = providers[name];
+    if (!isRecord(p)) continue;
+    if ((p.type === 'anthropic' || p.type === 'openai') && (p.keys === undefined || isEmptyArray(p.keys))) {
+      const type = p.type;
+      out.push(issue(['providers', name, 'keys'], `an "${type}" provider needs at least one key ({"env": "VAR_NAME"})`));
+    }
+    if (!Array.isArray(p.keys)) continue;
+    // Values of inline keys are compared in memory only; issues name positions.
+    const firstAt = new Map<string, number>();
+    p.keys.forEach((k: unknown, j: number) => {
+      let identity: string | undefined;
+      if (typeof k === 'string' && k !== '') identity = `inline:${k}`;
+      else if (isRecord(k) && typeof k.env === 'string' && ENV_NAME_PATTERN.test(k.env)) {
+        identity = `env:${k.env}`;
+        const value = Object.hasOwn(env, k.env) ? env[k.env] : undefined;
+        if (value === undefined || value === '') {
+          out.push(issue(['providers', name, 'keys', j, 'env'], `${envLabel(k.env)} is ${value === '' ? 'empty' : 'not set'}`));
+        }
+      }
+      if (identity === undefined) return;
+      const first = firstAt.get(identity);
+      if (first === undefined) firstAt.set(identity, j);
+      else out.push(issue(['providers', name, 'keys', j], `the same key as keys[${first}]`));
+    });
+  }
+}
+
+/**
+ * `environment variable KEY_B`. A name that is not UPPER_SNAKE_CASE may be a key pasted where its
+ * variable's name belongs, so it is not echoed.
+ */
+function envLabel(name: string): string {
+  return /^[A-Z_][A-Z0-9_]{0,63}$/.test(name)
+    ? `environment variable ${name}`
+    : 'the environment variable named here (a key pasted in place of a variable name?)';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Models: provider and fallbacks exist, no fallback loop, priced when there is a budget
+// ---------------------------------------------------------------------------------------------
+
+function checkModels(
+  models: Record<string, unknown>,
+  providers: Record<string, unknown> | undefined,
+  hasBudget: boolean,
+  out: PlanIssue[],
+) {
+  const names = Object.keys(models);
+  const indexOf = new Map(names.map((n, i) => [n, i]));
+  const fallbacks: number[][] = names.map(() => []);
+  names.forEach((name, i) => {
+    const m = models[name];
+    if (!isRecord(m)) return;
+    if (providers && typeof m.provider === 'string' && m.provider !== '' && !Object.hasOwn(providers, m.provider)) {
+      out.push(issue(['models', name, 'provider'], unknown('provider', m.provider, Object.keys(providers))));
+    }
+    if (Array.isArray(m.fallback)) {
+      m.fallback.forEach((f: unknown, j: number) => {
+        if (typeof f !== 'string' || f === '') return;
+        const target = indexOf.get(f);
+        if (target === undefined) out.push(issue(['models', name, 'fallback', j], unknown('model', f, names)));
+        else fallbacks[i].push(target);
+      });
+    }
+    if (hasBudget && m.price === undefined) {
+      out.push(issue(['models', name, 'price'], 'required when the plan has a budget (USD per million tokens)'));
+    }
+    const maxTokens = m.maxTokens ?? DEFAULT_MODEL_MAX_TOKENS;
+    if (typeof m.contextTokens === 'number' && typeof maxTokens === 'number' && maxTokens >= m.contextTokens) {
+      out.push(issue(['models', name, 'maxTokens'], `must be less than contextTokens (${m.contextTokens})`));
+    }
+  });
+  for (const cycle of findCycles(fallbacks)) {
+    const loop = [...cycle.nodes, cycle.nodes[0]].map((i) => names[i]).join(' -> ');
+    out.push(issue(['models', names[cycle.nodes[0]], 'fallback'], `fallback loop ${loop}`));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tasks: unique ids, known deps, no cycle, known model and tools, placeholders name deps
+// ---------------------------------------------------------------------------------------------
+
+const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.:/-]+)\s*\}\}/g;
+
+function checkTasks(
+  tasks: unknown[],
+  models: Record<string, unknown> | undefined,
+  tools: Set<string> | undefined,
+  out: PlanIssue[],
+) {
+  const n = tasks.length;
+  const ids = tasks.map((t) => (isRecord(t) && typeof t.id === 'string' ? t.id : undefined));
+  const indexOf = new Map<string, number>();
+  ids.forEach((id, i) => {
+    if (id === undefined) return;
+    const first = indexOf.get(id);
+    if (first === undefined) indexOf.set(id, i);
+    else out.push(issue(['tasks', i, 'id'], `duplicate task id "${id}" (first used by tasks[${first}])`));
+  });
+
+  // Edges task -> dep, by index; depAt remembers which deps[j] each edge came from, for paths.
+  const edges: number[][] = Array.from({ length: n }, () => []);
+  const depAt: number[][] = Array.from({ length: n }, () => []);
+  const modelNames = models ? Object.keys(models) : [];
+  const toolNames = tools ? [...tools] : [];
+  for (let i = 0; i < n; i++) {
+    const t = tasks[i];
+    if (!isRecord(t)) continue;
+    const id = ids[i];
+    const deps = new Set<string>();
+    if (Array.isArray(t.deps)) {
+      t.deps.forEach((d: unknown, j: number) => {
+        if (typeof d !== 'string') return;
+        const target = indexOf.get(d);
+        if (d === id) out.push(issue(['tasks', i, 'deps', j], `task "${d}" depends on itself`));
+        else if (target === undefined) out.push(issue(['tasks', i, 'deps', j], `unknown task "${d}"`));
+        else if (deps.has(d)) out.push(issue(['tasks', i, 'deps', j], `"${d}" is listed twice`));
+        else {
+          edges[i].push(target);
+          depAt[i].push(j);
+        }
+        deps.add(d);
+      });
+    }
+    if (models && typeof t.model === 'string' && t.model !== '' && !Object.hasOwn(models, t.model)) {
+      out.push(issue(['tasks', i, 'model'], unknown('model', t.model, modelNames)));
+    }
+    if (Array.isArray(t.tools)) {
+      const seen = new Set<string>();
+      t.tools.forEach((name: unknown, j: number) => {
+        if (typeof name !== 'string' || name === '') return;
+        if (seen.has(name)) out.push(issue(['tasks', i, 'tools', j], `"${name}" is listed twice`));
+        else if (tools && !tools.has(name)) out.push(issue(['tasks', i, 'tools', j], unknown('tool', name, toolNames)));
+        seen.add(name);
+      });
+    }
+    if (id !== undefined) {
+      for (const field of ['system', 'prompt'] as const) {
+        const text = t[field];
+        if (typeof text === 'string' && text.includes('{{')) checkPlaceholders(text, id, deps, indexOf, ['tasks', i, field], out);
+      }
+    }
+  }
+
+  for (const cycle of findCycles(edges)) {
+    const start = cycle.nodes[0];
+    const names = [...cycle.nodes, start].map((i) => ids[i]).join(' -> ');
+    const more = cycle.sccSize - cycle.nodes.length;
+    const note = more > 0 ? ` (and ${more} more task${more === 1 ? '' : 's'} on cycles through these)` : '';
+    out.push(issue(['tasks', start, 'deps', depAt[start][cycle.firstEdge]], `cycle: ${names}${note}`));
+  }
+}
+
+/**
+ * `{{x}}` is replaced by the output of task x, which exists only if x is a dep. Names that are not
+ * tasks are left alone: a prompt may quote a template language.
+ */
+function checkPlaceholders(
+  text: string,
+  id: string,
+  deps: Set<string>,
+  indexOf: Map<string, number>,
+  path: (string | number)[],
+  out: PlanIssue[],
+) {
+  const reported = new Set<string>();
+  for (const match of text.matchAll(PLACEHOLDER)) {
+    const name = match[1];
+    if (reported.has(name) || deps.has(name) || !indexOf.has(name)) continue;
+    reported.add(name);
+    out.push(
+      issue(
+        path,
+        name === id
+          ? `{{${name}}} is this task's own output`
+          : `{{${name}}} names task "${name}", which is not in deps: add it to deps so its output is ready`,
+      ),
+    );
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function issue(path: readonly PropertyKey[], message: string): PlanIssue {
+  return { path: formatPath(path), message };
+}
+
+/** `unknown model "fsat" (did you mean "fast"?)`: suggestions only among small name sets. */
+function unknown(kind: string, name: string, known: readonly string[]): string {
+  const guess = known.length <= 200 ? nearest(name, known) : undefined;
+  return `unknown ${kind} "${name}"${guess ? ` (did you mean "${guess}"?)` : ''}`;
+}
+
+function isRecord(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+function isEmptyArray(x: unknown): boolean {
+  return Array.isArray(x) && x.length === 0;
+}
