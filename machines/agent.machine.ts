@@ -1,0 +1,466 @@
+/**
+ * One sub-agent: one attempt at one task, with a context of its own.
+ *
+ *   idle -START-> waiting.admission -ADMITTED-> waiting.lease -GRANTED-> running
+ *   running -reply with tool calls-> tools -all results-> waiting (next turn)
+ *   running -final reply-> done
+ *   running -retryable error-> backoff -> waiting          -fatal error-> failed
+ *   any -CANCEL-> cancelled          any -attempt deadline-> failed (task_timeout)
+ *
+ * The machine decides; `src/` does: the model call is the `callModel` actor, the route's breaker
+ * (`breaker:<provider>/<model>`), the key pool (`pool:<provider>`) and the tool bus (`toolBus`)
+ * are actors found in the system by id. Whatever the agent holds (an admission, a lease request,
+ * a lease) it gives back on the way out, so a cancelled agent never wedges a key or a breaker.
+ */
+import { assign, enqueueActions, fromPromise, setup, type AnyActorRef } from 'xstate';
+import { breakerVerdictOf, errorInfo, isKeyScoped, leaseOutcomeOf, toErrorInfo } from './errors.js';
+import type {
+  AgentStatus,
+  AttemptReport,
+  BreakerEvent,
+  BreakerReply,
+  ContentBlock,
+  ErrorInfo,
+  LeaseEvent,
+  LeaseReply,
+  Message,
+  ModelCallInput,
+  ModelCallOutput,
+  RunEvent,
+  ToolBusEvent,
+  ToolBusReply,
+  Usage,
+} from './protocol.js';
+import { addUsage, ZERO_USAGE } from './protocol.js';
+import { backoffDelay, nextRandom } from './random.js';
+import { estimateRequestTokens, textOf } from './tokens.js';
+
+export interface AgentInput {
+  taskId: string;
+  attempt: number;
+  /** Provider name in the plan (the pool is `pool:<provider>`). */
+  provider: string;
+  /** The provider's model id (the breaker is `breaker:<provider>/<model>`). */
+  model: string;
+  maxTokens: number;
+  priority: number;
+  system?: string;
+  prompt: string;
+  /** Tools this task may call. */
+  tools: string[];
+  maxTurns: number;
+  /** Retries this attempt may take: what is left of the task's retry budget. */
+  retries: number;
+  /** The attempt's deadline, from its start. */
+  timeoutMs: number;
+  backoff: { baseMs: number; maxMs: number };
+  /** Seed of this attempt's jitter. */
+  seed: number;
+}
+
+interface ToolWait {
+  /** tool_use ids in the order the model gave them: results go back in that order. */
+  order: string[];
+  results: Record<string, { content: string; isError: boolean }>;
+  left: number;
+}
+
+export interface AgentContext {
+  input: AgentInput;
+  route: string;
+  messages: Message[];
+  turn: number;
+  requests: number;
+  retries: number;
+  usage: Usage;
+  rng: number;
+  seq: number;
+  /** The breaker admission or lease request now outstanding. */
+  pending: { kind: 'admission' | 'lease'; requestId: string } | null;
+  /** A breaker admission held and not yet reported. */
+  admission: { requestId: string; probe: boolean } | null;
+  lease: { leaseId: string; keyId: string } | null;
+  tools: ToolWait | null;
+  backoffMs: number;
+  status: AgentStatus | null;
+  output?: string;
+  error?: ErrorInfo;
+}
+
+export type AgentEvent =
+  | { type: 'START' }
+  | { type: 'CANCEL'; reason?: string }
+  | BreakerReply
+  | LeaseReply
+  | ToolBusReply;
+
+const poolOf = (system: { get(id: string): AnyActorRef | undefined }, ctx: AgentContext) => system.get(`pool:${ctx.input.provider}`);
+const breakerOf = (system: { get(id: string): AnyActorRef | undefined }, ctx: AgentContext) => system.get(`breaker:${ctx.route}`);
+const requestIdOf = (ctx: AgentContext, seq: number) => `${ctx.input.taskId}#${ctx.input.attempt}.${seq}`;
+
+function reportOf(ctx: AgentContext): AttemptReport {
+  const report: AttemptReport = {
+    taskId: ctx.input.taskId,
+    attempt: ctx.input.attempt,
+    status: ctx.status ?? 'failed',
+    usage: ctx.usage,
+    requests: ctx.requests,
+    retries: ctx.retries,
+    turns: ctx.turn,
+    messages: ctx.messages,
+  };
+  if (ctx.output !== undefined) report.output = ctx.output;
+  if (ctx.error !== undefined) report.error = ctx.error;
+  return report;
+}
+
+function callInputOf(context: AgentContext): ModelCallInput {
+  const call: ModelCallInput = {
+    taskId: context.input.taskId,
+    attempt: context.input.attempt,
+    turn: context.turn,
+    provider: context.input.provider,
+    model: context.input.model,
+    keyId: context.lease!.keyId,
+    leaseId: context.lease!.leaseId,
+    messages: context.messages,
+    tools: context.input.tools,
+    maxTokens: context.input.maxTokens,
+  };
+  if (context.input.system !== undefined) call.system = context.input.system;
+  return call;
+}
+
+function callFacts(context: AgentContext, keyId: string) {
+  return {
+    taskId: context.input.taskId,
+    attempt: context.input.attempt,
+    turn: context.turn,
+    provider: context.input.provider,
+    model: context.input.model,
+    keyId,
+  };
+}
+
+/**
+ * setup() cannot type a reference to one of its own named actions from inside another, so the
+ * one cast lives here: `report` is declared below and provided by src/.
+ */
+function enqueueReport(enqueue: unknown, event: RunEvent): void {
+  (enqueue as (action: { type: 'report'; params: RunEvent }) => void)({ type: 'report', params: event });
+}
+
+const errorOf = (event: unknown) => toErrorInfo((event as { error?: unknown }).error);
+const outputOf = (event: unknown) => (event as { output: ModelCallOutput }).output;
+
+export const agentMachine = setup({
+  types: {} as {
+    context: AgentContext;
+    events: AgentEvent;
+    input: AgentInput;
+    output: AttemptReport;
+  },
+  actors: {
+    callModel: fromPromise<ModelCallOutput, ModelCallInput>(async () => {
+      throw errorInfo('internal', 'no callModel actor provided');
+    }),
+  },
+  actions: {
+    /** Where run events go: `src/` provides it. */
+    report: (_, _event: RunEvent) => {},
+
+    requestAdmission: enqueueActions(({ context, enqueue, self, system }) => {
+      const seq = context.seq + 1;
+      const requestId = requestIdOf(context, seq);
+      enqueue.assign({ seq, pending: { kind: 'admission', requestId } });
+      const event: BreakerEvent = { type: 'BREAKER.ADMIT', requestId, replyTo: self };
+      enqueue.sendTo(breakerOf(system, context)!, event);
+    }),
+
+    requestLease: enqueueActions(({ context, enqueue, self, system }) => {
+      const seq = context.seq + 1;
+      const requestId = requestIdOf(context, seq);
+      enqueue.assign({ seq, pending: { kind: 'lease', requestId } });
+      const event: LeaseEvent = {
+        type: 'LEASE.REQUEST',
+        requestId,
+        priority: context.input.priority,
+        inputTokens: estimateRequestTokens(context.input.system, context.messages),
+        outputTokens: context.input.maxTokens,
+        replyTo: self,
+      };
+      enqueue.sendTo(poolOf(system, context)!, event);
+    }),
+
+    callStarted: enqueueActions(({ context, enqueue }) => {
+      enqueue.assign({ requests: context.requests + 1 });
+      enqueueReport(enqueue, { type: 'model:request', ...callFacts(context, context.lease!.keyId) });
+    }),
+
+    /** A successful reply: release the lease with its usage, tell the breaker, keep the reply. */
+    settleSuccess: enqueueActions(({ context, event, enqueue, system }) => {
+      const out = outputOf(event);
+      const lease = context.lease!;
+      const release: LeaseEvent = {
+        type: 'LEASE.RELEASE',
+        leaseId: lease.leaseId,
+        keyId: lease.keyId,
+        outcome: out.rateLimit ? { kind: 'ok', usage: out.usage, rateLimit: out.rateLimit } : { kind: 'ok', usage: out.usage },
+      };
+      enqueue.sendTo(poolOf(system, context)!, release);
+      if (context.admission) {
+        const report: BreakerEvent = { type: 'BREAKER.REPORT', requestId: context.admission.requestId, verdict: 'success' };
+        enqueue.sendTo(breakerOf(system, context)!, report);
+      }
+      enqueueReport(enqueue, { type: 'model:response', ...callFacts(context, lease.keyId), usage: out.usage });
+      enqueue.assign({
+        lease: null,
+        admission: null,
+        usage: addUsage(context.usage, out.usage),
+        turn: context.turn + 1,
+        messages: [...context.messages, { role: 'assistant', content: out.content }],
+      });
+    }),
+
+    /** A failed call: the outcome goes to the key (429, 401) and to the breaker (5xx and kin). */
+    settleFailure: enqueueActions(({ context, event, enqueue, system }) => {
+      const error = errorOf(event);
+      const lease = context.lease!;
+      const release: LeaseEvent = { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome: leaseOutcomeOf(error) };
+      enqueue.sendTo(poolOf(system, context)!, release);
+      if (context.admission) {
+        const report: BreakerEvent = { type: 'BREAKER.REPORT', requestId: context.admission.requestId, verdict: breakerVerdictOf(error) };
+        enqueue.sendTo(breakerOf(system, context)!, report);
+      }
+      enqueueReport(enqueue, { type: 'model:error', ...callFacts(context, lease.keyId), error });
+      enqueue.assign({ lease: null, admission: null });
+    }),
+
+    /** Full-jitter exponential backoff; a route-level Retry-After is a floor, a key-level one is the key's. */
+    planRetry: enqueueActions(({ context, event, enqueue }) => {
+      const error = errorOf(event);
+      const [r, rng] = nextRandom(context.rng);
+      const floorMs = isKeyScoped(error) ? 0 : (error.retryAfterMs ?? 0);
+      // A revoked key is nobody's fault: the next key can be tried at once.
+      const delayMs = error.code === 'auth' ? 0 : backoffDelay(context.retries, r, { ...context.input.backoff, floorMs });
+      enqueue.assign({ rng, backoffMs: delayMs, retries: context.retries + 1 });
+      enqueueReport(enqueue, {
+        type: 'task:retry',
+        taskId: context.input.taskId,
+        attempt: context.input.attempt,
+        retry: context.retries + 1,
+        delayMs,
+        error,
+      });
+    }),
+
+    /** One bus request per tool call; calls to tools the task may not use get an error result. */
+    callTools: enqueueActions(({ context, enqueue, self, system }) => {
+      const last = context.messages[context.messages.length - 1]!;
+      const calls = last.content.filter((b): b is Extract<ContentBlock, { type: 'tool_use' }> => b.type === 'tool_use');
+      const wait: ToolWait = { order: calls.map((c) => c.id), results: {}, left: calls.length };
+      const allowed = new Set(context.input.tools);
+      const bus = system.get('toolBus');
+      for (const call of calls) {
+        if (!allowed.has(call.name) || !bus) {
+          wait.results[call.id] = { content: `tool "${call.name}" is not available to task "${context.input.taskId}"`, isError: true };
+          wait.left--;
+          continue;
+        }
+        const event: ToolBusEvent = { type: 'TOOL.CALL', callId: call.id, taskId: context.input.taskId, name: call.name, args: call.input, replyTo: self };
+        enqueue.sendTo(bus, event);
+      }
+      enqueue.assign({ tools: wait });
+    }),
+
+    recordToolResult: assign({
+      tools: ({ context, event }) => {
+        const wait = context.tools;
+        if (!wait || event.type !== 'TOOL.RESULT') return wait;
+        if (event.callId in wait.results || !wait.order.includes(event.callId)) return wait;
+        return {
+          ...wait,
+          results: { ...wait.results, [event.callId]: { content: event.content, isError: event.isError } },
+          left: wait.left - 1,
+        };
+      },
+    }),
+
+    /** Tool results go back in the order the model asked for them, errors flagged as errors. */
+    appendToolResults: assign(({ context }) => {
+      const wait = context.tools!;
+      const content: ContentBlock[] = wait.order.map((id) => {
+        const r = wait.results[id]!;
+        return r.isError
+          ? { type: 'tool_result', toolUseId: id, content: r.content, isError: true }
+          : { type: 'tool_result', toolUseId: id, content: r.content };
+      });
+      return { messages: [...context.messages, { role: 'user' as const, content }], tools: null };
+    }),
+
+    timedOut: assign({
+      error: ({ context }) =>
+        errorInfo('task_timeout', `task "${context.input.taskId}" attempt ${context.input.attempt} passed its deadline of ${context.input.timeoutMs} ms`, true),
+    }),
+
+    /** On the way out: withdraw what is requested, give back what is held. */
+    giveBack: enqueueActions(({ context, enqueue, system }) => {
+      const pool = poolOf(system, context);
+      const breaker = breakerOf(system, context);
+      if (context.pending?.kind === 'admission' && breaker) {
+        const e: BreakerEvent = { type: 'BREAKER.WITHDRAW', requestId: context.pending.requestId };
+        enqueue.sendTo(breaker, e);
+      }
+      if (context.pending?.kind === 'lease' && pool) {
+        const e: LeaseEvent = { type: 'LEASE.CANCEL', requestId: context.pending.requestId };
+        enqueue.sendTo(pool, e);
+      }
+      if (context.admission && breaker) {
+        const e: BreakerEvent = { type: 'BREAKER.REPORT', requestId: context.admission.requestId, verdict: 'neutral' };
+        enqueue.sendTo(breaker, e);
+      }
+      if (context.lease && pool) {
+        // The call may have reached the server: its request slot stays spent.
+        const e: LeaseEvent = { type: 'LEASE.RELEASE', leaseId: context.lease.leaseId, keyId: context.lease.keyId, outcome: { kind: 'error' } };
+        enqueue.sendTo(pool, e);
+      }
+      enqueue.assign({ pending: null, admission: null, lease: null });
+    }),
+  },
+  delays: {
+    backoff: ({ context }) => context.backoffMs,
+    attemptTimeout: ({ context }) => context.input.timeoutMs,
+  },
+  guards: {
+    isPending: ({ context, event }) => 'requestId' in event && context.pending?.requestId === event.requestId,
+    wantsTools: ({ event }) => outputOf(event).content.some((b) => b.type === 'tool_use'),
+    canRetry: ({ context, event }) => errorOf(event).retryable && context.retries < context.input.retries,
+    toolsDone: ({ context }) => context.tools !== null && context.tools.left === 0,
+    turnsLeft: ({ context }) => context.turn < context.input.maxTurns,
+  },
+}).createMachine({
+  id: 'agent',
+  context: ({ input }) => ({
+    input,
+    route: `${input.provider}/${input.model}`,
+    messages: [{ role: 'user', content: [{ type: 'text', text: input.prompt }] }],
+    turn: 0,
+    requests: 0,
+    retries: 0,
+    usage: ZERO_USAGE,
+    rng: input.seed,
+    seq: 0,
+    pending: null,
+    admission: null,
+    lease: null,
+    tools: null,
+    backoffMs: 0,
+    status: null,
+  }),
+  initial: 'idle',
+  output: ({ context }) => reportOf(context),
+  on: {
+    CANCEL: { target: '.cancelled', actions: assign({ error: ({ event }) => errorInfo('cancelled', event.reason ?? 'cancelled') }) },
+  },
+  states: {
+    idle: {
+      on: { START: 'active' },
+    },
+    active: {
+      // The deadline runs from the attempt's start, across turns, waits and backoffs.
+      after: {
+        attemptTimeout: { target: 'failed', actions: 'timedOut' },
+      },
+      initial: 'waiting',
+      states: {
+        waiting: {
+          initial: 'admission',
+          states: {
+            admission: {
+              entry: 'requestAdmission',
+              on: {
+                'BREAKER.ADMITTED': {
+                  guard: 'isPending',
+                  target: 'lease',
+                  actions: assign({
+                    admission: ({ event }) => ({ requestId: event.requestId, probe: event.probe }),
+                    pending: null,
+                  }),
+                },
+              },
+            },
+            lease: {
+              entry: 'requestLease',
+              on: {
+                'LEASE.GRANTED': {
+                  guard: 'isPending',
+                  target: '#agent.active.running',
+                  actions: assign({ lease: ({ event }) => ({ leaseId: event.leaseId, keyId: event.keyId }), pending: null }),
+                },
+                'LEASE.DENIED': {
+                  guard: 'isPending',
+                  target: '#agent.failed',
+                  actions: assign({ pending: null, error: ({ event }) => event.error }),
+                },
+              },
+            },
+          },
+        },
+        running: {
+          entry: 'callStarted',
+          invoke: {
+            id: 'callModel',
+            src: 'callModel',
+            input: ({ context }) => callInputOf(context),
+            onDone: [
+              { guard: 'wantsTools', target: 'tools', actions: 'settleSuccess' },
+              {
+                target: '#agent.done',
+                actions: ['settleSuccess', assign({ output: ({ event }) => textOf(event.output.content) })],
+              },
+            ],
+            onError: [
+              { guard: 'canRetry', target: 'backoff', actions: ['settleFailure', 'planRetry'] },
+              { target: '#agent.failed', actions: ['settleFailure', assign({ error: ({ event }) => toErrorInfo(event.error) })] },
+            ],
+          },
+        },
+        tools: {
+          entry: 'callTools',
+          always: { guard: 'toolsDone', target: 'nextTurn' },
+          on: {
+            'TOOL.RESULT': { actions: 'recordToolResult' },
+          },
+        },
+        nextTurn: {
+          entry: 'appendToolResults',
+          always: [
+            { guard: 'turnsLeft', target: 'waiting' },
+            {
+              target: '#agent.failed',
+              actions: assign({
+                error: ({ context }) =>
+                  errorInfo('max_turns', `task "${context.input.taskId}" reached maxTurns (${context.input.maxTurns}) without a final answer`),
+              }),
+            },
+          ],
+        },
+        backoff: {
+          after: { backoff: 'waiting' },
+        },
+      },
+    },
+    done: {
+      type: 'final',
+      entry: assign({ status: 'completed' }),
+    },
+    failed: {
+      type: 'final',
+      entry: [assign({ status: 'failed' }), 'giveBack'],
+    },
+    cancelled: {
+      type: 'final',
+      entry: [assign({ status: 'cancelled' }), 'giveBack'],
+    },
+  },
+});

@@ -1,0 +1,314 @@
+/**
+ * The supervisor's bookkeeping for one run: every task's state, the ready queue and the
+ * dependency counts. Pure logic with no I/O, mutable on purpose: the supervisor keeps one
+ * instance in its context by reference, so handling an event costs O(its own work), never a copy
+ * of a 10,000-entry table.
+ *
+ * Ready order: higher priority first, then the longer remaining critical path, then FIFO.
+ */
+import { Heap } from './heap.js';
+import type { AttemptReport, ErrorInfo, Message, RunStatus, TaskStatus, Usage } from './protocol.js';
+import { addUsage, ZERO_USAGE } from './protocol.js';
+
+/** A task as the supervisor runs it: the plan's task, resolved (model, limits, defaults). */
+export interface SupervisedTask {
+  id: string;
+  deps: string[];
+  priority: number;
+  /** Tasks on the longest chain from this one to the end of the DAG, itself included. */
+  rank: number;
+  /** The plan's name for the model (e.g. "fast"). */
+  modelName: string;
+  provider: string;
+  /** The provider's model id. */
+  model: string;
+  maxTokens: number;
+  system?: string;
+  prompt: string;
+  tools: string[];
+  maxTurns: number;
+  maxRetries: number;
+  timeoutMs: number;
+}
+
+export type FinalTaskStatus = 'completed' | 'failed' | 'skipped' | 'cancelled';
+
+export interface TaskResult {
+  id: string;
+  status: FinalTaskStatus;
+  output?: string;
+  error?: ErrorInfo;
+  attempts: number;
+  /** The plan's model name. */
+  model: string;
+  usage: Usage;
+  requests: number;
+  retries: number;
+  /** The conversation of the last attempt, kept when the task failed. */
+  transcript?: Message[];
+}
+
+export interface RunTotals {
+  tasks: number;
+  completed: number;
+  failed: number;
+  skipped: number;
+  cancelled: number;
+  requests: number;
+  retries: number;
+  usage: Usage;
+  durationMs: number;
+}
+
+export interface RunResult {
+  runId: string;
+  status: RunStatus;
+  tasks: Record<string, TaskResult>;
+  totals: RunTotals;
+}
+
+interface TaskRecord {
+  spec: SupervisedTask;
+  status: TaskStatus;
+  /** Dependencies not yet completed. */
+  waitingOn: number;
+  dependents: TaskRecord[];
+  /** FIFO tie-break: when it became ready. */
+  readySeq: number;
+  attempts: number;
+  retries: number;
+  usage: Usage;
+  requests: number;
+  output?: string;
+  error?: ErrorInfo;
+  transcript?: Message[];
+}
+
+/** What settling an attempt did to the run. */
+export type Settlement =
+  | { kind: 'completed'; unlocked: string[] }
+  | { kind: 'retry' }
+  | { kind: 'failed'; skipped: string[] }
+  | { kind: 'cancelled' }
+  | { kind: 'stale' };
+
+const isFinal = (s: TaskStatus) => s === 'completed' || s === 'failed' || s === 'skipped' || s === 'cancelled';
+
+export class RunTable {
+  private readonly records = new Map<string, TaskRecord>();
+  private readonly ready = new Heap<TaskRecord>((a, b) =>
+    a.spec.priority !== b.spec.priority
+      ? a.spec.priority > b.spec.priority
+      : a.spec.rank !== b.spec.rank
+        ? a.spec.rank > b.spec.rank
+        : a.readySeq < b.readySeq,
+  );
+  private seq = 0;
+  private open: number;
+  readonly counts: Record<TaskStatus, number> = { pending: 0, queued: 0, running: 0, completed: 0, failed: 0, skipped: 0, cancelled: 0 };
+
+  /** Task ids that were ready at the start, in no particular order. */
+  readonly initiallyReady: string[] = [];
+
+  constructor(tasks: readonly SupervisedTask[]) {
+    for (const spec of tasks) {
+      this.records.set(spec.id, {
+        spec,
+        status: 'pending',
+        waitingOn: spec.deps.length,
+        dependents: [],
+        readySeq: 0,
+        attempts: 0,
+        retries: 0,
+        usage: ZERO_USAGE,
+        requests: 0,
+      });
+    }
+    this.counts.pending = tasks.length;
+    this.open = tasks.length;
+    for (const record of this.records.values()) {
+      for (const dep of record.spec.deps) {
+        const parent = this.records.get(dep);
+        if (!parent) throw new Error(`task "${record.spec.id}" depends on unknown task "${dep}"`);
+        parent.dependents.push(record);
+      }
+    }
+    for (const record of this.records.values()) {
+      if (record.waitingOn === 0) {
+        this.enqueue(record);
+        this.initiallyReady.push(record.spec.id);
+      }
+    }
+  }
+
+  get size(): number {
+    return this.records.size;
+  }
+
+  /** Tasks without a final status. */
+  get openTasks(): number {
+    return this.open;
+  }
+
+  get readyCount(): number {
+    return this.ready.size;
+  }
+
+  spec(id: string): SupervisedTask {
+    return this.record(id).spec;
+  }
+
+  status(id: string): TaskStatus {
+    return this.record(id).status;
+  }
+
+  output(id: string): string | undefined {
+    return this.records.get(id)?.output;
+  }
+
+  /** Attempts started so far, and retries left of the task's budget. */
+  budget(id: string): { attempts: number; retriesLeft: number } {
+    const r = this.record(id);
+    return { attempts: r.attempts, retriesLeft: Math.max(0, r.spec.maxRetries - r.retries) };
+  }
+
+  /** Takes the best ready task and marks it running with a new attempt. */
+  startNext(): { spec: SupervisedTask; attempt: number; retriesLeft: number } | undefined {
+    const record = this.ready.pop();
+    if (!record) return undefined;
+    this.move(record, 'running');
+    record.attempts += 1;
+    return { spec: record.spec, attempt: record.attempts, retriesLeft: Math.max(0, record.spec.maxRetries - record.retries) };
+  }
+
+  /**
+   * Records an attempt's end. A completed task unlocks its dependents; a failed one is retried
+   * while its error is retryable and its budget lasts, otherwise its dependents are skipped.
+   */
+  settle(report: AttemptReport, opts: { retry: boolean }): Settlement {
+    const record = this.records.get(report.taskId);
+    if (!record || record.status !== 'running' || report.attempt !== record.attempts) return { kind: 'stale' };
+    record.usage = addUsage(record.usage, report.usage);
+    record.requests += report.requests;
+    record.retries += report.retries;
+    if (report.status === 'completed') {
+      record.output = report.output ?? '';
+      delete record.error;
+      this.move(record, 'completed');
+      const unlocked: string[] = [];
+      for (const child of record.dependents) {
+        child.waitingOn -= 1;
+        if (child.waitingOn === 0 && child.status === 'pending') {
+          this.enqueue(child);
+          unlocked.push(child.spec.id);
+        }
+      }
+      return { kind: 'completed', unlocked };
+    }
+    if (report.error) record.error = report.error;
+    if (report.status === 'cancelled') {
+      this.move(record, 'cancelled');
+      return { kind: 'cancelled' };
+    }
+    const retryable = report.error?.retryable === true && record.retries < record.spec.maxRetries;
+    if (opts.retry && retryable) {
+      record.retries += 1;
+      this.enqueue(record);
+      return { kind: 'retry' };
+    }
+    record.transcript = report.messages;
+    this.move(record, 'failed');
+    return { kind: 'failed', skipped: this.skipDependentsOf(record) };
+  }
+
+  /** Marks every task that has not started cancelled (queued first, then pending). */
+  cancelNotStarted(): string[] {
+    const out: string[] = [];
+    for (const record of this.ready.drain()) {
+      this.move(record, 'cancelled');
+      out.push(record.spec.id);
+    }
+    for (const record of this.records.values()) {
+      if (record.status === 'pending') {
+        this.move(record, 'cancelled');
+        out.push(record.spec.id);
+      }
+    }
+    return out;
+  }
+
+  /** Builds the result once, at the end: O(tasks). */
+  result(runId: string, status: RunStatus, durationMs: number): RunResult {
+    const tasks: Record<string, TaskResult> = {};
+    const totals: RunTotals = {
+      tasks: this.records.size,
+      completed: this.counts.completed,
+      failed: this.counts.failed,
+      skipped: this.counts.skipped,
+      cancelled: this.counts.cancelled,
+      requests: 0,
+      retries: 0,
+      usage: ZERO_USAGE,
+      durationMs,
+    };
+    for (const r of this.records.values()) {
+      const status = isFinal(r.status) ? (r.status as FinalTaskStatus) : 'cancelled';
+      const task: TaskResult = {
+        id: r.spec.id,
+        status,
+        attempts: r.attempts,
+        model: r.spec.modelName,
+        usage: r.usage,
+        requests: r.requests,
+        retries: r.retries,
+      };
+      if (r.output !== undefined && status === 'completed') task.output = r.output;
+      if (r.error !== undefined && status !== 'completed') task.error = r.error;
+      if (r.transcript !== undefined && status === 'failed') task.transcript = r.transcript;
+      tasks[r.spec.id] = task;
+      totals.requests += r.requests;
+      totals.retries += r.retries;
+      totals.usage = addUsage(totals.usage, r.usage);
+    }
+    return { runId, status, tasks, totals };
+  }
+
+  /** A summary for inspectors and logs, instead of the whole table. */
+  toJSON(): { tasks: number; counts: Record<TaskStatus, number>; ready: number } {
+    return { tasks: this.records.size, counts: { ...this.counts }, ready: this.ready.size };
+  }
+
+  private record(id: string): TaskRecord {
+    const r = this.records.get(id);
+    if (!r) throw new Error(`unknown task "${id}"`);
+    return r;
+  }
+
+  private enqueue(record: TaskRecord): void {
+    record.readySeq = this.seq++;
+    this.move(record, 'queued');
+    this.ready.push(record);
+  }
+
+  private move(record: TaskRecord, to: TaskStatus): void {
+    this.counts[record.status] -= 1;
+    this.counts[to] += 1;
+    if (!isFinal(record.status) && isFinal(to)) this.open -= 1;
+    record.status = to;
+  }
+
+  /** Every task downstream of a failed one is skipped, once each: O(edges) over the whole run. */
+  private skipDependentsOf(failed: TaskRecord): string[] {
+    const skipped: string[] = [];
+    const stack = [...failed.dependents];
+    while (stack.length > 0) {
+      const record = stack.pop()!;
+      if (record.status !== 'pending') continue;
+      record.error = { code: 'skipped', message: `skipped: depends on "${failed.spec.id}", which failed`, retryable: false };
+      this.move(record, 'skipped');
+      skipped.push(record.spec.id);
+      for (const child of record.dependents) stack.push(child);
+    }
+    return skipped;
+  }
+}

@@ -1,0 +1,298 @@
+/**
+ * The supervisor owns one run: it spawns the run's infrastructure (a key pool per provider, a
+ * breaker per route, the tool bus), then runs the DAG: ready tasks go out as agents, up to
+ * `maxInFlight` at once, best first (priority, then critical path, then FIFO); each attempt's end
+ * unlocks dependents, retries the task, or skips what depended on it.
+ *
+ *   running -all tasks final-> finished
+ *   running -CANCEL, or a failure under fail-fast-> draining -no agent in flight-> finished
+ *
+ * Every child error is handled (an agent that crashes is a failed attempt), only in-flight agents
+ * stay alive, and every event costs O(its own work): the task table is a mutable RunTable held by
+ * reference, never copied.
+ */
+import {
+  assign,
+  enqueueActions,
+  setup,
+  stopChild,
+  type DoneActorEvent,
+  type ErrorActorEvent,
+} from 'xstate';
+import { agentMachine, type AgentInput } from './agent.machine.js';
+import { breakerMachine } from './breaker.machine.js';
+import { nowOf } from './clock.js';
+import { toErrorInfo } from './errors.js';
+import { poolMachine } from './pool.machine.js';
+import { renderPrompt } from './prompt.js';
+import type { AttemptReport, KeyLimits, RunEvent, RunStatus } from './protocol.js';
+import { deriveSeed } from './random.js';
+import { RunTable, type RunResult, type SupervisedTask } from './runTable.js';
+import { toolBusMachine } from './toolBus.machine.js';
+
+export interface SupervisorInput {
+  runId: string;
+  tasks: SupervisedTask[];
+  providers: { name: string; keys: { keyId: string; limits: KeyLimits }[] }[];
+  /** One breaker per route `<provider>/<model>`. */
+  routes: { route: string; failureThreshold?: number; cooldownMs?: number; maxCooldownMs?: number }[];
+  tools: { name: string; shareable: boolean }[];
+  maxInFlight: number;
+  onFailure: 'continue' | 'fail-fast';
+  backoff: { baseMs: number; maxMs: number };
+  seed: number;
+}
+
+export interface SupervisorContext {
+  runId: string;
+  table: RunTable;
+  inFlight: number;
+  maxInFlight: number;
+  onFailure: 'continue' | 'fail-fast';
+  backoff: { baseMs: number; maxMs: number };
+  seed: number;
+  startedAt: number;
+  /** Why the run stopped early, if it did. */
+  /** What the run's infrastructure is made of (spawned once, at the start). */
+  infra: Pick<SupervisorInput, 'providers' | 'routes' | 'tools'>;
+  stop: { status: Extract<RunStatus, 'failed' | 'cancelled'>; reason: string } | null;
+  result: RunResult | null;
+}
+
+export type SupervisorEvent =
+  | { type: 'CANCEL'; reason?: string }
+  | DoneActorEvent<AttemptReport, string>
+  | ErrorActorEvent<unknown, string>;
+
+const AGENT_PREFIX = 'agent:';
+const agentId = (taskId: string, attempt: number) => `${AGENT_PREFIX}${taskId}:${attempt}`;
+const childIdOf = (eventType: string) => eventType.slice(eventType.indexOf('.actor.') + '.actor.'.length);
+
+/** The attempt a crashed agent actor stood for, read back from its id. */
+function crashReport(actorId: string, error: unknown): AttemptReport {
+  const rest = actorId.slice(AGENT_PREFIX.length);
+  const cut = rest.lastIndexOf(':');
+  const info = toErrorInfo(error);
+  return {
+    taskId: rest.slice(0, cut),
+    attempt: Number(rest.slice(cut + 1)),
+    status: 'failed',
+    error: { ...info, message: `agent crashed: ${info.message}` },
+    usage: { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0 },
+    requests: 0,
+    retries: 0,
+    turns: 0,
+    messages: [],
+  };
+}
+
+function runStatusOf(ctx: SupervisorContext): RunStatus {
+  if (ctx.stop) return ctx.stop.status;
+  const c = ctx.table.counts;
+  if (c.completed === ctx.table.size) return 'completed';
+  return c.completed === 0 && ctx.table.size > 0 ? 'failed' : 'partial';
+}
+
+/** setup() cannot type a named action referenced from inside another; the cast lives here. */
+function enqueueReport(enqueue: unknown, event: RunEvent): void {
+  (enqueue as (action: { type: 'report'; params: RunEvent }) => void)({ type: 'report', params: event });
+}
+
+export const supervisorMachine = setup({
+  types: {} as {
+    context: SupervisorContext;
+    events: SupervisorEvent;
+    input: SupervisorInput;
+    output: RunResult;
+  },
+  actors: {
+    agent: agentMachine,
+    pool: poolMachine,
+    breaker: breakerMachine,
+    toolBus: toolBusMachine,
+  },
+  actions: {
+    /** Where run events go: `src/` provides it. */
+    report: (_, _event: RunEvent) => {},
+
+    spawnInfrastructure: enqueueActions(({ context, enqueue }) => {
+      const input = context.infra;
+      for (const p of input.providers) {
+        enqueue.spawnChild('pool', { id: `pool:${p.name}`, systemId: `pool:${p.name}`, input: { provider: p.name, keys: p.keys } });
+      }
+      for (const r of input.routes) {
+        enqueue.spawnChild('breaker', { id: `breaker:${r.route}`, systemId: `breaker:${r.route}`, input: r });
+      }
+      enqueue.spawnChild('toolBus', { id: 'toolBus', systemId: 'toolBus', input: { tools: input.tools } });
+    }),
+
+    announce: enqueueActions(({ context, enqueue }) => {
+      enqueueReport(enqueue, { type: 'run:started', runId: context.runId, tasks: context.table.size });
+      for (const id of context.table.initiallyReady) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
+    }),
+
+    /** Starts ready tasks, best first, while there is room in flight. */
+    dispatch: enqueueActions(({ context, enqueue }) => {
+      let inFlight = context.inFlight;
+      const table = context.table;
+      while (inFlight < context.maxInFlight && table.readyCount > 0) {
+        const next = table.startNext()!;
+        const { spec, attempt } = next;
+        const input: AgentInput = {
+          taskId: spec.id,
+          attempt,
+          provider: spec.provider,
+          model: spec.model,
+          maxTokens: spec.maxTokens,
+          priority: spec.priority,
+          prompt: renderPrompt(spec.prompt, spec.deps, (id) => table.output(id) ?? ''),
+          tools: spec.tools,
+          maxTurns: spec.maxTurns,
+          retries: next.retriesLeft,
+          timeoutMs: spec.timeoutMs,
+          backoff: context.backoff,
+          seed: deriveSeed(context.seed, `${spec.id}:${attempt}`),
+        };
+        if (spec.system !== undefined) input.system = spec.system;
+        const id = agentId(spec.id, attempt);
+        enqueue.spawnChild('agent', { id, input });
+        enqueue.sendTo(id, { type: 'START' });
+        enqueueReport(enqueue, { type: 'task:started', taskId: spec.id, attempt, model: spec.modelName });
+        inFlight += 1;
+      }
+      if (inFlight !== context.inFlight) enqueue.assign({ inFlight });
+    }),
+
+    /** Records an agent's end: its task completes, retries, fails (skipping dependents) or is cancelled. */
+    settle: enqueueActions(({ context, event, enqueue }, params: { report: AttemptReport; actorId: string }) => {
+      const { report, actorId } = params;
+      enqueue(stopChild(actorId));
+      const table = context.table;
+      const settlement = table.settle(report, { retry: context.stop === null });
+      if (settlement.kind === 'stale') return;
+      enqueue.assign({ inFlight: context.inFlight - 1 });
+      switch (settlement.kind) {
+        case 'completed':
+          enqueueReport(enqueue, { type: 'task:completed', taskId: report.taskId, attempt: report.attempt, output: report.output ?? '', usage: report.usage });
+          for (const id of settlement.unlocked) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
+          break;
+        case 'retry':
+          enqueueReport(enqueue, { type: 'task:failed', taskId: report.taskId, attempt: report.attempt, error: report.error!, willRetry: true });
+          enqueueReport(enqueue, { type: 'task:queued', taskId: report.taskId });
+          break;
+        case 'cancelled':
+          enqueueReport(enqueue, { type: 'task:cancelled', taskId: report.taskId });
+          break;
+        case 'failed': {
+          const error = report.error ?? { code: 'internal' as const, message: 'failed', retryable: false };
+          enqueueReport(enqueue, { type: 'task:failed', taskId: report.taskId, attempt: report.attempt, error, willRetry: false });
+          for (const id of settlement.skipped) {
+            enqueueReport(enqueue, { type: 'task:skipped', taskId: id, reason: `depends on "${report.taskId}", which failed` });
+          }
+          if (context.onFailure === 'fail-fast' && context.stop === null) {
+            enqueue.assign({ stop: { status: 'failed', reason: `task "${report.taskId}" failed (fail-fast)` } });
+          }
+          break;
+        }
+      }
+      void event;
+    }),
+
+    /** Stops the run early: nothing new starts, agents in flight are cancelled and drain. */
+    halt: enqueueActions(({ context, enqueue, self }) => {
+      const reason = context.stop?.reason ?? 'cancelled';
+      for (const id of context.table.cancelNotStarted()) enqueueReport(enqueue, { type: 'task:cancelled', taskId: id });
+      for (const [id, child] of Object.entries(self.getSnapshot().children)) {
+        if (id.startsWith(AGENT_PREFIX) && child) enqueue.sendTo(child, { type: 'CANCEL', reason });
+      }
+      enqueueReport(enqueue, { type: 'run:cancelled', reason });
+    }),
+
+    finish: enqueueActions(({ context, enqueue, self }) => {
+      const status = runStatusOf(context);
+      const result = context.table.result(context.runId, status, Math.max(0, nowOf(self) - context.startedAt));
+      enqueue.assign({ result });
+      enqueueReport(enqueue, { type: 'run:completed', status });
+    }),
+  },
+  guards: {
+    allFinal: ({ context }) => context.table.openTasks === 0 && context.inFlight === 0,
+    noneInFlight: ({ context }) => context.inFlight === 0,
+    stopping: ({ context }) => context.stop !== null,
+    isAgent: ({ event }) => childIdOf(event.type).startsWith(AGENT_PREFIX),
+  },
+}).createMachine({
+  id: 'supervisor',
+  context: ({ input, self }) => ({
+    runId: input.runId,
+    table: new RunTable(input.tasks),
+    inFlight: 0,
+    maxInFlight: input.maxInFlight,
+    onFailure: input.onFailure,
+    backoff: input.backoff,
+    seed: input.seed,
+    startedAt: nowOf(self),
+    infra: { providers: input.providers, routes: input.routes, tools: input.tools },
+    stop: null,
+    result: null,
+  }),
+  entry: ['spawnInfrastructure', 'announce'],
+  initial: 'running',
+  output: ({ context }) => context.result!,
+  states: {
+    running: {
+      entry: 'dispatch',
+      always: [
+        { guard: 'stopping', target: 'draining' },
+        { guard: 'allFinal', target: 'finished' },
+      ],
+      on: {
+        CANCEL: {
+          target: 'draining',
+          actions: assign({ stop: ({ event }) => ({ status: 'cancelled' as const, reason: event.reason ?? 'cancelled by the caller' }) }),
+        },
+        'xstate.done.actor.*': {
+          guard: 'isAgent',
+          actions: [
+            { type: 'settle', params: ({ event }) => ({ report: (event as DoneActorEvent<AttemptReport>).output, actorId: childIdOf(event.type) }) },
+            'dispatch',
+          ],
+        },
+        'xstate.error.actor.*': [
+          {
+            guard: 'isAgent',
+            actions: [
+              { type: 'settle', params: ({ event }) => ({ report: crashReport(childIdOf(event.type), (event as ErrorActorEvent).error), actorId: childIdOf(event.type) }) },
+              'dispatch',
+            ],
+          },
+          {
+            // A pool, breaker or the bus failing is a bug in swarmstate: stop cleanly, keep results.
+            target: 'draining',
+            actions: assign({
+              stop: ({ event }) => ({ status: 'failed' as const, reason: `${childIdOf(event.type)} crashed: ${toErrorInfo((event as ErrorActorEvent).error).message}` }),
+            }),
+          },
+        ],
+      },
+    },
+    draining: {
+      entry: 'halt',
+      always: { guard: 'noneInFlight', target: 'finished' },
+      on: {
+        'xstate.done.actor.*': {
+          guard: 'isAgent',
+          actions: { type: 'settle', params: ({ event }) => ({ report: (event as DoneActorEvent<AttemptReport>).output, actorId: childIdOf(event.type) }) },
+        },
+        'xstate.error.actor.*': {
+          guard: 'isAgent',
+          actions: { type: 'settle', params: ({ event }) => ({ report: crashReport(childIdOf(event.type), (event as ErrorActorEvent).error), actorId: childIdOf(event.type) }) },
+        },
+      },
+    },
+    finished: {
+      type: 'final',
+      entry: 'finish',
+    },
+  },
+});

@@ -1,0 +1,19 @@
+/**
+ * swarmstate: run many LLM sub-agents in parallel over a DAG of tasks, reliably and within
+ * budget, as an actor system on XState v5.
+ *
+ * @example
+ * import { createSwarm } from 'swarmstate';
+ * const swarm = createSwarm();
+ * const result = await swarm.run(plan).result;
+ */
+export { createSwarm, type RunEvents, type RunHandle, type Swarm, type SwarmOptions } from './swarm.js';
+export { PlanValidationError, parsePlan, validatePlan, type Plan, type PlanInput, type PlanIssue } from './plan/index.js';
+export { ProviderError } from './providers/errors.js';
+export { createScriptedProvider, type ScriptReply, type ScriptedProvider, type ScriptedProviderOptions } from './providers/scripted.js';
+export { createInProcessSim, type InProcessSimOptions } from './providers/inproc.js';
+export type { Provider, ProviderKey, ProviderRequest, ToolSpec } from './providers/types.js';
+export type { ToolDefinition } from './tools/local.js';
+export type { RunResult, RunTotals, TaskResult } from '../machines/runTable.js';
+export type { ErrorCode, ErrorInfo, RunEvent, RunStatus, TaskStatus, Usage, Message, ContentBlock } from '../machines/protocol.js';
+export { realClock, type TimedClock } from '../machines/clock.js';

@@ -1,0 +1,64 @@
+/**
+ * From a validated plan to the supervisor's input: keys into the keyring (ids out), models into
+ * routes (one breaker each), tasks into supervised tasks with their critical-path rank and
+ * every default applied. Nothing here runs anything.
+ */
+import type { SupervisorInput } from '../machines/supervisor.machine.js';
+import type { SupervisedTask } from '../machines/runTable.js';
+import type { Keyring } from './keys.js';
+import { criticalPathRanks, type Plan } from './plan/index.js';
+import { isShareable, type ToolDefinition } from './tools/local.js';
+
+export interface ResolveOptions {
+  runId: string;
+  keyring: Keyring;
+  env: Record<string, string | undefined>;
+  tools: ToolDefinition[];
+  seed: number;
+  backoff: { baseMs: number; maxMs: number };
+}
+
+export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
+  const providers = Object.entries(plan.providers).map(([name, spec]) => {
+    const ids = spec.keys.length > 0 ? opts.keyring.addProvider(name, spec.keys, opts.env) : [opts.keyring.addAnonymous(name)];
+    return { name, keys: ids.map((keyId) => ({ keyId, limits: { ...spec.limits } })) };
+  });
+
+  const routes = new Set<string>();
+  for (const model of Object.values(plan.models)) routes.add(`${model.provider}/${model.model}`);
+
+  const ranks = criticalPathRanks(plan.tasks);
+  const d = plan.defaults;
+  const tasks: SupervisedTask[] = plan.tasks.map((t) => {
+    const model = plan.models[t.model]!;
+    const task: SupervisedTask = {
+      id: t.id,
+      deps: t.deps,
+      priority: t.priority,
+      rank: ranks.get(t.id) ?? 1,
+      modelName: t.model,
+      provider: model.provider,
+      model: model.model,
+      maxTokens: t.maxTokens ?? model.maxTokens,
+      prompt: t.prompt,
+      tools: t.tools,
+      maxTurns: t.maxTurns ?? d.maxTurns,
+      maxRetries: t.maxRetries ?? d.maxRetries,
+      timeoutMs: t.timeoutMs ?? d.taskTimeoutMs,
+    };
+    if (t.system !== undefined) task.system = t.system;
+    return task;
+  });
+
+  return {
+    runId: opts.runId,
+    tasks,
+    providers,
+    routes: [...routes].map((route) => ({ route })),
+    tools: opts.tools.map((t) => ({ name: t.name, shareable: isShareable(t) })),
+    maxInFlight: d.maxInFlight,
+    onFailure: d.onFailure,
+    backoff: opts.backoff,
+    seed: opts.seed,
+  };
+}

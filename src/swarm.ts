@@ -1,0 +1,194 @@
+/**
+ * Wires one run's actor system. Read top to bottom, this is the flow of a run:
+ *
+ * 1. the plan is validated (every problem at once) and resolved: keys from the environment into
+ *    the keyring (ids only leave it), models into routes, tasks into supervised tasks with their
+ *    critical-path rank;
+ * 2. the machines get their effects with `machine.provide(...)`: `callModel` (a provider call
+ *    with the lease's key and an AbortSignal), `executeTool` (a registered tool's handler), and
+ *    `report` (the public event stream);
+ * 3. the supervisor actor starts with the clock and inspector given to createSwarm, and its
+ *    output is the run's result.
+ */
+import { createEmitter, type Emitter } from './util/emitter.js';
+import { nanoid } from 'nanoid';
+import { createActor, fromPromise, toPromise, type Actor, type InspectionEvent, type Observer } from 'xstate';
+import { agentMachine } from '../machines/agent.machine.js';
+import { realClock, type TimedClock } from '../machines/clock.js';
+import { keyMachine } from '../machines/key.machine.js';
+import { poolMachine } from '../machines/pool.machine.js';
+import { breakerMachine } from '../machines/breaker.machine.js';
+import { toolBusMachine } from '../machines/toolBus.machine.js';
+import type { ErrorInfo, ModelCallInput, ModelCallOutput, RunEvent, ToolExecInput } from '../machines/protocol.js';
+import type { RunResult } from '../machines/runTable.js';
+import { supervisorMachine, type SupervisorInput } from '../machines/supervisor.machine.js';
+import { Keyring } from './keys.js';
+import { parsePlan, type Plan } from './plan/index.js';
+import { ProviderError, asProviderError } from './providers/errors.js';
+import { createInProcessSim } from './providers/inproc.js';
+import type { Provider, ToolSpec } from './providers/types.js';
+import { resolveRun } from './resolve.js';
+import { toolOutputText, type ToolDefinition } from './tools/local.js';
+
+/** The public event stream of a run: one entry per RunEvent type. */
+export type RunEvents = { [K in RunEvent['type']]: Extract<RunEvent, { type: K }> };
+
+export interface SwarmOptions {
+  /**
+   * Provider adapters, by the plan's provider name or by provider type. A plan provider with
+   * none here uses the built-in adapter for its type (`sim`: the in-process simulator).
+   */
+  providers?: Record<string, Provider>;
+  /** In-process function tools the plan's tasks may name. */
+  tools?: ToolDefinition[];
+  /** Passed to the root actor: see every machine's events (e.g. @statelyai/inspect). */
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  /** The clock of the actor system (`new SimulatedClock()` in tests). Must have `now()`. */
+  clock?: TimedClock;
+  /** Seed of every random choice (retry jitter). Default 0. */
+  seed?: number;
+  /** Where `{ "env": NAME }` keys are read. Default `process.env`. */
+  env?: Record<string, string | undefined>;
+  /** Retry backoff: full jitter over base * 2^retry, capped. Default 500 ms / 30 s. */
+  backoff?: { baseMs: number; maxMs: number };
+}
+
+export interface RunHandle {
+  readonly id: string;
+  /** Typed events: `run.events.on('task:completed', (e) => ...)`, or `'*'` for all. */
+  readonly events: Emitter<RunEvents>;
+  /** The run's result. It resolves for every ending, cancelled and partial included. */
+  readonly result: Promise<RunResult>;
+  /** Cancels the run: nothing new starts, agents in flight are aborted, results so far are kept. */
+  cancel(reason?: string): void;
+  /** The supervisor actor, for inspection and tests. */
+  readonly actor: Actor<typeof supervisorMachine>;
+}
+
+export interface Swarm {
+  /** Validates the plan (throws PlanValidationError listing every problem) and starts it. */
+  run(plan: unknown): RunHandle;
+  /** Cancels runs still going and frees provider connections. */
+  close(): Promise<void>;
+}
+
+/**
+ * Creates a swarm: the providers, tools and clock its runs share.
+ *
+ * @example
+ * const swarm = createSwarm();
+ * const run = swarm.run(plan);
+ * run.events.on('task:completed', (e) => console.log(e.taskId));
+ * const result = await run.result;
+ * await swarm.close();
+ */
+export function createSwarm(options: SwarmOptions = {}): Swarm {
+  const env = options.env ?? process.env;
+  const clock = options.clock ?? realClock;
+  const tools = new Map((options.tools ?? []).map((t) => [t.name, t]));
+  const builtins = new Map<string, Provider>();
+  const live = new Set<RunHandle>();
+
+  function providerFor(name: string, plan: Plan): Provider {
+    const spec = plan.providers[name]!;
+    const given = options.providers?.[name] ?? options.providers?.[spec.type];
+    if (given) return given;
+    if (spec.type === 'sim') {
+      let sim = builtins.get('sim');
+      if (!sim) builtins.set('sim', (sim = createInProcessSim({ seed: options.seed ?? 0 })));
+      return sim;
+    }
+    throw new ProviderError('bad_request', `providers.${name}: no adapter for type "${spec.type}": pass one in createSwarm({ providers: { ${name}: ... } })`);
+  }
+
+  return {
+    run(raw) {
+      const plan = parsePlan(raw, { env, tools: tools.keys() });
+      const keyring = new Keyring();
+      const adapters = new Map(Object.keys(plan.providers).map((name) => [name, providerFor(name, plan)]));
+      const runId = nanoid(12);
+      const input: SupervisorInput = resolveRun(plan, {
+        runId,
+        keyring,
+        env,
+        tools: [...tools.values()],
+        seed: options.seed ?? 0,
+        backoff: options.backoff ?? { baseMs: 500, maxMs: 30_000 },
+      });
+      const toolSpecs = new Map<string, ToolSpec>([...tools.values()].map((t) => [t.name, { name: t.name, description: t.description ?? '', inputSchema: t.inputSchema ?? { type: 'object' } }]));
+
+      const events = createEmitter<RunEvents>();
+      const report = (_: unknown, event: RunEvent) => {
+        try {
+          events.emit(event.type, event as never);
+        } catch {
+          // A listener that throws must not take the run down with it.
+        }
+      };
+
+      const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal }) => {
+        const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
+        try {
+          const request = {
+            provider: call.provider,
+            model: call.model,
+            messages: call.messages,
+            tools: call.tools.map((name) => toolSpecs.get(name)!).filter(Boolean),
+            maxTokens: call.maxTokens,
+            key: keyring.get(call.keyId),
+            signal,
+            meta: { taskId: call.taskId, attempt: call.attempt, turn: call.turn },
+            ...(call.system !== undefined ? { system: call.system } : {}),
+          };
+          return await adapters.get(call.provider)!.call(request);
+        } catch (error) {
+          const e = asProviderError(error, facts);
+          // Servers echo keys back in error bodies: nothing leaves with a secret in it.
+          throw new ProviderError(e.code, keyring.redact(e.message), e.toJSON());
+        }
+      });
+
+      const executeTool = fromPromise<string, ToolExecInput>(async ({ input: call, signal }) => {
+        const tool = tools.get(call.name);
+        if (!tool) throw new Error(`unknown tool "${call.name}"`);
+        return toolOutputText(await tool.handler(call.args, { signal }));
+      });
+
+      const machine = supervisorMachine.provide({
+        actions: { report },
+        actors: {
+          agent: agentMachine.provide({ actions: { report }, actors: { callModel } }),
+          pool: poolMachine.provide({ actions: { report }, actors: { key: keyMachine.provide({ actions: { report } }) } }),
+          breaker: breakerMachine.provide({ actions: { report } }),
+          toolBus: toolBusMachine.provide({ actions: { report }, actors: { executeTool } }),
+        },
+      });
+
+      const actor = createActor(machine, {
+        input,
+        clock,
+        ...(options.inspect ? { inspect: options.inspect } : {}),
+      });
+      const result = toPromise(actor).finally(() => live.delete(handle));
+      const handle: RunHandle = {
+        id: runId,
+        events,
+        result,
+        actor,
+        cancel: (reason) => actor.send({ type: 'CANCEL', reason: reason ?? 'cancelled by the caller' }),
+      };
+      live.add(handle);
+      actor.start();
+      return handle;
+    },
+
+    async close() {
+      for (const run of live) run.cancel('swarm closed');
+      await Promise.allSettled([...live].map((r) => r.result));
+      const adapters = new Set<Provider>([...builtins.values(), ...Object.values(options.providers ?? {})]);
+      await Promise.allSettled([...adapters].map((p) => p.close?.()));
+    },
+  };
+}
+
+export type { ErrorInfo, RunResult };
