@@ -31,6 +31,7 @@ export function toErrorInfo(error: unknown): ErrorInfo {
       if (typeof e.provider === 'string') info.provider = e.provider;
       if (typeof e.model === 'string') info.model = e.model;
       if (typeof e.keyId === 'string') info.keyId = e.keyId;
+      if (e.rateLimit && typeof e.rateLimit === 'object') info.rateLimit = e.rateLimit;
       return info;
     }
     if (typeof e.message === 'string') return { code: 'internal', message: e.message, retryable: false };
@@ -43,13 +44,14 @@ export function breakerVerdictOf(error: ErrorInfo): BreakerVerdict {
 }
 
 export function leaseOutcomeOf(error: ErrorInfo, usage?: Usage): LeaseOutcome {
+  const hint = error.rateLimit ? { rateLimit: error.rateLimit } : {};
   switch (error.code) {
     case 'rate_limited':
-      return error.retryAfterMs === undefined ? { kind: 'rate_limited' } : { kind: 'rate_limited', retryAfterMs: error.retryAfterMs };
+      return error.retryAfterMs === undefined ? { kind: 'rate_limited', ...hint } : { kind: 'rate_limited', retryAfterMs: error.retryAfterMs, ...hint };
     case 'auth':
       return { kind: 'auth' };
     default:
-      return usage ? { kind: 'error', usage } : { kind: 'error' };
+      return usage ? { kind: 'error', usage, ...hint } : { kind: 'error', ...hint };
   }
 }
 

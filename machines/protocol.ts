@@ -70,6 +70,8 @@ export interface ErrorInfo {
   provider?: string;
   model?: string;
   keyId?: string;
+  /** Rate-limit headers that came with the error response, for the key. */
+  rateLimit?: RateLimitHint;
 }
 
 /** Rate-limit facts read from response headers; each field optional. Durations are in ms. */

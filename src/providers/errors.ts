@@ -3,7 +3,7 @@
  * docs/architecture.md, and the facts (provider, model, key id, status, server message), never
  * a secret. The machines read `code`, `retryable` and `retryAfterMs`; people read `message`.
  */
-import type { ErrorCode, ErrorInfo } from '../../machines/protocol.js';
+import type { ErrorCode, ErrorInfo, RateLimitHint } from '../../machines/protocol.js';
 
 const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['rate_limited', 'overloaded', 'server_error', 'timeout', 'network', 'auth']);
 
@@ -13,6 +13,8 @@ export interface ProviderErrorFacts {
   keyId?: string;
   status?: number;
   retryAfterMs?: number;
+  /** Rate-limit headers of the error response. */
+  rateLimit?: RateLimitHint;
   /** Overrides the default for the code. */
   retryable?: boolean;
 }
@@ -26,6 +28,7 @@ export class ProviderError extends Error implements ErrorInfo {
   readonly provider?: string;
   readonly model?: string;
   readonly keyId?: string;
+  readonly rateLimit?: RateLimitHint;
 
   constructor(code: ErrorCode, message: string, facts: ProviderErrorFacts = {}) {
     super(message);
@@ -36,6 +39,7 @@ export class ProviderError extends Error implements ErrorInfo {
     if (facts.provider !== undefined) this.provider = facts.provider;
     if (facts.model !== undefined) this.model = facts.model;
     if (facts.keyId !== undefined) this.keyId = facts.keyId;
+    if (facts.rateLimit !== undefined) this.rateLimit = facts.rateLimit;
   }
 
   toJSON(): ErrorInfo {
@@ -45,6 +49,7 @@ export class ProviderError extends Error implements ErrorInfo {
     if (this.provider !== undefined) info.provider = this.provider;
     if (this.model !== undefined) info.model = this.model;
     if (this.keyId !== undefined) info.keyId = this.keyId;
+    if (this.rateLimit !== undefined) info.rateLimit = this.rateLimit;
     return info;
   }
 }
@@ -68,5 +73,6 @@ function stripUndefined(info: ErrorInfo): ProviderErrorFacts {
   if (info.keyId !== undefined) out.keyId = info.keyId;
   if (info.status !== undefined) out.status = info.status;
   if (info.retryAfterMs !== undefined) out.retryAfterMs = info.retryAfterMs;
+  if (info.rateLimit !== undefined) out.rateLimit = info.rateLimit;
   return out;
 }
