@@ -1,0 +1,15 @@
+/**
+ * The swarmstate statecharts: pure XState v5 machines with no I/O. Each declares its effects by
+ * name (`report`, `callModel`, `executeTool`) for `machine.provide(...)`; paste any of them into
+ * the Stately editor, walk it with @xstate/graph, or drive it with fake actors in tests.
+ */
+export { agentMachine, type AgentContext, type AgentEvent, type AgentInput } from './agent.machine.js';
+export { breakerMachine, type BreakerInput } from './breaker.machine.js';
+export { keyMachine, type KeyInput } from './key.machine.js';
+export { poolMachine, type PoolInput } from './pool.machine.js';
+export { supervisorMachine, type SupervisorContext, type SupervisorEvent, type SupervisorInput } from './supervisor.machine.js';
+export { toolBusMachine, type ToolBusInput } from './toolBus.machine.js';
+export { RunTable, type RunResult, type RunTotals, type SupervisedTask, type TaskResult } from './runTable.js';
+export { nowOf, realClock, type TimedClock } from './clock.js';
+export { canonicalJson, toolCallKey } from './canonical.js';
+export * from './protocol.js';
