@@ -22,6 +22,7 @@ const EPSILON = 1e-9;
 
 /** What the key remembers of one lease it granted and that is not released yet. */
 export interface LeaseRecord {
+  leaseId: string;
   grantedAt: number;
   inputTokens: number;
   outputTokens: number;
@@ -44,7 +45,8 @@ export interface KeyBook {
   backoffUntil: number;
   /** Consecutive 429s, for the doubling backoff; a success resets it. */
   strikes: number;
-  leases: Readonly<Record<string, LeaseRecord>>;
+  /** Leases out, in grant order: a short array (at most the leases out), cheap to copy. */
+  leases: readonly LeaseRecord[];
   leasesOut: number;
 }
 
@@ -59,7 +61,7 @@ export function newBook(limits: KeyLimits, now: number): KeyBook {
     pausedUntil: now,
     backoffUntil: now,
     strikes: 0,
-    leases: {},
+    leases: [],
     leasesOut: 0,
   };
 }
@@ -130,6 +132,7 @@ export function msUntilCapacity(book: KeyBook): number {
 export function grant(book: KeyBook, leaseId: string, request: LeaseRequest): KeyBook {
   if (holds(book, leaseId)) return book;
   const record: LeaseRecord = {
+    leaseId,
     grantedAt: book.at,
     inputTokens: request.inputTokens,
     outputTokens: request.outputTokens,
@@ -139,7 +142,7 @@ export function grant(book: KeyBook, leaseId: string, request: LeaseRequest): Ke
     window: book.limits.rpm === undefined ? book.window : [...book.window, book.at],
     inputTokens: book.inputTokens - record.inputTokens,
     outputTokens: book.outputTokens - record.outputTokens,
-    leases: { ...book.leases, [leaseId]: record },
+    leases: [...book.leases, record],
     leasesOut: book.leasesOut + 1,
   };
 }
@@ -149,9 +152,11 @@ export function grant(book: KeyBook, leaseId: string, request: LeaseRequest): Ke
  * `backoffUntil` (never earlier than it was). Unknown lease ids leave the book as it is.
  */
 export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): KeyBook {
-  const lease = book.leases[leaseId];
-  if (lease === undefined) return book;
-  const { [leaseId]: _released, ...leases } = book.leases;
+  const index = book.leases.findIndex((l) => l.leaseId === leaseId);
+  if (index < 0) return book;
+  const lease = book.leases[index]!;
+  const leases = book.leases.slice();
+  leases.splice(index, 1);
   let next: KeyBook = { ...book, leases, leasesOut: book.leasesOut - 1 };
   switch (outcome.kind) {
     case 'ok':
@@ -184,7 +189,7 @@ export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): 
 
 /** Whether `leaseId` is out on this key. */
 export function holds(book: KeyBook, leaseId: string): boolean {
-  return book.leases[leaseId] !== undefined;
+  return book.leases.some((l) => l.leaseId === leaseId);
 }
 
 /**

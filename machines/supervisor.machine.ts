@@ -28,6 +28,7 @@ import { renderPrompt } from './prompt.js';
 import type { AttemptReport, KeyLimits, RunEvent, RunStatus } from './protocol.js';
 import { deriveSeed } from './random.js';
 import { RunTable, type RunResult, type SupervisedTask } from './runTable.js';
+import { AgentSlots } from './slots.js';
 import { toolBusMachine } from './toolBus.machine.js';
 
 export interface SupervisorInput {
@@ -46,6 +47,8 @@ export interface SupervisorInput {
 export interface SupervisorContext {
   runId: string;
   table: RunTable;
+  /** Which attempt each agent actor id stands for. */
+  slots: AgentSlots;
   inFlight: number;
   maxInFlight: number;
   onFailure: 'continue' | 'fail-fast';
@@ -64,18 +67,15 @@ export type SupervisorEvent =
   | DoneActorEvent<AttemptReport, string>
   | ErrorActorEvent<unknown, string>;
 
-const AGENT_PREFIX = 'agent:';
-const agentId = (taskId: string, attempt: number) => `${AGENT_PREFIX}${taskId}:${attempt}`;
 const childIdOf = (eventType: string) => eventType.slice(eventType.indexOf('.actor.') + '.actor.'.length);
 
-/** The attempt a crashed agent actor stood for, read back from its id. */
-function crashReport(actorId: string, error: unknown): AttemptReport {
-  const rest = actorId.slice(AGENT_PREFIX.length);
-  const cut = rest.lastIndexOf(':');
+/** The report of an agent actor that crashed: a failed attempt of whichever task held its slot. */
+function crashReport(slots: AgentSlots, actorId: string, error: unknown): AttemptReport {
+  const holder = slots.holder(actorId) ?? { taskId: '', attempt: 0 };
   const info = toErrorInfo(error);
   return {
-    taskId: rest.slice(0, cut),
-    attempt: Number(rest.slice(cut + 1)),
+    taskId: holder.taskId,
+    attempt: holder.attempt,
     status: 'failed',
     error: { ...info, message: `agent crashed: ${info.message}` },
     usage: { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0 },
@@ -154,7 +154,7 @@ export const supervisorMachine = setup({
           seed: deriveSeed(context.seed, `${spec.id}:${attempt}`),
         };
         if (spec.system !== undefined) input.system = spec.system;
-        const id = agentId(spec.id, attempt);
+        const id = context.slots.take(spec.id, attempt);
         enqueue.spawnChild('agent', { id, input });
         enqueue.sendTo(id, { type: 'START' });
         enqueueReport(enqueue, { type: 'task:started', taskId: spec.id, attempt, model: spec.modelName });
@@ -167,6 +167,7 @@ export const supervisorMachine = setup({
     settle: enqueueActions(({ context, event, enqueue }, params: { report: AttemptReport; actorId: string }) => {
       const { report, actorId } = params;
       enqueue(stopChild(actorId));
+      context.slots.release(actorId);
       const table = context.table;
       const settlement = table.settle(report, { retry: context.stop === null });
       if (settlement.kind === 'stale') return;
@@ -203,7 +204,7 @@ export const supervisorMachine = setup({
       const reason = context.stop?.reason ?? 'cancelled';
       for (const id of context.table.cancelNotStarted()) enqueueReport(enqueue, { type: 'task:cancelled', taskId: id });
       for (const [id, child] of Object.entries(self.getSnapshot().children)) {
-        if (id.startsWith(AGENT_PREFIX) && child) enqueue.sendTo(child, { type: 'CANCEL', reason });
+        if (AgentSlots.isAgent(id) && child) enqueue.sendTo(child, { type: 'CANCEL', reason });
       }
       enqueueReport(enqueue, { type: 'run:cancelled', reason });
     }),
@@ -219,13 +220,14 @@ export const supervisorMachine = setup({
     allFinal: ({ context }) => context.table.openTasks === 0 && context.inFlight === 0,
     noneInFlight: ({ context }) => context.inFlight === 0,
     stopping: ({ context }) => context.stop !== null,
-    isAgent: ({ event }) => childIdOf(event.type).startsWith(AGENT_PREFIX),
+    isAgent: ({ event }) => AgentSlots.isAgent(childIdOf(event.type)),
   },
 }).createMachine({
   id: 'supervisor',
   context: ({ input, self }) => ({
     runId: input.runId,
     table: new RunTable(input.tasks),
+    slots: new AgentSlots(),
     inFlight: 0,
     maxInFlight: input.maxInFlight,
     onFailure: input.onFailure,
@@ -262,7 +264,7 @@ export const supervisorMachine = setup({
           {
             guard: 'isAgent',
             actions: [
-              { type: 'settle', params: ({ event }) => ({ report: crashReport(childIdOf(event.type), (event as ErrorActorEvent).error), actorId: childIdOf(event.type) }) },
+              { type: 'settle', params: ({ context, event }) => ({ report: crashReport(context.slots, childIdOf(event.type), (event as ErrorActorEvent).error), actorId: childIdOf(event.type) }) },
               'dispatch',
             ],
           },
@@ -286,7 +288,7 @@ export const supervisorMachine = setup({
         },
         'xstate.error.actor.*': {
           guard: 'isAgent',
-          actions: { type: 'settle', params: ({ event }) => ({ report: crashReport(childIdOf(event.type), (event as ErrorActorEvent).error), actorId: childIdOf(event.type) }) },
+          actions: { type: 'settle', params: ({ context, event }) => ({ report: crashReport(context.slots, childIdOf(event.type), (event as ErrorActorEvent).error), actorId: childIdOf(event.type) }) },
         },
       },
     },
