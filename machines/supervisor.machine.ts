@@ -126,8 +126,8 @@ export const supervisorMachine = setup({
       enqueue.spawnChild('toolBus', { id: 'toolBus', systemId: 'toolBus', input: { tools: input.tools } });
     }),
 
+    /** The first ready tasks. (`run:started` is the runtime's to say, before the actor starts.) */
     announce: enqueueActions(({ context, enqueue }) => {
-      enqueueReport(enqueue, { type: 'run:started', runId: context.runId, tasks: context.table.size });
       for (const id of context.table.initiallyReady) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
     }),
 
@@ -238,7 +238,7 @@ export const supervisorMachine = setup({
     stop: null,
     result: null,
   }),
-  entry: ['spawnInfrastructure', 'announce'],
+  entry: ['announce', 'spawnInfrastructure'],
   initial: 'running',
   output: ({ context }) => context.result!,
   states: {

@@ -55,7 +55,10 @@ export interface SwarmOptions {
 
 export interface RunHandle {
   readonly id: string;
-  /** Typed events: `run.events.on('task:completed', (e) => ...)`, or `'*'` for all. */
+  /**
+   * Typed events: `run.events.on('task:completed', (e) => ...)`, or `'*'` for all. The run starts
+   * on the next microtask: subscribe in the same synchronous block as `run()` to see every event.
+   */
   readonly events: Emitter<RunEvents>;
   /** The run's result. It resolves for every ending, cancelled and partial included. */
   readonly result: Promise<RunResult>;
@@ -178,7 +181,12 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         cancel: (reason) => actor.send({ type: 'CANCEL', reason: reason ?? 'cancelled by the caller' }),
       };
       live.add(handle);
-      actor.start();
+      // Started on the next microtask, so listeners attached right after run() see every event,
+      // `run:started` included.
+      queueMicrotask(() => {
+        report(null, { type: 'run:started', runId, tasks: input.tasks.length });
+        actor.start();
+      });
       return handle;
     },
 

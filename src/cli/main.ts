@@ -131,6 +131,7 @@ interface RunFlags {
 }
 
 async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
+  if (flags.events) await writeFile(flags.events, '');
   const providers = flags.demo ? { sim: createInProcessSim({ seed: flags.seed, latencyMs: [20, 120] }) } : undefined;
   const swarm = createSwarm({ seed: flags.seed, ...(providers ? { providers } : {}) });
   let run;
@@ -148,7 +149,6 @@ async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.Writabl
   let writes: Promise<void> = Promise.resolve();
   if (flags.events) {
     const file = flags.events;
-    await writeFile(file, '');
     run.events.on('*', (_type, event) => {
       const line = JSON.stringify({ at: Date.now(), ...(event as object) }) + '\n';
       writes = writes.then(() => appendFile(file, line));

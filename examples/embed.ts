@@ -1,0 +1,26 @@
+/**
+ * Embedding swarmstate in a Node app: a three-task plan on a scripted in-process provider.
+ * Run: npx tsx examples/embed.ts   (CI runs it through test/examples.test.ts)
+ */
+import { createScriptedProvider, createSwarm } from 'swarmstate';
+
+const plan = {
+  providers: { llm: { type: 'sim', keys: [] } },
+  models: { fast: { provider: 'llm', model: 'small-model', maxTokens: 256 } },
+  tasks: [
+    { id: 'facts', model: 'fast', prompt: 'List three facts about otters.' },
+    { id: 'poem', model: 'fast', prompt: 'Write a haiku from these facts: {{facts}}', deps: ['facts'] },
+    { id: 'title', model: 'fast', prompt: 'Give the poem a title: {{poem}}', deps: ['poem'] },
+  ],
+};
+
+// Any object with `call(request)` is a provider; this one answers from a function.
+const llm = createScriptedProvider((req) => `(${req.meta.taskId}) answer to: ${req.messages.at(-1)?.content.length} block(s)`);
+
+const swarm = createSwarm({ providers: { llm } });
+const run = swarm.run(plan);
+run.events.on('task:completed', (e) => console.log(`done ${e.taskId}: ${e.output.slice(0, 40)}`));
+const result = await run.result;
+console.log(`run ${result.status}: ${result.totals.completed}/${result.totals.tasks} tasks, ${result.totals.requests} calls`);
+await swarm.close();
+if (result.status !== 'completed') process.exitCode = 1;

@@ -1,0 +1,98 @@
+/** The `swarmstate` command: help, validation (exit 2 with every problem), runs, --json, --events. */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const exec = promisify(execFile);
+
+async function cli(args: string[], env: Record<string, string> = {}) {
+  try {
+    const { stdout, stderr } = await exec(process.execPath, ['bin/swarmstate.js', ...args], { timeout: 60_000, env: { ...process.env, ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'swarmstate-cli-'));
+
+describe('swarmstate CLI', () => {
+  it('prints help with every command, exit 0', async () => {
+    const r = await cli(['--help']);
+    expect(r.code).toBe(0);
+    for (const word of ['run', 'validate', 'demo', '--json', '--events', 'Exit codes']) expect(r.stdout).toContain(word);
+  });
+
+  it('rejects an unknown command and a missing plan with exit 2', async () => {
+    expect((await cli(['frobnicate'])).code).toBe(2);
+    const missing = await cli(['run', join(dir, 'nope.json')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/cannot read/);
+  });
+
+  it('validate lists every problem with its path and exits 2; nothing runs', async () => {
+    const plan = {
+      providers: { main: { type: 'anthropic', keys: [{ env: 'SWARMSTATE_TEST_MISSING_KEY' }] } },
+      models: { fast: { provider: 'main', model: 'claude-haiku-4-5' } },
+      tasks: [
+        { id: 'a', model: 'fast', prompt: 'x', deps: ['b'] },
+        { id: 'b', model: 'fast', prompt: 'y', deps: ['a'] },
+        { id: 'c', model: 'nope', prompt: 'z', deps: ['ghost'] },
+      ],
+    };
+    const file = join(dir, 'bad.json');
+    writeFileSync(file, JSON.stringify(plan));
+    for (const command of ['validate', 'run']) {
+      const r = await cli([command, file]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/providers\.main\.keys\[0\]\.env: environment variable SWARMSTATE_TEST_MISSING_KEY is not set/);
+      expect(r.stderr).toMatch(/cycle: a -> b -> a|cycle: b -> a -> b/);
+      expect(r.stderr).toMatch(/tasks\[2\]\.model: .*nope/);
+      expect(r.stderr).toMatch(/tasks\[2\]\.deps\[0\]: .*ghost/);
+      expect(r.stdout).toBe('');
+    }
+  });
+
+  it('validate accepts a good plan, exit 0', async () => {
+    const r = await cli(['validate', 'examples/plans/hello.json']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/plan is valid: 4 tasks/);
+  });
+
+  it('run --json prints one JSON result to stdout and --events writes NDJSON', async () => {
+    const events = join(dir, 'events.ndjson');
+    const r = await cli(['run', 'examples/plans/hello.json', '--json', '--events', events]);
+    expect(r.code).toBe(0);
+    const result = JSON.parse(r.stdout);
+    expect(result).toMatchObject({ status: 'completed', totals: { tasks: 4, completed: 4, failed: 0, skipped: 0 } });
+    expect(Object.keys(result.tasks).sort()).toEqual(['body', 'final', 'intro', 'outline']);
+    expect(result.tasks.final.output).toEqual(expect.any(String));
+    const lines = readFileSync(events, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines[0].type).toBe('run:started');
+    expect(lines.at(-1).type).toBe('run:completed');
+    expect(lines.filter((l) => l.type === 'task:completed')).toHaveLength(4);
+  });
+
+  it('never prints an inline key', async () => {
+    const plan = JSON.parse(readFileSync('examples/plans/hello.json', 'utf8'));
+    plan.providers.sim.keys = ['sk-very-secret-inline-key-123'];
+    const file = join(dir, 'inline.json');
+    writeFileSync(file, JSON.stringify(plan));
+    const events = join(dir, 'inline.ndjson');
+    const r = await cli(['run', file, '--events', events]);
+    expect(r.code).toBe(0);
+    const all = r.stdout + r.stderr + readFileSync(events, 'utf8');
+    expect(all).not.toContain('sk-very-secret-inline-key-123');
+    expect(all).toMatch(/sim:[0-9a-f]{8}/);
+  });
+
+  it('demo runs a real swarm on the in-process provider, exit 0', async () => {
+    const r = await cli(['demo']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/37 completed/);
+  });
+});
