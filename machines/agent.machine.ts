@@ -175,19 +175,27 @@ export const agentMachine = setup({
       enqueue.assign({ seq, pending: { kind: 'admission', requestId } });
       const breaker = breakerOf(system, context);
       // A closed breaker admits everyone and keeps no record of it, so the round trip is skipped:
-      // the same answer, without two messages on every call's hot path.
-      if ((breaker?.getSnapshot() as { value?: unknown } | undefined)?.value === 'closed') {
+      // the same answer, without two messages on every call's hot path. A route without a
+      // breaker (machines used on their own) is not guarded at all.
+      if (!breaker || (breaker.getSnapshot() as { value?: unknown }).value === 'closed') {
         enqueue.raise({ type: 'BREAKER.ADMITTED', requestId, probe: false });
         return;
       }
       const event: BreakerEvent = { type: 'BREAKER.ADMIT', requestId, replyTo: self };
-      enqueue.sendTo(breaker!, event);
+      enqueue.sendTo(breaker, event);
     }),
 
     requestLease: enqueueActions(({ context, enqueue, self, system }) => {
       const seq = context.seq + 1;
       const requestId = requestIdOf(context, seq);
       enqueue.assign({ seq, pending: { kind: 'lease', requestId } });
+      const pool = poolOf(system, context);
+      if (!pool) {
+        // Nobody to lease a key from: fail now rather than wait for the deadline.
+        const error = errorInfo('internal', `no key pool "pool:${context.input.provider}" in the actor system`);
+        enqueue.raise({ type: 'LEASE.DENIED', requestId, error });
+        return;
+      }
       const event: LeaseEvent = {
         type: 'LEASE.REQUEST',
         requestId,
@@ -196,7 +204,7 @@ export const agentMachine = setup({
         outputTokens: context.input.maxTokens,
         replyTo: self,
       };
-      enqueue.sendTo(poolOf(system, context)!, event);
+      enqueue.sendTo(pool, event);
     }),
 
     callStarted: enqueueActions(({ context, enqueue }) => {
@@ -264,7 +272,11 @@ export const agentMachine = setup({
     /** One bus request per tool call; calls to tools the task may not use get an error result. */
     callTools: enqueueActions(({ context, enqueue, self, system }) => {
       const last = context.messages[context.messages.length - 1]!;
-      const calls = last.content.filter((b): b is Extract<ContentBlock, { type: 'tool_use' }> => b.type === 'tool_use');
+      // One call per tool_use id: a reply that repeats an id gets one result for it.
+      const seen = new Set<string>();
+      const calls = last.content.filter(
+        (b): b is Extract<ContentBlock, { type: 'tool_use' }> => b.type === 'tool_use' && !seen.has(b.id) && seen.add(b.id) !== undefined,
+      );
       const wait: ToolWait = { order: calls.map((c) => c.id), results: {}, left: calls.length };
       const allowed = new Set(context.input.tools);
       const bus = system.get('toolBus');

@@ -1,0 +1,431 @@
+import { getShortestPaths } from '@xstate/graph';
+import { describe, expect, it } from 'vitest';
+import { createEmptyActor, transition } from 'xstate';
+import type { AnyActorRef, AnyActorScope } from 'xstate';
+import { agentMachine, type AgentEvent } from '../../machines/agent.machine.js';
+import type { ContentBlock, ModelCallOutput } from '../../machines/protocol.js';
+import { addUsage, ZERO_USAGE } from '../../machines/protocol.js';
+import { backoffDelay, nextRandom } from '../../machines/random.js';
+import {
+  agentInput,
+  createAgentHarness,
+  modelError,
+  textReply,
+  toolReply,
+  usage,
+  type AgentHarness,
+} from '../helpers/harness.js';
+
+// ---------------------------------------------------------------------------------------------
+// Graph
+// ---------------------------------------------------------------------------------------------
+
+type AgentSnapshot = ReturnType<typeof agentMachine.getInitialSnapshot>;
+
+const GRAPH_INPUT = agentInput({ taskId: 't', tools: ['search'], maxTurns: 2, retries: 1, timeoutMs: 1_000 });
+
+/**
+ * Every event the agent can meet, the replies carrying the id of the request now outstanding:
+ * `${taskId}#${attempt}.${seq}` is deterministic, so the walk computes it from the context.
+ */
+function graphEvents(state: AgentSnapshot): AgentEvent[] {
+  const requestId = `t#1.${state.context.seq}`;
+  const ok: ModelCallOutput = textReply('ok');
+  const wantsTool: ModelCallOutput = toolReply([{ id: 'u1', name: 'search' }]);
+  const events: Array<AgentEvent | { type: string; [k: string]: unknown }> = [
+    { type: 'START' },
+    { type: 'BREAKER.ADMITTED', requestId, probe: false },
+    { type: 'LEASE.GRANTED', requestId, leaseId: 'A#1', keyId: 'A' },
+    { type: 'LEASE.DENIED', requestId, error: { code: 'no_keys', message: 'no keys', retryable: false } },
+    { type: 'xstate.done.actor.callModel', output: ok },
+    { type: 'xstate.done.actor.callModel', output: wantsTool },
+    { type: 'xstate.error.actor.callModel', error: modelError('server_error').error },
+    { type: 'xstate.error.actor.callModel', error: modelError('bad_request').error },
+    { type: 'TOOL.RESULT', callId: 'u1', content: 'found', isError: false },
+    { type: 'xstate.after.backoff.agent.active.backoff' },
+    { type: 'xstate.after.attemptTimeout.agent.active' },
+    { type: 'CANCEL' },
+  ];
+  return events as AgentEvent[];
+}
+
+/**
+ * A graph walk runs in a mock actor system where no breaker, pool or bus exists. An agent with no
+ * breaker runs unguarded, one with no pool fails at once, and one with no bus answers tool calls
+ * itself with errors. To walk the real protocol, this logic is the agent machine in a system where
+ * the breaker, the pool and the bus resolve to stand-ins (the walk executes no sends; the replies
+ * are the synthetic events below).
+ */
+function withInfrastructure(): typeof agentMachine {
+  const standIns = new Map<string, AnyActorRef>(['toolBus', 'pool:p', 'breaker:p/m'].map((id) => [id, createEmptyActor() as AnyActorRef]));
+  const transition = (snapshot: AgentSnapshot, event: AgentEvent, scope: AnyActorScope) => {
+    const system = { ...scope.system, get: (id: string) => standIns.get(id) ?? scope.system.get(id) };
+    return agentMachine.transition(snapshot, event, { ...scope, system } as typeof scope);
+  };
+  return Object.create(agentMachine, { transition: { value: transition } }) as typeof agentMachine;
+}
+
+function shortestByValue(logic: typeof agentMachine) {
+  const paths = getShortestPaths(logic, { input: GRAPH_INPUT, events: graphEvents });
+  const byValue = new Map<string, (typeof paths)[number]>();
+  for (const path of paths) {
+    const value = JSON.stringify(path.state.value);
+    const best = byValue.get(value);
+    if (!best || path.steps.length < best.steps.length) byValue.set(value, path);
+  }
+  return { paths, byValue };
+}
+
+const ALL_STATES = [
+  '"idle"',
+  '{"active":{"waiting":"admission"}}',
+  '{"active":{"waiting":"lease"}}',
+  '{"active":"running"}',
+  '{"active":"tools"}',
+  '{"active":"backoff"}',
+  '"done"',
+  '"failed"',
+  '"cancelled"',
+];
+
+const stepTypes = (path: { steps: { event: { type: string } }[] }) => path.steps.map((s) => s.event.type).filter((t) => t !== 'xstate.init');
+
+describe('agentMachine: graph', () => {
+  it('reaches every state, and every way to fail, with synthetic replies', () => {
+    const { paths, byValue } = shortestByValue(withInfrastructure());
+    expect([...byValue.keys()].sort()).toEqual([...ALL_STATES].sort()); // nextTurn is transient: never at rest
+    expect(stepTypes(byValue.get('{"active":"running"}')!)).toEqual(['START', 'BREAKER.ADMITTED', 'LEASE.GRANTED']);
+    expect(stepTypes(byValue.get('{"active":"tools"}')!)).toEqual(['START', 'BREAKER.ADMITTED', 'LEASE.GRANTED', 'xstate.done.actor.callModel']);
+    expect(stepTypes(byValue.get('{"active":"backoff"}')!)).toEqual(['START', 'BREAKER.ADMITTED', 'LEASE.GRANTED', 'xstate.error.actor.callModel']);
+    const failures = new Set(paths.filter((p) => p.state.value === 'failed').map((p) => p.state.context.error?.code));
+    // no_keys (denied), bad_request (fatal), server_error (retries spent), max_turns, task_timeout.
+    expect([...failures].sort()).toEqual(['bad_request', 'max_turns', 'no_keys', 'server_error', 'task_timeout']);
+    // Whatever path reached a final state, nothing is left held or requested.
+    for (const p of paths.filter((p) => p.state.status === 'done')) {
+      expect([p.state.context.pending, p.state.context.admission, p.state.context.lease]).toEqual([null, null, null]);
+    }
+  });
+
+  it('asks with deterministic request ids, and ignores replies to any other request', () => {
+    const { byValue } = shortestByValue(withInfrastructure());
+    const running = byValue.get('{"active":"running"}')!;
+    const ids = running.steps.map((s) => (s.event as { requestId?: string }).requestId).filter(Boolean);
+    expect(ids).toEqual(['t#1.1', 't#1.2']);
+    // A stale grant (an earlier request's id) does not move the agent.
+    const lease = byValue.get('{"active":{"waiting":"lease"}}')!.state;
+    const [stale] = transition(agentMachine, lease, { type: 'LEASE.GRANTED', requestId: 't#1.1', leaseId: 'A#9', keyId: 'A' });
+    expect(stale.value).toEqual({ active: { waiting: 'lease' } });
+  });
+
+  it('with no infrastructure in the system (a bare walk), fails at once: no pool to lease from', () => {
+    const { byValue } = shortestByValue(agentMachine);
+    expect([...byValue.keys()].sort()).toEqual(['"cancelled"', '"failed"', '"idle"']);
+    expect(byValue.get('"failed"')!.state.context.error).toMatchObject({ code: 'internal' });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Behaviour against the real pool, keys, breaker and bus
+// ---------------------------------------------------------------------------------------------
+
+/** Runs until every started agent has reported (bounded: a hang fails the test instead of looping). */
+async function runUntilSettled(h: AgentHarness, ids: string[], maxMs = 120_000): Promise<void> {
+  await h.advance(0);
+  for (let t = 0; t < maxMs && ids.some((id) => h.output(id) === undefined); t += 1_000) await h.advance(1_000);
+}
+
+describe('agentMachine: a model call', () => {
+  it('completes with the reply text on a plain reply, and gives the key back', async () => {
+    const h = createAgentHarness({ model: () => textReply('Hello.', usage(12, 3, 4)) });
+    const id = h.start(agentInput());
+    await h.advance(0);
+    expect(h.output(id)).toMatchObject({ status: 'completed', output: 'Hello.', usage: usage(12, 3, 4), requests: 1, retries: 0, turns: 1 });
+    expect(h.calls[0].input).toMatchObject({ taskId: 't1', attempt: 1, turn: 0, keyId: 'A', messages: [{ role: 'user', content: [{ type: 'text', text: 'Say hello.' }] }] });
+    expect(h.leasesOut()).toEqual({ pool: 0, A: 0 });
+    expect(h.breaker().context.failures).toBe(0);
+    expect(h.reports.map((e) => e.type).filter((t) => t.startsWith('model:'))).toEqual(['model:request', 'model:response']);
+  });
+
+  it('sends every tool call to the bus and returns the results in the model order, errors flagged, then runs the next turn', async () => {
+    const pending = new Map<string, { resolve: (s: string) => void; reject: (e: Error) => void }>();
+    const h = createAgentHarness({
+      model: (_, n) => (n === 0 ? toolReply([{ id: 'u1', name: 'search', input: { q: 'a' } }, { id: 'u2', name: 'fail' }], usage(10, 5)) : textReply('Found it.', usage(30, 7))),
+      executeTool: (call) => new Promise((resolve, reject) => void pending.set(call.name, { resolve, reject })),
+    });
+    const id = h.start(agentInput({ tools: ['search', 'fail'] }));
+    await h.advance(0);
+    expect(h.toolCalls).toEqual([{ name: 'search', args: { q: 'a' } }, { name: 'fail', args: {} }]);
+    expect(h.agent(id).value).toEqual({ active: 'tools' });
+    // The second call answers first: the order of the results is still the model's.
+    pending.get('fail')!.reject(new Error('disk on fire'));
+    await h.settle();
+    expect(h.agent(id).value).toEqual({ active: 'tools' });
+    pending.get('search')!.resolve('a is 1');
+    await h.advance(0);
+    expect(h.calls).toHaveLength(2);
+    const results = h.calls[1].input.messages.at(-1)!;
+    expect(results).toEqual({
+      role: 'user',
+      content: [
+        { type: 'tool_result', toolUseId: 'u1', content: 'a is 1' },
+        { type: 'tool_result', toolUseId: 'u2', content: 'disk on fire', isError: true },
+      ],
+    });
+    expect(h.calls[1].input.turn).toBe(1);
+    expect(h.output(id)).toMatchObject({ status: 'completed', output: 'Found it.', usage: addUsage(usage(10, 5), usage(30, 7)), requests: 2, turns: 2 });
+    expect(h.leasesOut()).toEqual({ pool: 0, A: 0 });
+  });
+
+  it('answers a call to a tool the task may not use with an error result, without reaching the bus', async () => {
+    const h = createAgentHarness({
+      model: (_, n) => (n === 0 ? toolReply([{ id: 'u1', name: 'search' }, { id: 'u2', name: 'rm', input: { path: '/' } }]) : textReply('ok')),
+    });
+    const id = h.start(agentInput({ tools: ['search'] }));
+    await h.advance(0);
+    expect(h.toolCalls.map((c) => c.name)).toEqual(['search']);
+    expect(h.reportsOf('tool:called').map((e) => e.name)).toEqual(['search']);
+    const [ok, refused] = h.calls[1].input.messages.at(-1)!.content as Extract<ContentBlock, { type: 'tool_result' }>[];
+    expect(ok).toEqual({ type: 'tool_result', toolUseId: 'u1', content: 'search ok' });
+    expect(refused).toMatchObject({ type: 'tool_result', toolUseId: 'u2', isError: true });
+    expect(refused.content).toContain('"rm" is not available');
+    expect(h.output(id)?.status).toBe('completed');
+  });
+
+  it('fails with max_turns after exactly maxTurns model calls, keeping the transcript', async () => {
+    const h = createAgentHarness({ model: (_, n) => toolReply([{ id: `u${n}`, name: 'search' }]) });
+    const id = h.start(agentInput({ tools: ['search'], maxTurns: 3 }));
+    await h.advance(0);
+    const report = h.output(id)!;
+    expect(h.calls).toHaveLength(3);
+    expect(report).toMatchObject({ status: 'failed', error: { code: 'max_turns', retryable: false }, requests: 3, turns: 3 });
+    // prompt, then (assistant tool_use, user tool_result) per turn
+    expect(report.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user']);
+    expect(report.messages[5].content).toContainEqual({ type: 'tool_use', id: 'u2', name: 'search', input: {} });
+    expect(report.messages[6].content).toEqual([{ type: 'tool_result', toolUseId: 'u2', content: 'search ok' }]);
+    expect(report.usage).toEqual([1, 2, 3].reduce((u) => addUsage(u, usage(10, 5)), ZERO_USAGE));
+    expect(h.leasesOut()).toEqual({ pool: 0, A: 0 });
+  });
+});
+
+describe('agentMachine: errors and retries', () => {
+  it('backs off a retryable server error no sooner than its Retry-After, then retries', async () => {
+    const h = createAgentHarness({ model: (_, n) => (n === 0 ? modelError('server_error', { status: 503, retryAfterMs: 5_000 }) : textReply('ok')) });
+    const id = h.start(agentInput({ backoff: { baseMs: 100, maxMs: 1_000 } }));
+    await h.advance(0);
+    expect(h.agent(id).value).toEqual({ active: 'backoff' });
+    expect(h.breaker().context.failures).toBe(1); // a 5xx counts against the route
+    await h.advance(4_999);
+    expect(h.calls).toHaveLength(1);
+    await h.advance(1);
+    expect(h.calls.map((c) => c.at)).toEqual([0, 5_000]);
+    expect(h.output(id)).toMatchObject({ status: 'completed', retries: 1, requests: 2 });
+    const [retry] = h.reportsOf('task:retry');
+    expect(retry).toMatchObject({ taskId: 't1', retry: 1, error: { code: 'server_error' } });
+    expect(retry.delayMs).toBeGreaterThanOrEqual(5_000);
+    expect(h.breaker().context.failures).toBe(0); // the success reset it
+  });
+
+  it('leaves a 429 Retry-After to the key: the key backs off and the retry goes to the other key at once', async () => {
+    const h = createAgentHarness({
+      keys: [{ keyId: 'A', limits: {} }, { keyId: 'B', limits: {} }],
+      model: (_, n) => (n === 0 ? modelError('rate_limited', { status: 429, retryAfterMs: 30_000 }) : textReply('ok')),
+    });
+    const id = h.start(agentInput({ backoff: { baseMs: 100, maxMs: 1_000 } }));
+    await h.advance(1_000);
+    const [first, second] = h.calls;
+    expect(second.input.keyId).not.toBe(first.input.keyId);
+    const [retry] = h.reportsOf('task:retry');
+    expect(retry.delayMs).toBeLessThan(100); // the agent's own jitter, not the 30 s
+    expect(second.at).toBe(retry.delayMs);
+    expect(h.key(first.input.keyId)!.value).toBe('backoff');
+    expect(h.reportsOf('key:backoff')).toEqual([{ type: 'key:backoff', keyId: first.input.keyId, retryAfterMs: 30_000, at: 0 }]);
+    expect(h.output(id)).toMatchObject({ status: 'completed', retries: 1 });
+    expect(h.breaker().context.failures).toBe(0); // a 429 says nothing about the route
+  });
+
+  it('revokes key A on a 401 and retries on key B at once', async () => {
+    const h = createAgentHarness({
+      keys: [{ keyId: 'A', limits: {} }, { keyId: 'B', limits: {} }],
+      model: (call) => (call.keyId === 'A' ? modelError('auth', { status: 401 }) : textReply('ok')),
+    });
+    const id = h.start(agentInput());
+    await h.advance(0);
+    expect(h.calls.map((c) => [c.input.keyId, c.at])).toEqual([['A', 0], ['B', 0]]);
+    expect(h.reportsOf('key:revoked')).toEqual([{ type: 'key:revoked', keyId: 'A', at: 0 }]);
+    expect(h.reportsOf('task:retry')).toMatchObject([{ delayMs: 0, error: { code: 'auth' } }]);
+    expect(h.output(id)).toMatchObject({ status: 'completed', retries: 1 });
+  });
+
+  it('fails with no_keys at once when a 401 revokes the only key, without waiting for its deadline', async () => {
+    const h = createAgentHarness({ model: () => modelError('auth', { status: 401 }) });
+    const id = h.start(agentInput({ retries: 4 }));
+    await h.advance(0);
+    expect(h.calls).toHaveLength(1);
+    expect(h.output(id)).toMatchObject({ status: 'failed', error: { code: 'no_keys', retryable: false }, requests: 1, retries: 1 });
+  });
+
+  it('fails at once on a fatal error, and the breaker never counts it, even across ten agents', async () => {
+    const h = createAgentHarness({ model: () => modelError('bad_request', { status: 400 }) });
+    const ids = Array.from({ length: 10 }, (_, i) => h.start(agentInput({ taskId: `t${i}` })));
+    await h.advance(0);
+    for (const id of ids) expect(h.output(id)).toMatchObject({ status: 'failed', error: { code: 'bad_request', retryable: false }, requests: 1, retries: 0 });
+    expect(h.calls).toHaveLength(10);
+    expect(h.reportsOf('task:retry')).toEqual([]);
+    expect(h.breaker()).toMatchObject({ value: 'closed', context: { failures: 0 } });
+    expect(h.leasesOut()).toEqual({ pool: 0, A: 0 });
+  });
+
+  it('fails after 1 + retries calls when a retryable error never stops, keeping its code', async () => {
+    const h = createAgentHarness({ model: () => modelError('server_error', { status: 500 }) });
+    const id = h.start(agentInput({ retries: 2 }));
+    await runUntilSettled(h, [id]);
+    expect(h.calls).toHaveLength(3);
+    expect(h.output(id)).toMatchObject({ status: 'failed', error: { code: 'server_error', retryable: true }, requests: 3, retries: 2 });
+    expect(h.leasesOut()).toEqual({ pool: 0, A: 0 });
+  });
+
+  it('fails with task_timeout at exactly its deadline, aborting the call and giving the lease back', async () => {
+    const h = createAgentHarness({ keys: [{ keyId: 'A', limits: { concurrency: 1 } }], model: () => 'hang' });
+    const id = h.start(agentInput({ timeoutMs: 30_000 }));
+    await h.advance(29_999);
+    expect(h.agent(id).value).toEqual({ active: 'running' });
+    expect(h.calls[0].signal.aborted).toBe(false);
+    await h.advance(1);
+    expect(h.output(id)).toMatchObject({ status: 'failed', error: { code: 'task_timeout', retryable: true } });
+    expect(h.calls[0].signal.aborted).toBe(true);
+    expect(h.leasesOut()).toEqual({ pool: 0, A: 0 });
+    // The only key's only slot is free again: the next agent gets it.
+    h.start(agentInput({ taskId: 't2' }));
+    await h.advance(0);
+    expect(h.callsOf('t2')).toMatchObject([{ input: { keyId: 'A' }, at: 30_000 }]);
+  });
+});
+
+describe('agentMachine: cancellation', () => {
+  it('withdraws its queued lease request when cancelled while waiting, so the next agent is served', async () => {
+    const h = createAgentHarness({ keys: [{ keyId: 'A', limits: { concurrency: 1 } }], model: () => 'hang' });
+    const holder = h.start(agentInput({ taskId: 'holder' }));
+    const waiter = h.start(agentInput({ taskId: 'waiter' }));
+    await h.advance(0);
+    expect(h.agent(waiter).value).toEqual({ active: { waiting: 'lease' } });
+    expect(h.pool().context.book.byRequest.has('waiter#1.2')).toBe(true);
+    h.cancel(waiter, 'not needed');
+    await h.settle();
+    expect(h.output(waiter)).toMatchObject({ status: 'cancelled', error: { code: 'cancelled', message: 'not needed' }, requests: 0 });
+    expect(h.pool().context.book.byRequest.has('waiter#1.2')).toBe(false);
+    const later = h.start(agentInput({ taskId: 'later' }));
+    await h.advance(0);
+    h.cancel(holder);
+    await h.advance(0);
+    expect(h.calls.map((c) => c.input.taskId)).toEqual(['holder', 'later']);
+    expect(h.agent(later).value).toEqual({ active: 'running' });
+  });
+
+  it('withdraws from the breaker when cancelled while the route is open', async () => {
+    const h = createAgentHarness({
+      breaker: { failureThreshold: 1, cooldownMs: 10_000 },
+      model: (call) => (call.taskId === 'sick' ? modelError('server_error', { status: 500 }) : textReply('ok')),
+    });
+    h.start(agentInput({ taskId: 'sick', retries: 0 }));
+    await h.advance(0);
+    expect(h.breaker().value).toBe('open');
+    const id = h.start(agentInput({ taskId: 'held' }));
+    await h.advance(0);
+    expect(h.agent(id).value).toEqual({ active: { waiting: 'admission' } });
+    expect(h.breaker().context.waiters.map((w) => w.requestId)).toEqual(['held#1.1']);
+    h.cancel(id);
+    await h.settle();
+    expect(h.output(id)?.status).toBe('cancelled');
+    expect(h.breaker().context.waiters).toEqual([]);
+  });
+
+  it('aborts the call and gives back the lease and the breaker probe slot when cancelled while running', async () => {
+    const h = createAgentHarness({
+      breaker: { failureThreshold: 1, cooldownMs: 1_000 },
+      model: (call) => (call.taskId === 'sick' ? modelError('server_error', { status: 500 }) : 'hang'),
+    });
+    h.start(agentInput({ taskId: 'sick', retries: 0 }));
+    await h.advance(0);
+    expect(h.breaker().value).toBe('open');
+    await h.advance(1_000);
+    expect(h.breaker().value).toBe('halfOpen');
+    const probe = h.start(agentInput({ taskId: 'probe' }));
+    const next = h.start(agentInput({ taskId: 'next' }));
+    await h.advance(0);
+    expect(h.agent(probe).context.admission).toEqual({ requestId: 'probe#1.1', probe: true });
+    expect(h.agent(next).value).toEqual({ active: { waiting: 'admission' } });
+    const call = h.callsOf('probe')[0];
+
+    h.cancel(probe);
+    await h.advance(0);
+    expect(h.output(probe)?.status).toBe('cancelled');
+    expect(call.signal.aborted).toBe(true);
+    expect(h.key('A')!.context.leases).not.toHaveProperty(call.input.leaseId);
+    // The slot went to the next agent, which now holds the only lease out.
+    expect(h.breaker().context.probe).toBe('next#1.1');
+    expect(h.agent(next).value).toEqual({ active: 'running' });
+    expect(h.leasesOut()).toEqual({ pool: 1, A: 1 });
+  });
+});
+
+describe('agentMachine: backoff jitter', () => {
+  /** The delays of three retries of an always-500 model, with this seed. */
+  async function retryDelays(seed: number) {
+    const h = createAgentHarness({ model: () => modelError('server_error', { status: 500 }) });
+    const id = h.start(agentInput({ seed, retries: 3, backoff: { baseMs: 1_000, maxMs: 60_000 } }));
+    await runUntilSettled(h, [id]);
+    const delays = h.reportsOf('task:retry').map((e) => e.delayMs);
+    const gaps = h.calls.slice(1).map((c, i) => c.at - h.calls[i].at);
+    return { delays, gaps };
+  }
+
+  it('is the same for the same seed, differs for another, and is waited exactly', async () => {
+    const a = await retryDelays(7);
+    const b = await retryDelays(7);
+    const c = await retryDelays(8);
+    expect(a.delays).toHaveLength(3);
+    expect(b.delays).toEqual(a.delays);
+    expect(c.delays).not.toEqual(a.delays);
+    expect(a.gaps).toEqual(a.delays);
+    // Full jitter: retry i waits uniformly in [0, base * 2^i), drawn from the seeded PRNG.
+    let rng = 7;
+    const expected = [0, 1, 2].map((retry) => {
+      const [r, next] = nextRandom(rng);
+      rng = next;
+      return backoffDelay(retry, r, { baseMs: 1_000, maxMs: 60_000 });
+    });
+    expect(a.delays).toEqual(expected);
+  });
+});
+
+describe('agentMachine: missing infrastructure and malformed replies', () => {
+  // Found by these tests: the agent used to send to a missing breaker or pool (xstate then sends
+  // to `self`) and sat until its deadline. A route with no breaker is now unguarded; a missing
+  // pool fails the attempt at once.
+  it('runs unguarded, at once, when its route has no breaker', async () => {
+    const h = createAgentHarness({ model: () => textReply('ok') });
+    const id = h.start(agentInput({ model: 'unrouted', timeoutMs: 5_000 }));
+    await h.advance(0);
+    expect(h.output(id)).toMatchObject({ status: 'completed', requests: 1, output: 'ok' });
+  });
+
+  it('fails at once with an internal error when its provider has no pool', async () => {
+    const h = createAgentHarness({ model: () => textReply('ok') });
+    const id = h.start(agentInput({ provider: 'nowhere', timeoutMs: 5_000 }));
+    await h.advance(0);
+    expect(h.output(id)).toMatchObject({ status: 'failed', requests: 0 });
+    expect(h.output(id)!.error).toMatchObject({ code: 'internal', retryable: false });
+    expect(h.output(id)!.error!.message).toContain('pool:nowhere');
+  });
+
+  // Some OpenAI-compatible servers reuse ids like "call_0": one call and one result per id.
+  it('does not wedge in tools when a reply repeats a tool_use id', async () => {
+    const h = createAgentHarness({
+      model: (_, n) => (n === 0 ? toolReply([{ id: 'call_0', name: 'search' }, { id: 'call_0', name: 'search', input: { q: 2 } }]) : textReply('ok')),
+    });
+    const id = h.start(agentInput({ tools: ['search'], timeoutMs: 5_000 }));
+    await h.advance(0);
+    expect(h.calls).toHaveLength(2);
+    expect(h.output(id)).toMatchObject({ status: 'completed' });
+  });
+});
