@@ -1,0 +1,292 @@
+/**
+ * The Anthropic Messages API adapter: POST {baseURL}/v1/messages, streamed (SSE) or not.
+ *
+ * - The key goes in `x-api-key` and nowhere else; errors are scrubbed of it whatever the server
+ *   echoes.
+ * - Prompt caching: with `cache` on, `cache_control: {type: "ephemeral"}` breakpoints go on the
+ *   last tool, the system prompt and the first user message (the task's shared brief): the
+ *   prefix every turn and every sibling task repeats. Three of the API's four; the fourth is left
+ *   free (a rolling breakpoint on the newest message would turn every turn into a cache write).
+ * - Usage: input_tokens -> inputTokens, output_tokens -> outputTokens,
+ *   cache_creation_input_tokens -> cacheWriteTokens, cache_read_input_tokens -> cacheReadTokens
+ *   (disjoint counts, as the API reports them). message_delta's usage is cumulative: it replaces.
+ * - A stream that ends without message_stop is truncated (`network`, retried); an `error` event
+ *   after HTTP 200 is classified by its type (overloaded_error -> `overloaded`, ...).
+ * - Content blocks other than text and tool_use (thinking, server tools) are not part of the
+ *   normalized conversation and are skipped.
+ *
+ * @example
+ * const anthropic = createAnthropicProvider({ baseURL: 'http://127.0.0.1:8080' });
+ * const out = await anthropic.call(request);
+ * await anthropic.close();
+ */
+import type { ContentBlock, Message, ModelCallOutput, RateLimitHint, StopReason, Usage } from '../../machines/protocol.js';
+import { type CallFacts, classifyStreamError, malformedResponse, toolInputOf, truncatedStream } from './classify.js';
+import { exchange, HttpClient, type HttpResponse } from './http.js';
+import { readSse } from './sse.js';
+import type { Provider, ProviderRequest } from './types.js';
+
+export interface AnthropicProviderOptions {
+  /** Default https://api.anthropic.com */
+  baseURL?: string;
+  /** Stream the response (SSE). Default true. */
+  stream?: boolean;
+  /** The `anthropic-version` header. Default 2023-06-01. */
+  version?: string;
+  /** Max wait for the response headers. Default 60 000 ms. */
+  headersTimeoutMs?: number;
+  /** Max silence between two chunks of the body. Default 120 000 ms. */
+  bodyTimeoutMs?: number;
+  /** Place cache_control breakpoints (last tool, system, first user message). Default true. */
+  cache?: boolean;
+}
+
+const EPHEMERAL = Object.freeze({ type: 'ephemeral' });
+/** Successful non-streamed bodies: generous, but bounded. */
+const JSON_BODY_LIMIT = 16 * 1024 * 1024;
+
+type WireBlock = Record<string, unknown>;
+
+/** The request body for one call (exported for tests and the simulated server's checks). */
+export function anthropicRequestBody(request: ProviderRequest, options: { stream: boolean; cache: boolean }): Record<string, unknown> {
+  const tools: WireBlock[] = request.tools.map((tool) => ({
+    name: tool.name,
+    ...(tool.description !== undefined ? { description: tool.description } : {}),
+    input_schema: tool.inputSchema,
+  }));
+  if (options.cache && tools.length > 0) tools[tools.length - 1]!.cache_control = EPHEMERAL;
+
+  const messages = request.messages.map(toWireMessage);
+  if (options.cache) {
+    const first = messages.find((m) => m.role === 'user');
+    const blocks = first?.content;
+    if (blocks && blocks.length > 0) blocks[blocks.length - 1]!.cache_control = EPHEMERAL;
+  }
+
+  const body: Record<string, unknown> = { model: request.model, max_tokens: request.maxTokens };
+  if (request.system) {
+    body.system = options.cache ? [{ type: 'text', text: request.system, cache_control: EPHEMERAL }] : request.system;
+  }
+  body.messages = messages;
+  if (tools.length > 0) body.tools = tools;
+  if (options.stream) body.stream = true;
+  return body;
+}
+
+function toWireMessage(message: Message): { role: string; content: WireBlock[] } {
+  let blocks = message.content;
+  // The API rejects empty text blocks, and wants tool results before any text in a user turn.
+  const nonEmpty = blocks.filter((b) => b.type !== 'text' || b.text !== '');
+  if (nonEmpty.length > 0) blocks = nonEmpty;
+  if (message.role === 'user') {
+    blocks = [...blocks.filter((b) => b.type === 'tool_result'), ...blocks.filter((b) => b.type !== 'tool_result')];
+  }
+  return { role: message.role, content: blocks.map(toWireBlock) };
+}
+
+function toWireBlock(block: ContentBlock): WireBlock {
+  switch (block.type) {
+    case 'text':
+      return { type: 'text', text: block.text };
+    case 'tool_use':
+      return { type: 'tool_use', id: block.id, name: block.name, input: block.input ?? {} };
+    case 'tool_result':
+      return { type: 'tool_result', tool_use_id: block.toolUseId, content: block.content, ...(block.isError ? { is_error: true } : {}) };
+  }
+}
+
+/** Anthropic's stop_reason -> StopReason. */
+export function anthropicStopReason(reason: unknown): StopReason {
+  switch (reason) {
+    case 'end_turn':
+    case 'tool_use':
+    case 'max_tokens':
+    case 'stop_sequence':
+    case 'refusal':
+      return reason;
+    case 'model_context_window_exceeded':
+      return 'max_tokens';
+    default:
+      return 'other';
+  }
+}
+
+/** Overwrites the usage fields the server sent (message_start, then cumulative message_delta). */
+function applyUsage(usage: Usage, wire: unknown): void {
+  if (!wire || typeof wire !== 'object') return;
+  const u = wire as Record<string, unknown>;
+  const take = (field: string, into: keyof Usage) => {
+    if (typeof u[field] === 'number') usage[into] = u[field];
+  };
+  take('input_tokens', 'inputTokens');
+  take('output_tokens', 'outputTokens');
+  take('cache_creation_input_tokens', 'cacheWriteTokens');
+  take('cache_read_input_tokens', 'cacheReadTokens');
+}
+
+interface BlockState {
+  type: string;
+  text: string;
+  id: string;
+  name: string;
+  json: string;
+  /** The input given at content_block_start, used when no delta follows. */
+  startInput: unknown;
+}
+
+/** Builds the normalized content from the blocks in index order. */
+function contentOf(blocks: Map<number, BlockState>, stopReason: StopReason, facts: CallFacts, rateLimit?: RateLimitHint): ContentBlock[] {
+  const content: ContentBlock[] = [];
+  for (const index of [...blocks.keys()].sort((a, b) => a - b)) {
+    const block = blocks.get(index)!;
+    if (block.type === 'text') {
+      if (block.text !== '') content.push({ type: 'text', text: block.text });
+    } else if (block.type === 'tool_use') {
+      const input = block.json === '' ? (block.startInput ?? {}) : toolInputOf(block.json, block.name, stopReason === 'max_tokens', facts, rateLimit);
+      if (input !== undefined) content.push({ type: 'tool_use', id: block.id, name: block.name, input });
+    }
+  }
+  return content;
+}
+
+/** Reads an SSE response to its message_stop. */
+async function readStream(response: HttpResponse, facts: CallFacts, rateLimit: RateLimitHint | undefined): Promise<ModelCallOutput> {
+  const blocks = new Map<number, BlockState>();
+  const usage: Usage = { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0 };
+  let stopReason: StopReason = 'other';
+  let stopped = false;
+
+  for await (const event of readSse(response.body)) {
+    // Keep reading after message_stop: the body ends right after, and a fully read body keeps
+    // the connection alive for the next call.
+    if (stopped) continue;
+    let data: Record<string, unknown>;
+    try {
+      data = JSON.parse(event.data) as Record<string, unknown>;
+    } catch {
+      throw malformedResponse(facts, `event "${event.event}" carries no JSON`, rateLimit);
+    }
+    const type = event.event === 'message' ? String(data.type) : event.event;
+    switch (type) {
+      case 'message_start':
+        applyUsage(usage, (data.message as Record<string, unknown> | undefined)?.usage);
+        break;
+      case 'content_block_start': {
+        const block = (data.content_block ?? {}) as Record<string, unknown>;
+        blocks.set(Number(data.index), {
+          type: String(block.type),
+          text: typeof block.text === 'string' ? block.text : '',
+          id: String(block.id ?? ''),
+          name: String(block.name ?? ''),
+          json: '',
+          startInput: block.input,
+        });
+        break;
+      }
+      case 'content_block_delta': {
+        const block = blocks.get(Number(data.index));
+        const delta = (data.delta ?? {}) as Record<string, unknown>;
+        if (!block) throw malformedResponse(facts, `content_block_delta for unknown block ${String(data.index)}`, rateLimit);
+        if (delta.type === 'text_delta' && typeof delta.text === 'string') block.text += delta.text;
+        else if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string') block.json += delta.partial_json;
+        break;
+      }
+      case 'message_delta': {
+        const delta = (data.delta ?? {}) as Record<string, unknown>;
+        if ('stop_reason' in delta) stopReason = anthropicStopReason(delta.stop_reason);
+        applyUsage(usage, data.usage);
+        break;
+      }
+      case 'message_stop':
+        stopped = true;
+        break;
+      case 'error':
+        throw classifyStreamError({ ...facts, data: event.data, ...(rateLimit ? { rateLimit } : {}) });
+      default:
+        // ping, content_block_stop (inputs are parsed once, at the end) and event types added
+        // after this adapter was written.
+        break;
+    }
+  }
+  if (!stopped) throw truncatedStream(facts, 'message_stop', rateLimit);
+  const content = contentOf(blocks, stopReason, facts, rateLimit);
+  return withRateLimit({ content, stopReason, usage }, rateLimit);
+}
+
+/** Reads a non-streamed JSON message. */
+async function readJson(response: HttpResponse, facts: CallFacts, rateLimit: RateLimitHint | undefined): Promise<ModelCallOutput> {
+  const text = await response.text(JSON_BODY_LIMIT);
+  let message: Record<string, unknown>;
+  try {
+    message = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    throw malformedResponse(facts, 'the body is not JSON', rateLimit);
+  }
+  if (!Array.isArray(message.content)) throw malformedResponse(facts, 'the message has no content array', rateLimit);
+  const stopReason = anthropicStopReason(message.stop_reason);
+  const usage: Usage = { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0 };
+  applyUsage(usage, message.usage);
+  const blocks = new Map<number, BlockState>();
+  (message.content as Record<string, unknown>[]).forEach((block, index) => {
+    blocks.set(index, {
+      type: String(block.type),
+      text: typeof block.text === 'string' ? block.text : '',
+      id: String(block.id ?? ''),
+      name: String(block.name ?? ''),
+      json: '',
+      startInput: block.input,
+    });
+  });
+  return withRateLimit({ content: contentOf(blocks, stopReason, facts, rateLimit), stopReason, usage }, rateLimit);
+}
+
+function withRateLimit(output: ModelCallOutput, rateLimit: RateLimitHint | undefined): ModelCallOutput {
+  if (rateLimit) output.rateLimit = rateLimit;
+  return output;
+}
+
+/**
+ * A Provider over the Anthropic Messages API.
+ *
+ * @example
+ * const provider = createAnthropicProvider({ cache: true });
+ */
+export function createAnthropicProvider(options: AnthropicProviderOptions = {}): Provider {
+  const baseURL = (options.baseURL ?? 'https://api.anthropic.com').replace(/\/+$/, '');
+  const stream = options.stream ?? true;
+  const cache = options.cache ?? true;
+  const version = options.version ?? '2023-06-01';
+  const http = new HttpClient({
+    headersTimeoutMs: options.headersTimeoutMs ?? 60_000,
+    bodyTimeoutMs: options.bodyTimeoutMs ?? 120_000,
+  });
+
+  return {
+    type: 'anthropic',
+    call(request: ProviderRequest): Promise<ModelCallOutput> {
+      const facts: CallFacts = { provider: request.provider, model: request.model, keyId: request.key.id };
+      return exchange(
+        http,
+        {
+          ...facts,
+          url: `${baseURL}/v1/messages`,
+          headers: {
+            'content-type': 'application/json',
+            accept: stream ? 'text/event-stream' : 'application/json',
+            'anthropic-version': version,
+            'x-api-key': request.key.secret,
+          },
+          body: anthropicRequestBody(request, { stream, cache }),
+          signal: request.signal,
+          secret: request.key.secret,
+        },
+        (response, rateLimit) => {
+          // A server may answer a streaming request with plain JSON (a proxy, a cached reply).
+          const type = String(response.headers['content-type'] ?? '');
+          return type.includes('text/event-stream') ? readStream(response, facts, rateLimit) : readJson(response, facts, rateLimit);
+        },
+      );
+    },
+    close: () => http.close(),
+  };
+}

@@ -1,0 +1,168 @@
+/**
+ * The HTTP transport of the provider adapters: one undici `Pool` per origin, kept alive and
+ * shared by every call of one provider, closed by `close()`. Requests carry headers and body
+ * timeouts and the call's AbortSignal; aborting cancels the request and closes its connection.
+ *
+ * `exchange` is the frame of one model call that both adapters share: send, turn a non-2xx
+ * answer into a classified ProviderError, let the adapter read a 2xx one, and make sure that
+ * whatever escapes is a ProviderError with the call's facts and without the key.
+ */
+import { Pool } from 'undici';
+import type { Dispatcher } from 'undici';
+import type { RateLimitHint } from '../../machines/protocol.js';
+import { type CallFacts, classifyHttpError, classifyTransportError, redactSecret, scrubbed } from './classify.js';
+import { rateLimitOf } from './ratelimit.js';
+
+export interface HttpClientOptions {
+  /** Max wait for the response headers, in ms. */
+  headersTimeoutMs: number;
+  /** Max silence between two body chunks, in ms (a streaming server's pings reset it). */
+  bodyTimeoutMs: number;
+  /** Connections per origin; undefined = no limit (the key leases bound concurrency). */
+  connections?: number;
+}
+
+export interface HttpRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  signal?: AbortSignal;
+}
+
+export interface HttpResponse {
+  status: number;
+  /** Lower-case names, as undici gives them. */
+  headers: Record<string, string | string[] | undefined>;
+  /** The body as a byte stream. */
+  body: AsyncIterable<Uint8Array>;
+  /** The whole body as text, at most `limit` bytes (the rest is dropped with the connection). */
+  text(limit?: number): Promise<string>;
+  /** Drops the body and its connection (after a failure, when the rest is of no use). */
+  destroy(): void;
+}
+
+/** Error bodies are only read for their message: never buffer more than this. */
+export const ERROR_BODY_LIMIT = 64 * 1024;
+
+/** Thrown by `post` after `close()`. */
+export class HttpClientClosedError extends Error {
+  override readonly name = 'HttpClientClosedError';
+  readonly code = 'SWARM_HTTP_CLOSED';
+  constructor() {
+    super('the provider was closed: no more calls can be made with it');
+  }
+}
+
+/**
+ * A keep-alive HTTP client for one provider.
+ *
+ * @example
+ * const http = new HttpClient({ headersTimeoutMs: 60_000, bodyTimeoutMs: 120_000 });
+ * const res = await http.post({ url, headers, body: JSON.stringify(payload), signal });
+ * await http.close();
+ */
+export class HttpClient {
+  private readonly pools = new Map<string, Pool>();
+  private closed = false;
+
+  constructor(readonly options: HttpClientOptions) {}
+
+  async post(request: HttpRequest): Promise<HttpResponse> {
+    if (this.closed) throw new HttpClientClosedError();
+    const url = new URL(request.url);
+    const response = await this.poolFor(url.origin).request({
+      method: 'POST',
+      path: url.pathname + url.search,
+      headers: request.headers,
+      body: request.body,
+      signal: request.signal ?? null,
+      headersTimeout: this.options.headersTimeoutMs,
+      bodyTimeout: this.options.bodyTimeoutMs,
+    });
+    return wrap(response);
+  }
+
+  /** Closes every pool: lets calls in flight finish, then frees the sockets. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const pools = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(pools.map((pool) => pool.close()));
+  }
+
+  private poolFor(origin: string): Pool {
+    let pool = this.pools.get(origin);
+    if (!pool) {
+      pool = new Pool(origin, {
+        connections: this.options.connections ?? null,
+        headersTimeout: this.options.headersTimeoutMs,
+        bodyTimeout: this.options.bodyTimeoutMs,
+      });
+      this.pools.set(origin, pool);
+    }
+    return pool;
+  }
+}
+
+function wrap(response: Dispatcher.ResponseData): HttpResponse {
+  const body = response.body;
+  return {
+    status: response.statusCode,
+    headers: response.headers,
+    body,
+    async text(limit = ERROR_BODY_LIMIT) {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of body) {
+        const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+        if (size + buf.length > limit) {
+          chunks.push(buf.subarray(0, limit - size));
+          break; // leaving the loop destroys the body
+        }
+        chunks.push(buf);
+        size += buf.length;
+      }
+      return Buffer.concat(chunks).toString('utf8');
+    },
+    destroy() {
+      if (!body.destroyed) body.destroy();
+    },
+  };
+}
+
+/** One model call as `exchange` sends it. */
+export interface Exchange extends CallFacts {
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+  signal: AbortSignal;
+  /** The key: scrubbed from every error message, whatever the server echoed. */
+  secret: string;
+}
+
+/**
+ * Sends one call and reads its answer with `read` (given only 2xx responses and their rate-limit
+ * headers). Everything thrown comes out as a ProviderError with the call's facts, the key's
+ * secret scrubbed from it, and the error response's rate-limit headers attached.
+ */
+export async function exchange<T>(
+  http: HttpClient,
+  call: Exchange,
+  read: (response: HttpResponse, rateLimit: RateLimitHint | undefined) => Promise<T>,
+): Promise<T> {
+  const facts: CallFacts = { provider: call.provider, model: call.model, keyId: call.keyId };
+  let response: HttpResponse | undefined;
+  try {
+    response = await http.post({ url: call.url, headers: call.headers, body: JSON.stringify(call.body), signal: call.signal });
+    const rateLimit = rateLimitOf(response.headers);
+    if (response.status < 200 || response.status >= 300) {
+      const text = redactSecret(await response.text(ERROR_BODY_LIMIT), call.secret);
+      throw classifyHttpError({ ...facts, status: response.status, body: text, headers: response.headers });
+    }
+    return await read(response, rateLimit);
+  } catch (error) {
+    response?.destroy();
+    const { headersTimeoutMs, bodyTimeoutMs } = http.options;
+    throw scrubbed(classifyTransportError(error, { ...facts, signal: call.signal, headersTimeoutMs, bodyTimeoutMs }), call.secret);
+  }
+}

@@ -1,0 +1,284 @@
+/**
+ * The OpenAI-compatible Chat Completions adapter: POST {baseURL}/chat/completions, streamed
+ * (SSE, `data: [DONE]`) or not.
+ *
+ * Choices, documented:
+ * - `max_completion_tokens` carries maxTokens by default: OpenAI deprecated `max_tokens` and its
+ *   reasoning models reject it. Older OpenAI-compatible servers only know `max_tokens`: set
+ *   `maxTokensField: 'max_tokens'` for those.
+ * - Usage: OpenAI's prompt_tokens includes the cached ones. We report
+ *   inputTokens = prompt_tokens - cached_tokens and cacheReadTokens = cached_tokens, so that
+ *   inputTokens + cacheReadTokens is the prompt (the same disjoint split as Anthropic's), and
+ *   cached tokens are priced as cache reads. cacheWriteTokens is always 0 (OpenAI caches for free).
+ *   A server that sends no usage at all gets estimated usage (machines/tokens.ts), so budgets
+ *   still move.
+ * - Conversation mapping: the system prompt is a `system` message; an assistant's tool_use blocks
+ *   become `tool_calls` (arguments as a JSON string); each tool_result becomes a `role: "tool"`
+ *   message with its tool_call_id, placed before the user's text of the same turn. OpenAI has no
+ *   error flag on tool results: an error result's content is prefixed with "Error: ".
+ * - The stream is complete at `data: [DONE]`, or when both a finish_reason and the usage chunk
+ *   arrived (some compatible servers omit [DONE]); otherwise it is truncated (`network`).
+ *
+ * @example
+ * const openai = createOpenAIProvider({ baseURL: 'http://127.0.0.1:8080/v1' });
+ */
+import type { ContentBlock, Message, ModelCallOutput, RateLimitHint, StopReason, Usage } from '../../machines/protocol.js';
+import { estimateRequestTokens, estimateTextTokens } from '../../machines/tokens.js';
+import { type CallFacts, classifyStreamError, malformedResponse, toolInputOf, truncatedStream } from './classify.js';
+import { exchange, HttpClient, type HttpResponse } from './http.js';
+import { readSse } from './sse.js';
+import type { Provider, ProviderRequest } from './types.js';
+
+export interface OpenAIProviderOptions {
+  /** Default https://api.openai.com/v1 */
+  baseURL?: string;
+  /** Stream the response (SSE). Default true. */
+  stream?: boolean;
+  /** Max wait for the response headers. Default 60 000 ms. */
+  headersTimeoutMs?: number;
+  /** Max silence between two chunks of the body. Default 120 000 ms. */
+  bodyTimeoutMs?: number;
+  /** Sent as `OpenAI-Organization`. */
+  organization?: string;
+  /** Which body field carries maxTokens. Default 'max_completion_tokens'. */
+  maxTokensField?: 'max_completion_tokens' | 'max_tokens';
+}
+
+type WireMessage = Record<string, unknown>;
+const JSON_BODY_LIMIT = 16 * 1024 * 1024;
+
+/** The request body for one call. */
+export function openAIRequestBody(
+  request: ProviderRequest,
+  options: { stream: boolean; maxTokensField?: 'max_completion_tokens' | 'max_tokens' },
+): Record<string, unknown> {
+  const messages: WireMessage[] = [];
+  if (request.system) messages.push({ role: 'system', content: request.system });
+  for (const message of request.messages) messages.push(...toWireMessages(message));
+  const body: Record<string, unknown> = { model: request.model, messages };
+  body[options.maxTokensField ?? 'max_completion_tokens'] = request.maxTokens;
+  if (request.tools.length > 0) {
+    body.tools = request.tools.map((tool) => ({
+      type: 'function',
+      function: {
+        name: tool.name,
+        ...(tool.description !== undefined ? { description: tool.description } : {}),
+        parameters: tool.inputSchema,
+      },
+    }));
+  }
+  if (options.stream) {
+    body.stream = true;
+    body.stream_options = { include_usage: true };
+  }
+  return body;
+}
+
+function toWireMessages(message: Message): WireMessage[] {
+  const text = message.content
+    .filter((b): b is Extract<ContentBlock, { type: 'text' }> => b.type === 'text')
+    .map((b) => b.text)
+    .join('\n');
+  if (message.role === 'assistant') {
+    const calls = message.content
+      .filter((b): b is Extract<ContentBlock, { type: 'tool_use' }> => b.type === 'tool_use')
+      .map((b) => ({ id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } }));
+    return [{ role: 'assistant', content: text === '' && calls.length > 0 ? null : text, ...(calls.length > 0 ? { tool_calls: calls } : {}) }];
+  }
+  const out: WireMessage[] = [];
+  for (const block of message.content) {
+    if (block.type === 'tool_result') {
+      out.push({ role: 'tool', tool_call_id: block.toolUseId, content: block.isError ? `Error: ${block.content}` : block.content });
+    }
+  }
+  if (text !== '' || out.length === 0) out.push({ role: 'user', content: text });
+  return out;
+}
+
+/** OpenAI's finish_reason -> StopReason. */
+export function openAIStopReason(reason: unknown): StopReason {
+  switch (reason) {
+    case 'stop':
+      return 'end_turn';
+    case 'tool_calls':
+    case 'function_call':
+      return 'tool_use';
+    case 'length':
+      return 'max_tokens';
+    case 'content_filter':
+      return 'refusal';
+    default:
+      return 'other';
+  }
+}
+
+/** OpenAI usage -> Usage (see the module comment for the split); undefined when absent. */
+export function openAIUsage(wire: unknown): Usage | undefined {
+  if (!wire || typeof wire !== 'object') return undefined;
+  const u = wire as Record<string, unknown>;
+  const prompt = typeof u.prompt_tokens === 'number' ? u.prompt_tokens : 0;
+  const details = u.prompt_tokens_details as Record<string, unknown> | undefined | null;
+  const cached = details && typeof details.cached_tokens === 'number' ? Math.min(details.cached_tokens, prompt) : 0;
+  return {
+    inputTokens: prompt - cached,
+    outputTokens: typeof u.completion_tokens === 'number' ? u.completion_tokens : 0,
+    cacheWriteTokens: 0,
+    cacheReadTokens: cached,
+  };
+}
+
+interface CallState {
+  id: string;
+  name: string;
+  args: string;
+}
+
+/** What a reply accumulates, streamed or not. */
+interface Reply {
+  text: string;
+  refusal: string;
+  calls: CallState[];
+  finish?: unknown;
+  usage?: Usage;
+}
+
+function finish(reply: Reply, request: ProviderRequest, facts: CallFacts, rateLimit: RateLimitHint | undefined): ModelCallOutput {
+  let stopReason = openAIStopReason(reply.finish);
+  // Some compatible servers say "stop" when the turn ends in tool calls.
+  if (reply.calls.length > 0 && stopReason === 'end_turn') stopReason = 'tool_use';
+  if (reply.refusal !== '' && reply.text === '' && reply.calls.length === 0) stopReason = 'refusal';
+  const content: ContentBlock[] = [];
+  const text = reply.text !== '' ? reply.text : reply.refusal;
+  if (text !== '') content.push({ type: 'text', text });
+  reply.calls.forEach((call, i) => {
+    const input = toolInputOf(call.args, call.name, stopReason === 'max_tokens', facts, rateLimit);
+    if (input !== undefined) content.push({ type: 'tool_use', id: call.id || `call_${i}`, name: call.name, input });
+  });
+  const usage = reply.usage ?? {
+    inputTokens: estimateRequestTokens(request.system, request.messages),
+    outputTokens: estimateTextTokens(text + reply.calls.map((c) => c.name + c.args).join('')),
+    cacheWriteTokens: 0,
+    cacheReadTokens: 0,
+  };
+  const output: ModelCallOutput = { content, stopReason, usage };
+  if (rateLimit) output.rateLimit = rateLimit;
+  return output;
+}
+
+/** Merges one streamed tool_calls delta into the calls, by index. */
+function mergeToolCall(calls: CallState[], delta: Record<string, unknown>): void {
+  let index = typeof delta.index === 'number' ? delta.index : undefined;
+  if (index === undefined) {
+    // Servers that omit the index: a new id starts a new call, anything else continues the last.
+    const found = typeof delta.id === 'string' ? calls.findIndex((c) => c.id === delta.id) : -1;
+    index = found >= 0 ? found : typeof delta.id === 'string' && delta.id !== '' ? calls.length : Math.max(0, calls.length - 1);
+  }
+  const call = (calls[index] ??= { id: '', name: '', args: '' });
+  if (typeof delta.id === 'string' && delta.id !== '') call.id = delta.id;
+  const fn = (delta.function ?? {}) as Record<string, unknown>;
+  // The name normally arrives whole in the first delta; some servers repeat it, some split it.
+  if (typeof fn.name === 'string' && fn.name !== call.name) call.name += fn.name;
+  if (typeof fn.arguments === 'string') call.args += fn.arguments;
+}
+
+async function readStream(response: HttpResponse, request: ProviderRequest, facts: CallFacts, rateLimit: RateLimitHint | undefined): Promise<ModelCallOutput> {
+  const reply: Reply = { text: '', refusal: '', calls: [] };
+  let done = false;
+  for await (const event of readSse(response.body)) {
+    if (done) continue;
+    if (event.data === '[DONE]') {
+      done = true;
+      continue;
+    }
+    let chunk: Record<string, unknown>;
+    try {
+      chunk = JSON.parse(event.data) as Record<string, unknown>;
+    } catch {
+      throw malformedResponse(facts, 'a stream chunk is not JSON', rateLimit);
+    }
+    if (chunk.error) throw classifyStreamError({ ...facts, data: event.data, ...(rateLimit ? { rateLimit } : {}) });
+    const usage = openAIUsage(chunk.usage);
+    if (usage) reply.usage = usage;
+    for (const choice of (chunk.choices ?? []) as Record<string, unknown>[]) {
+      if (typeof choice.index === 'number' && choice.index !== 0) continue;
+      const delta = (choice.delta ?? {}) as Record<string, unknown>;
+      if (typeof delta.content === 'string') reply.text += delta.content;
+      if (typeof delta.refusal === 'string') reply.refusal += delta.refusal;
+      if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) mergeToolCall(reply.calls, call as Record<string, unknown>);
+      if (choice.finish_reason != null) reply.finish = choice.finish_reason;
+    }
+  }
+  const complete = done || (reply.finish !== undefined && reply.usage !== undefined);
+  if (!complete) throw truncatedStream(facts, 'data: [DONE]', rateLimit);
+  reply.calls = reply.calls.filter((c) => c !== undefined);
+  return finish(reply, request, facts, rateLimit);
+}
+
+async function readJson(response: HttpResponse, request: ProviderRequest, facts: CallFacts, rateLimit: RateLimitHint | undefined): Promise<ModelCallOutput> {
+  let body: Record<string, unknown>;
+  try {
+    body = JSON.parse(await response.text(JSON_BODY_LIMIT)) as Record<string, unknown>;
+  } catch {
+    throw malformedResponse(facts, 'the body is not JSON', rateLimit);
+  }
+  if (body.error) throw classifyStreamError({ ...facts, data: JSON.stringify(body), ...(rateLimit ? { rateLimit } : {}) });
+  const choice = ((body.choices ?? []) as Record<string, unknown>[])[0];
+  if (!choice) throw malformedResponse(facts, 'the completion has no choices', rateLimit);
+  const message = (choice.message ?? {}) as Record<string, unknown>;
+  const reply: Reply = {
+    text: typeof message.content === 'string' ? message.content : '',
+    refusal: typeof message.refusal === 'string' ? message.refusal : '',
+    calls: ((message.tool_calls ?? []) as Record<string, unknown>[]).map((call) => {
+      const fn = (call.function ?? {}) as Record<string, unknown>;
+      return { id: String(call.id ?? ''), name: String(fn.name ?? ''), args: typeof fn.arguments === 'string' ? fn.arguments : JSON.stringify(fn.arguments ?? {}) };
+    }),
+    finish: choice.finish_reason,
+  };
+  const usage = openAIUsage(body.usage);
+  if (usage) reply.usage = usage;
+  return finish(reply, request, facts, rateLimit);
+}
+
+/**
+ * A Provider over an OpenAI-compatible Chat Completions API.
+ *
+ * @example
+ * const provider = createOpenAIProvider({ organization: 'org-123' });
+ */
+export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provider {
+  const baseURL = (options.baseURL ?? 'https://api.openai.com/v1').replace(/\/+$/, '');
+  const stream = options.stream ?? true;
+  const http = new HttpClient({
+    headersTimeoutMs: options.headersTimeoutMs ?? 60_000,
+    bodyTimeoutMs: options.bodyTimeoutMs ?? 120_000,
+  });
+
+  return {
+    type: 'openai',
+    call(request: ProviderRequest): Promise<ModelCallOutput> {
+      const facts: CallFacts = { provider: request.provider, model: request.model, keyId: request.key.id };
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        accept: stream ? 'text/event-stream' : 'application/json',
+        authorization: `Bearer ${request.key.secret}`,
+      };
+      if (options.organization) headers['openai-organization'] = options.organization;
+      return exchange(
+        http,
+        {
+          ...facts,
+          url: `${baseURL}/chat/completions`,
+          headers,
+          body: openAIRequestBody(request, { stream, ...(options.maxTokensField ? { maxTokensField: options.maxTokensField } : {}) }),
+          signal: request.signal,
+          secret: request.key.secret,
+        },
+        (response, rateLimit) => {
+          const type = String(response.headers['content-type'] ?? '');
+          return type.includes('text/event-stream') ? readStream(response, request, facts, rateLimit) : readJson(response, request, facts, rateLimit);
+        },
+      );
+    },
+    close: () => http.close(),
+  };
+}
