@@ -56,7 +56,7 @@ export function leaseOutcomeOf(error: ErrorInfo, usage?: Usage): LeaseOutcome {
 }
 
 /**
- * Whether the agent's own wait must honour the server's Retry-After. A 429 or a 401 is about one
+ * Whether the agent's own wait must honour the server's Retry-After. A 429 or a 401/403 is about one
  * key: that key enforces the wait (or is revoked) and the pool routes the retry to another key,
  * so the agent need not sit out the key's Retry-After itself. Anything else (a 503 or 529 with
  * Retry-After) is about the route, and the agent never retries sooner.

@@ -49,17 +49,6 @@ export class Heap<T> {
     return top;
   }
 
-  /** Removes every item matching `drop` (O(n)); for cancellation, not the hot path. */
-  removeWhere(drop: (item: T) => boolean): T[] {
-    const removed: T[] = [];
-    const kept: T[] = [];
-    for (const item of this.items) (drop(item) ? removed : kept).push(item);
-    if (removed.length === 0) return removed;
-    this.items.length = 0;
-    for (const item of kept) this.push(item);
-    return removed;
-  }
-
   drain(): T[] {
     const out: T[] = [];
     while (this.items.length > 0) out.push(this.pop()!);

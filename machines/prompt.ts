@@ -5,6 +5,13 @@
  */
 const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.:/-]+)\s*\}\}/g;
 
+/** Replaces `{{id}}` of the given deps with their outputs; leaves every other `{{...}}` alone. */
+export function fillPlaceholders(text: string, deps: readonly string[], outputOf: (id: string) => string): string {
+  if (deps.length === 0) return text;
+  const depSet = new Set(deps);
+  return text.replace(PLACEHOLDER, (whole, id: string) => (depSet.has(id) ? outputOf(id) : whole));
+}
+
 export function renderPrompt(prompt: string, deps: readonly string[], outputOf: (id: string) => string): string {
   if (deps.length === 0) return prompt;
   const depSet = new Set(deps);

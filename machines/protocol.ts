@@ -208,7 +208,7 @@ export interface ToolExecInput {
 
 export type AgentStatus = 'completed' | 'failed' | 'cancelled';
 
-/** What an agent reports to its parent when it reaches a final state. */
+/** What an agent reports to its parent when it reaches a final state: its output. */
 export interface AttemptReport {
   taskId: string;
   attempt: number;
@@ -224,8 +224,6 @@ export interface AttemptReport {
   /** The conversation so far: kept on failure so nothing is lost. */
   messages: Message[];
 }
-
-export type AgentSettled = { type: 'AGENT.SETTLED'; report: AttemptReport };
 
 // ---------------------------------------------------------------------------------------------
 // Run events: what the machines report through their `report` action (src turns them into the

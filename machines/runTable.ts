@@ -166,12 +166,6 @@ export class RunTable {
     return this.records.get(id)?.output;
   }
 
-  /** Attempts started so far, and retries left of the task's budget. */
-  budget(id: string): { attempts: number; retriesLeft: number } {
-    const r = this.record(id);
-    return { attempts: r.attempts, retriesLeft: Math.max(0, r.spec.maxRetries - r.retries) };
-  }
-
   /** Takes the best ready task and marks it running with a new attempt. */
   startNext(): { spec: SupervisedTask; attempt: number; retriesLeft: number } | undefined {
     const record = this.ready.pop();

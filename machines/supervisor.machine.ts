@@ -24,7 +24,7 @@ import { breakerMachine } from './breaker.machine.js';
 import { nowOf } from './clock.js';
 import { toErrorInfo } from './errors.js';
 import { poolMachine } from './pool.machine.js';
-import { renderPrompt } from './prompt.js';
+import { fillPlaceholders, renderPrompt } from './prompt.js';
 import type { AttemptReport, KeyLimits, RunEvent, RunStatus } from './protocol.js';
 import { deriveSeed } from './random.js';
 import { RunTable, type RunResult, type SupervisedTask } from './runTable.js';
@@ -55,9 +55,9 @@ export interface SupervisorContext {
   backoff: { baseMs: number; maxMs: number };
   seed: number;
   startedAt: number;
-  /** Why the run stopped early, if it did. */
   /** What the run's infrastructure is made of (spawned once, at the start). */
   infra: Pick<SupervisorInput, 'providers' | 'routes' | 'tools'>;
+  /** Why the run stopped early, if it did. */
   stop: { status: Extract<RunStatus, 'failed' | 'cancelled'>; reason: string } | null;
   result: RunResult | null;
 }
@@ -133,6 +133,8 @@ export const supervisorMachine = setup({
 
     /** Starts ready tasks, best first, while there is room in flight. */
     dispatch: enqueueActions(({ context, enqueue }) => {
+      // A run that is stopping starts nothing new (fail-fast decided in this very step).
+      if (context.stop !== null) return;
       let inFlight = context.inFlight;
       const table = context.table;
       while (inFlight < context.maxInFlight && table.readyCount > 0) {
@@ -153,7 +155,8 @@ export const supervisorMachine = setup({
           backoff: context.backoff,
           seed: deriveSeed(context.seed, `${spec.id}:${attempt}`),
         };
-        if (spec.system !== undefined) input.system = spec.system;
+        // A system prompt may place dependency outputs too; unplaced ones go only to the prompt.
+        if (spec.system !== undefined) input.system = fillPlaceholders(spec.system, spec.deps, (id) => table.output(id) ?? '');
         const id = context.slots.take(spec.id, attempt);
         enqueue.spawnChild('agent', { id, input });
         enqueue.sendTo(id, { type: 'START' });
@@ -286,10 +289,14 @@ export const supervisorMachine = setup({
           guard: 'isAgent',
           actions: { type: 'settle', params: ({ event }) => ({ report: (event as DoneActorEvent<AttemptReport>).output, actorId: childIdOf(event.type) }) },
         },
-        'xstate.error.actor.*': {
-          guard: 'isAgent',
-          actions: { type: 'settle', params: ({ context, event }) => ({ report: crashReport(context.slots, childIdOf(event.type), (event as ErrorActorEvent).error), actorId: childIdOf(event.type) }) },
-        },
+        'xstate.error.actor.*': [
+          {
+            guard: 'isAgent',
+            actions: { type: 'settle', params: ({ context, event }) => ({ report: crashReport(context.slots, childIdOf(event.type), (event as ErrorActorEvent).error), actorId: childIdOf(event.type) }) },
+          },
+          // Infrastructure failing while the run drains: already stopping; the error is handled.
+          {},
+        ],
       },
     },
     finished: {

@@ -20,17 +20,18 @@ const HELP = `swarmstate: run many LLM sub-agents in parallel, reliably and with
 Usage:
   swarmstate run <plan.json> [--json] [--events <file.ndjson>] [--seed <n>] [--quiet]
   swarmstate validate <plan.json>
-  swarmstate demo [--json] [--quiet]
+  swarmstate demo [--json] [--events <file.ndjson>] [--seed <n>] [--quiet]
   swarmstate --help | --version
 
 Commands:
-  run        Validate and run a plan. Keys come from the environment variables the plan names.
+  run        Validate and run a plan. Keys come from the environment variables the plan names
+             (or inline in the plan: then they are redacted everywhere).
   validate   Check a plan and list every problem with its path; runs nothing.
   demo       Run a small built-in plan on the in-process simulated provider (no key, no network).
 
 Options:
   --json             Print one JSON object (the run result) to stdout at the end; progress off.
-  --events <file>    Append every run event to <file> as one JSON object per line.
+  --events <file>    Write every run event to <file> (emptied first), one JSON object per line.
   --seed <n>         Seed of every random choice (retry jitter, the simulator). Default 0.
   --quiet            No progress lines.
   -h, --help         This help.
@@ -78,7 +79,8 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
     case 'validate': {
       const plan = await loadPlan(rest[0], io.err);
       if (plan === undefined) return EXIT.invalid;
-      const checked = validatePlan(plan);
+      // The CLI registers no in-process tools, so `validate` judges tool names as `run` would.
+      const checked = validatePlan(plan, { tools: [] });
       if (!checked.ok) {
         io.err.write(new PlanValidationError(checked.issues).message + '\n');
         return EXIT.invalid;

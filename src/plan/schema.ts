@@ -50,9 +50,9 @@ export interface ModelSpec {
   maxTokens: number;
   /** Required when the plan has a budget. */
   price?: ModelPrice;
-  /** Names of other entries in `models` to try, in order, when this route is unavailable. */
+  /** Names of other entries in `models` to try, in order, when this route is unavailable (validated now; routing to them is planned: the cost-guard issue). */
   fallback: string[];
-  /** Context window; calls that would not fit are compacted first. */
+  /** Context window in tokens (validated now; compaction before a call that would not fit is planned). */
   contextTokens?: number;
 }
 
@@ -61,7 +61,7 @@ export type OnFailure = 'continue' | 'fail-fast';
 export interface PlanDefaults {
   /** Agents in flight at once across the whole run. */
   maxInFlight: number;
-  /** Retries of one task after its first attempt. */
+  /** Retries of one task: model-call retries inside an attempt and new attempts share this budget. */
   maxRetries: number;
   taskTimeoutMs: number;
   /** `continue`: skip only the dependents of a failed task. `fail-fast`: cancel the run. */
@@ -71,7 +71,7 @@ export interface PlanDefaults {
 }
 
 export interface PlanBudget {
-  /** Hard cap on the run's spend; calls are reserved against it before they are sent. */
+  /** Cap on the run's spend in USD (validated now; reservations against it come with the cost guard). */
   usd: number;
 }
 
@@ -85,7 +85,7 @@ export interface TaskSpec {
   prompt: string;
   /** Ids of tasks whose output this task needs; it starts after all of them complete. */
   deps: string[];
-  /** Higher first, among tasks ready at the same time (after the critical-path rank). */
+  /** Higher first among tasks ready at the same time; ties go to the longer critical path, then FIFO. */
   priority: number;
   /** Names of tools the model may call. */
   tools: string[];

@@ -201,6 +201,24 @@ describe('supervisor', () => {
     expect(['cancelled', 'completed']).toContain(out.tasks.later!.status);
   });
 
+  it('under fail-fast, starts nothing after the failure, even with a free slot', () => {
+    const tasks = [task('a', [], { priority: 1 }), task('c')];
+    const { actor, observed } = runWith(inputFor(tasks, { onFailure: 'fail-fast', maxInFlight: 1 }), () => ({ outcome: 'fatal', delayMs: 1 }));
+    const started = observed.events.filter((e) => e.type === 'task:started').map((e) => (e as { taskId: string }).taskId);
+    expect(started).toEqual(['a']);
+    expect(actor.getSnapshot().output!.tasks.c!.status).toBe('cancelled');
+  });
+
+  it('fills {{dep}} in the system prompt too', () => {
+    const tasks = [task('a'), task('b', ['a'], { system: 'You know {{a}}.', prompt: 'go' })];
+    const systems = new Map<string, string | undefined>();
+    runWith(inputFor(tasks), (input) => {
+      systems.set(input.taskId, input.system);
+      return { outcome: 'ok', delayMs: 1 };
+    });
+    expect(systems.get('b')).toBe('You know out:a.');
+  });
+
   it('treats a crashed agent as a failed attempt and stays active', () => {
     const tasks = [task('a', [], { maxRetries: 0 }), task('b')];
     const { actor } = runWith(inputFor(tasks), (input) => ({ outcome: input.taskId === 'a' ? 'crash' : 'ok', delayMs: 1 }));
