@@ -1,0 +1,122 @@
+/**
+ * `swarmstate sim`: run the simulator standalone until SIGINT/SIGTERM. Prints the URL on stdout
+ * (one line, for scripts) and what it accepts on stderr. Exit codes: 0 stopped, 2 bad usage.
+ */
+import { parseArgs } from 'node:util';
+import { fingerprint } from './hash.js';
+import { startSim } from './server.js';
+import type { SimFaults, SimKeyLimits, SimOptions } from './types.js';
+
+const HELP = `swarmstate sim: a simulated Anthropic + OpenAI API on 127.0.0.1
+
+Usage:
+  swarmstate sim [--port 8787] [--seed n] [--keys k1,k2] [--rpm n] [--itpm n] [--otpm n]
+                 [--fault-rate x] [--ttft ms] [--tps n]
+
+Options:
+  --port <n>        Port (0: any free one). Default 8787.
+  --seed <n>        Seed of replies and faults. Default 0.
+  --keys <k1,k2>    Accept only these keys (401 otherwise). Default: any key.
+  --rpm, --itpm, --otpm <n>
+                    Per-key limits (requests, input tokens, output tokens per minute); need --keys.
+  --fault-rate <x>  Total fault rate in [0, 1], split evenly over 500, overloaded, reset and
+                    mid-stream errors. Default 0.
+  --ttft <ms>       Time to first token. Default 0.
+  --tps <n>         Output tokens per second. Default: unlimited.
+Endpoints: POST /v1/messages, POST /v1/chat/completions, GET /stats. Docs: docs/sim.md`;
+
+export interface SimCommandIO {
+  out: NodeJS.WritableStream;
+  err: NodeJS.WritableStream;
+  /** Stops the server like a signal would (tests). */
+  stop?: AbortSignal;
+}
+
+/**
+ * Runs `swarmstate sim` with the arguments after `sim`; resolves with the exit code once stopped.
+ * @example
+ * process.exitCode = await simCommand(['--port', '8787', '--keys', 'sk-a,sk-b', '--rpm', '50']);
+ */
+export async function simCommand(argv: string[], io: SimCommandIO = { out: process.stdout, err: process.stderr }): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        port: { type: 'string' },
+        seed: { type: 'string' },
+        keys: { type: 'string' },
+        rpm: { type: 'string' },
+        itpm: { type: 'string' },
+        otpm: { type: 'string' },
+        'fault-rate': { type: 'string' },
+        ttft: { type: 'string' },
+        tps: { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    }));
+  } catch (error) {
+    io.err.write(`swarmstate sim: ${(error as Error).message}\n\n${HELP}\n`);
+    return 2;
+  }
+  if (values.help) {
+    io.out.write(`${HELP}\n`);
+    return 0;
+  }
+
+  const problems: string[] = [];
+  const number = (name: string, raw: string | undefined, check: (n: number) => boolean, rule: string): number | undefined => {
+    if (raw === undefined) return undefined;
+    const n = Number(raw);
+    if (raw.trim() === '' || !check(n)) problems.push(`--${name} must be ${rule}, got "${raw}"`);
+    return n;
+  };
+  const port = number('port', values.port, (n) => Number.isInteger(n) && n >= 0 && n < 65536, 'a port number') ?? 8787;
+  const seed = number('seed', values.seed, Number.isInteger, 'an integer') ?? 0;
+  const limits: SimKeyLimits = {};
+  for (const name of ['rpm', 'itpm', 'otpm'] as const) {
+    const n = number(name, values[name], (v) => v > 0, 'a number > 0');
+    if (n !== undefined) limits[name] = n;
+  }
+  const faultRate = number('fault-rate', values['fault-rate'], (n) => n >= 0 && n <= 1, 'a rate in [0, 1]') ?? 0;
+  const ttftMs = number('ttft', values.ttft, (n) => n >= 0, 'a number of ms >= 0') ?? 0;
+  const tokensPerSecond = number('tps', values.tps, (n) => n > 0, 'a number > 0') ?? Infinity;
+  const secrets = values.keys?.split(',').map((k) => k.trim()).filter(Boolean);
+  if (values.keys !== undefined && (!secrets || secrets.length === 0)) problems.push('--keys needs at least one key');
+  if (Object.keys(limits).length > 0 && values.keys === undefined) problems.push('--rpm/--itpm/--otpm are per key: give the keys with --keys');
+  if (problems.length > 0) {
+    io.err.write(problems.map((p) => `swarmstate sim: ${p}\n`).join('') + `\n${HELP}\n`);
+    return 2;
+  }
+
+  const share = faultRate / 4;
+  const faults: SimFaults = { http500: share, http529: share, reset: share, streamError: share };
+  const options: SimOptions = { port, seed, faults, latency: { ttftMs, tokensPerSecond } };
+  if (secrets) options.keys = Object.fromEntries(secrets.map((k) => [k, limits]));
+  let sim;
+  try {
+    sim = await startSim(options);
+  } catch (error) {
+    io.err.write(`swarmstate sim: cannot start: ${(error as Error).message}\n`);
+    return 2;
+  }
+  io.out.write(`${sim.url}\n`);
+  const accepted = secrets ? `keys ${secrets.map(fingerprint).join(', ')} (sha256 prefixes)` : 'any key';
+  io.err.write(`swarmstate sim: listening on ${sim.url} (Anthropic baseURL ${sim.url}, OpenAI baseURL ${sim.url}/v1); ${accepted}; Ctrl-C stops\n`);
+
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      process.off('SIGINT', done);
+      process.off('SIGTERM', done);
+      io.stop?.removeEventListener('abort', done);
+      resolve();
+    };
+    process.once('SIGINT', done);
+    process.once('SIGTERM', done);
+    if (io.stop?.aborted) done();
+    else io.stop?.addEventListener('abort', done);
+  });
+  await sim.close();
+  io.err.write('swarmstate sim: stopped\n');
+  return 0;
+}

@@ -1,0 +1,36 @@
+/**
+ * Hashes the simulator decides by: everything it "chooses" is a function of the request content
+ * and the seed, so replies and faults do not depend on arrival order.
+ */
+import { createHash } from 'node:crypto';
+
+/** sha256 of `text`, base64url (43 chars). */
+export function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('base64url');
+}
+
+/** How a key appears anywhere the simulator reports it: sha256 hex, first 8 digits. */
+export function fingerprint(secret: string | undefined): string {
+  if (!secret) return 'none';
+  return createHash('sha256').update(secret).digest('hex').slice(0, 8);
+}
+
+/** A number in [0, 1) from the parts, stable across runs and platforms. */
+export function unitFloat(...parts: (string | number)[]): number {
+  const digest = createHash('sha256').update(parts.join('\u0000')).digest();
+  return digest.readUIntBE(0, 6) / 2 ** 48;
+}
+
+/** The next link of a hash chain: the identity of a prefix that ends with `text`. */
+export function chain(previous: string, text: string): string {
+  return createHash('sha256').update(previous).update(`\u0000${text.length}\u0000`).update(text).digest('base64url').slice(0, 24);
+}
+
+/** An id like `toolu_01…` of `length` base62 characters derived from the parts. */
+export function derivedId(prefix: string, length: number, ...parts: (string | number)[]): string {
+  const alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+  const digest = createHash('sha256').update(parts.join('\u0000')).digest();
+  let out = '';
+  for (let i = 0; i < length; i++) out += alphabet[digest[i % digest.length]! % 62];
+  return prefix + out;
+}

@@ -1,0 +1,299 @@
+/**
+ * The simulated model: a reply as a pure function of the request, its directives and the seed.
+ * Directives are `[[sim:...]]` markers in the text of the last user message (docs/sim.md):
+ *   [[sim:tool NAME {"json":"args"}]]  call that offered tool (args optional: made from its schema)
+ *   [[sim:tools]]                      call every offered tool with minimal args
+ *   [[sim:length N]]                   a reply of about N output tokens (max_tokens still caps it)
+ *   [[sim:reply TEXT]]                 reply with exactly TEXT
+ *   [[sim:error CODE [TIMES]]]         answer with an error (400|401|429|500|529|context), only the
+ *                                      first TIMES times this request is seen when TIMES is given
+ * Without a tool directive the model answers with text, so a tool loop ends after one round.
+ */
+import type { ContentBlock, Message } from '../../machines/protocol.js';
+import { deriveSeed, nextRandom } from '../../machines/random.js';
+import { estimateTextTokens } from '../../machines/tokens.js';
+import { derivedId } from './hash.js';
+import { SimHttpError, type SimReply, type SimRequest, type SimTool } from './types.js';
+
+export type ErrorDirective = '400' | '401' | '429' | '500' | '529' | 'context';
+
+export interface Directives {
+  tools: { name: string; input?: unknown }[];
+  allTools: boolean;
+  length?: number;
+  reply?: string;
+  error?: { code: ErrorDirective; times?: number };
+}
+
+const ERROR_CODES: ReadonlySet<string> = new Set(['400', '401', '429', '500', '529', 'context']);
+const MARK = '[[sim:';
+
+/** The text of the last user message (tool results do not count). */
+export function lastUserText(messages: readonly Message[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!;
+    if (message.role !== 'user') continue;
+    return message.content.map((b) => (b.type === 'text' ? b.text : '')).join('\n');
+  }
+  return '';
+}
+
+/** The directives of a request, checked against it (a tool must be offered). */
+export function readDirectives(request: SimRequest): Directives {
+  const text = lastUserText(request.messages);
+  const out: Directives = { tools: [], allTools: false };
+  let from = 0;
+  for (let start = text.indexOf(MARK); start >= 0; start = text.indexOf(MARK, from)) {
+    const nameMatch = /^[a-z]+/.exec(text.slice(start + MARK.length));
+    const name = nameMatch?.[0] ?? '';
+    let at = start + MARK.length + name.length;
+    if (name === 'tool') {
+      const tool = /^\s+([^\s\]{]+)\s*/.exec(text.slice(at));
+      if (!tool) throw bad(`[[sim:tool]] needs a tool name, as in [[sim:tool NAME {"arg":1}]]`);
+      at += tool[0].length;
+      let input: unknown;
+      if (text[at] === '{') {
+        const end = jsonObjectEnd(text, at);
+        try {
+          input = JSON.parse(text.slice(at, end));
+        } catch {
+          throw bad(`[[sim:tool ${tool[1]}]] has arguments that are not a JSON object`);
+        }
+        at = end;
+      }
+      const close = /^\s*\]\]/.exec(text.slice(at));
+      if (!close) throw bad(`[[sim:tool ${tool[1]}]] is not closed with "]]"`);
+      from = at + close[0].length;
+      out.tools.push(input === undefined ? { name: tool[1]! } : { name: tool[1]!, input });
+      continue;
+    }
+    const end = text.indexOf(']]', at);
+    if (end < 0) throw bad(`a [[sim:${name}]] directive is not closed with "]]"`);
+    const arg = text.slice(at, end).trim();
+    from = end + 2;
+    switch (name) {
+      case 'tools':
+        out.allTools = true;
+        break;
+      case 'length': {
+        const n = Number(arg);
+        if (!Number.isInteger(n) || n < 0) throw bad(`[[sim:length N]] needs a whole number of tokens, got "${arg}"`);
+        out.length = n;
+        break;
+      }
+      case 'reply':
+        out.reply = arg;
+        break;
+      case 'error': {
+        const [code = '', times, ...rest] = arg.split(/\s+/);
+        const n = times === undefined ? undefined : Number(times);
+        if (!ERROR_CODES.has(code) || rest.length > 0 || (n !== undefined && (!Number.isInteger(n) || n < 1))) {
+          throw bad(`[[sim:error CODE [TIMES]]] needs CODE in 400|401|429|500|529|context and TIMES >= 1, got "${arg}"`);
+        }
+        out.error = n === undefined ? { code: code as ErrorDirective } : { code: code as ErrorDirective, times: n };
+        break;
+      }
+      default:
+        throw bad(`unknown directive [[sim:${name}]]; known: tool, tools, length, reply, error (docs/sim.md)`);
+    }
+  }
+  for (const call of out.tools) {
+    if (!request.tools.some((t) => t.name === call.name)) {
+      const offered = request.tools.map((t) => t.name).join(', ') || 'none';
+      throw bad(`[[sim:tool ${call.name}]] names a tool the request does not offer (offered: ${offered})`);
+    }
+  }
+  return out;
+}
+
+export interface ReplyContext {
+  seed: number;
+  /** Identity of the request content (model, tools, system, messages). */
+  contentHash: string;
+  /** 'toolu_' or 'call_'. */
+  toolIdPrefix: string;
+}
+
+/** The reply to a request: text, or the tool calls its directives or tool_choice ask for. */
+export function planReply(request: SimRequest, directives: Directives, ctx: ReplyContext): SimReply {
+  let random = deriveSeed(ctx.seed, ctx.contentHash);
+  const draw = (): number => {
+    const [value, next] = nextRandom(random);
+    random = next;
+    return value;
+  };
+
+  const calls = chooseCalls(request, directives);
+  const last = request.messages[request.messages.length - 1];
+  const results = last?.role === 'user' ? last.content.filter((b) => b.type === 'tool_result') : [];
+
+  let text: string;
+  if (directives.reply !== undefined) text = directives.reply;
+  else if (calls.length > 0 && directives.length === undefined) text = '';
+  else {
+    const chars = (directives.length ?? 16 + Math.floor(draw() * 48)) * 4;
+    const lead = results.length > 0 ? `Received ${results.length} tool result${results.length === 1 ? '' : 's'}${toolNames(request.messages, results)}. ` : '';
+    const full = lead + filler(draw, chars);
+    // An asked-for length is met exactly; otherwise the reply ends with its last sentence.
+    text = directives.length !== undefined ? full.slice(0, chars) : full.trimEnd();
+  }
+
+  const budget = request.maxTokens;
+  const blocks: SimReply['blocks'] = [];
+  let used = 0;
+  let truncated = false;
+  if (text !== '' || calls.length === 0) {
+    if (estimateTextTokens(text) > budget) {
+      text = text.slice(0, budget * 4);
+      truncated = true;
+    }
+    blocks.push({ type: 'text', text });
+    used += estimateTextTokens(text);
+  }
+  calls.forEach((call, i) => {
+    if (truncated) return;
+    const tokens = estimateTextTokens(call.name + JSON.stringify(call.input));
+    if (used + tokens > budget) {
+      truncated = true;
+      return;
+    }
+    used += tokens;
+    blocks.push({ type: 'tool_use', id: derivedId(ctx.toolIdPrefix, 24, 'tool', ctx.contentHash, ctx.seed, i), name: call.name, input: call.input });
+  });
+  const hasTool = blocks.some((b) => b.type === 'tool_use');
+  return { blocks, stopReason: truncated ? 'max_tokens' : hasTool ? 'tool_use' : 'end_turn', outputTokens: Math.max(1, used) };
+}
+
+function chooseCalls(request: SimRequest, directives: Directives): { name: string; input: unknown }[] {
+  const choice = request.toolChoice;
+  if (choice.type === 'none' || request.tools.length === 0) return [];
+  const byName = (name: string): SimTool => request.tools.find((t) => t.name === name)!;
+  let calls = directives.allTools
+    ? request.tools.map((t) => ({ name: t.name, input: minimalValue(t.inputSchema, 0) }))
+    : directives.tools.map((c) => ({ name: c.name, input: c.input ?? minimalValue(byName(c.name).inputSchema, 0) }));
+  if (choice.type === 'tool') {
+    calls = calls.filter((c) => c.name === choice.name);
+    const forced = request.tools.find((t) => t.name === choice.name);
+    if (calls.length === 0 && forced) calls = [{ name: forced.name, input: minimalValue(forced.inputSchema, 0) }];
+  } else if (choice.type === 'any' && calls.length === 0) {
+    const first = request.tools[0]!;
+    calls = [{ name: first.name, input: minimalValue(first.inputSchema, 0) }];
+  }
+  return calls;
+}
+
+/** " from a, b" naming the tools whose results these are, when the previous turn shows them. */
+function toolNames(messages: readonly Message[], results: readonly ContentBlock[]): string {
+  const ids = new Set(results.map((b) => (b.type === 'tool_result' ? b.toolUseId : '')));
+  const names = new Set<string>();
+  for (const m of messages) for (const b of m.content) if (b.type === 'tool_use' && ids.has(b.id)) names.add(b.name);
+  return names.size > 0 ? ` from ${[...names].join(', ')}` : '';
+}
+
+const WORDS = [
+  'alpha', 'delta', 'sigma', 'omega', 'kappa', 'lambda', 'theta', 'gamma', 'zeta', 'rho', 'tau', 'phi',
+  'the', 'plan', 'task', 'result', 'checks', 'out', 'and', 'then', 'with', 'each', 'step', 'is', 'done',
+  'simulated', 'reply', 'notes', 'that', 'a', 'value', 'holds', 'for', 'now', 'so', 'we', 'continue',
+];
+
+/** Sentences of pseudo-words, at least `chars` long. */
+function filler(draw: () => number, chars: number): string {
+  let out = '';
+  while (out.length < chars) {
+    const n = 4 + Math.floor(draw() * 9);
+    const words = Array.from({ length: n }, () => WORDS[Math.floor(draw() * WORDS.length)]!);
+    words[0] = words[0]!.charAt(0).toUpperCase() + words[0]!.slice(1);
+    out += words.join(' ') + '. ';
+  }
+  return out;
+}
+
+/** The smallest value a JSON Schema accepts, near enough: required properties, minimum sizes. */
+export function minimalValue(schema: unknown, depth: number): unknown {
+  if (!schema || typeof schema !== 'object' || depth > 8) return {};
+  const s = schema as Record<string, unknown>;
+  if ('const' in s) return s.const;
+  if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0];
+  if ('default' in s) return s.default;
+  for (const key of ['anyOf', 'oneOf', 'allOf'] as const) {
+    const options = s[key];
+    if (Array.isArray(options) && options.length > 0) return minimalValue(options[0], depth + 1);
+  }
+  const types = Array.isArray(s.type) ? s.type.filter((t) => t !== 'null') : [s.type];
+  const type = types[0] ?? (s.properties ? 'object' : undefined);
+  switch (type) {
+    case 'string': {
+      const min = typeof s.minLength === 'number' ? s.minLength : 0;
+      return 'sim'.padEnd(min, 'x');
+    }
+    case 'integer':
+    case 'number':
+      return typeof s.minimum === 'number' ? (type === 'integer' ? Math.ceil(s.minimum) : s.minimum) : typeof s.exclusiveMinimum === 'number' ? Math.floor(s.exclusiveMinimum) + 1 : 0;
+    case 'boolean':
+      return false;
+    case 'null':
+      return null;
+    case 'array': {
+      const min = typeof s.minItems === 'number' ? s.minItems : 0;
+      return Array.from({ length: min }, () => minimalValue(s.items, depth + 1));
+    }
+    default: {
+      const properties = (s.properties ?? {}) as Record<string, unknown>;
+      const required = Array.isArray(s.required) ? (s.required as string[]) : [];
+      const out: Record<string, unknown> = {};
+      for (const key of required) out[key] = minimalValue(properties[key], depth + 1);
+      return out;
+    }
+  }
+}
+
+/** Index just past the JSON object that starts at `start` (strings and escapes respected). */
+function jsonObjectEnd(text: string, start: number): number {
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+  }
+  return text.length;
+}
+
+function bad(message: string): SimHttpError {
+  return new SimHttpError('invalid_request', `sim: ${message}`);
+}
+
+/** The context-window 400 in the protocol's wording. */
+export function contextError(request: SimRequest, window: number): SimHttpError {
+  return new SimHttpError(
+    'context_length',
+    request.protocol === 'anthropic'
+      ? `prompt is too long: ${request.inputTokens} tokens > ${window} maximum`
+      : `This model's maximum context length is ${window} tokens. However, your messages resulted in ${request.inputTokens} tokens. Please reduce the length of the messages.`,
+  );
+}
+
+/** The error a [[sim:error CODE]] directive asks for. */
+export function directiveError(code: ErrorDirective, request: SimRequest, window: number): SimHttpError {
+  switch (code) {
+    case '400':
+      return new SimHttpError('invalid_request', 'sim: [[sim:error 400]] asked for a bad request');
+    case '401':
+      return new SimHttpError('authentication', 'invalid x-api-key');
+    case '429':
+      return new SimHttpError('rate_limit', 'sim: [[sim:error 429]] asked for a rate limit', 1000, 'requests');
+    case '500':
+      return new SimHttpError('api_error', 'Internal server error');
+    case '529':
+      return new SimHttpError('overloaded', 'Overloaded');
+    case 'context':
+      return contextError({ ...request, inputTokens: Math.max(request.inputTokens, window + 1) }, window);
+  }
+}
