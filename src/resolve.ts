@@ -9,6 +9,12 @@ import type { Keyring } from './keys.js';
 import { criticalPathRanks, type Plan } from './plan/index.js';
 import { isShareable, type ToolDefinition } from './tools/local.js';
 
+export interface BreakerOptions {
+  failureThreshold?: number;
+  cooldownMs?: number;
+  maxCooldownMs?: number;
+}
+
 export interface ResolveOptions {
   runId: string;
   keyring: Keyring;
@@ -16,6 +22,7 @@ export interface ResolveOptions {
   tools: ToolDefinition[];
   seed: number;
   backoff: { baseMs: number; maxMs: number };
+  breaker?: BreakerOptions;
 }
 
 export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
@@ -54,7 +61,7 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
     runId: opts.runId,
     tasks,
     providers,
-    routes: [...routes].map((route) => ({ route })),
+    routes: [...routes].map((route) => ({ route, ...opts.breaker })),
     tools: opts.tools.map((t) => ({ name: t.name, shareable: isShareable(t) })),
     maxInFlight: d.maxInFlight,
     onFailure: d.onFailure,

@@ -25,9 +25,9 @@ import { supervisorMachine, type SupervisorInput } from '../machines/supervisor.
 import { Keyring } from './keys.js';
 import { parsePlan, type Plan } from './plan/index.js';
 import { ProviderError, asProviderError } from './providers/errors.js';
-import { createInProcessSim } from './providers/inproc.js';
+import { ProviderRegistry } from './providers/registry.js';
 import type { Provider, ToolSpec } from './providers/types.js';
-import { resolveRun } from './resolve.js';
+import { resolveRun, type BreakerOptions } from './resolve.js';
 import { toolOutputText, type ToolDefinition } from './tools/local.js';
 
 /** The public event stream of a run: one entry per RunEvent type. */
@@ -36,7 +36,8 @@ export type RunEvents = { [K in RunEvent['type']]: Extract<RunEvent, { type: K }
 export interface SwarmOptions {
   /**
    * Provider adapters, by the plan's provider name or by provider type. A plan provider with
-   * none here uses the built-in adapter for its type (`sim`: the in-process simulator).
+   * none here uses the built-in adapter for its type: Anthropic Messages, OpenAI-compatible Chat
+   * Completions, or (`sim`) a simulated provider server started on 127.0.0.1.
    */
   providers?: Record<string, Provider>;
   /** In-process function tools the plan's tasks may name. */
@@ -51,6 +52,8 @@ export interface SwarmOptions {
   env?: Record<string, string | undefined>;
   /** Retry backoff: full jitter over base * 2^retry, capped. Default 500 ms / 30 s. */
   backoff?: { baseMs: number; maxMs: number };
+  /** Circuit breakers of every route. Default: open after 5 failures, 10 s cool-down doubling to 5 min. */
+  breaker?: BreakerOptions;
 }
 
 export interface RunHandle {
@@ -89,26 +92,13 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   const env = options.env ?? process.env;
   const clock = options.clock ?? realClock;
   const tools = new Map((options.tools ?? []).map((t) => [t.name, t]));
-  const builtins = new Map<string, Provider>();
+  const registry = new ProviderRegistry({ now: () => clock.now(), seed: options.seed ?? 0, ...(options.providers ? { overrides: options.providers } : {}) });
   const live = new Set<RunHandle>();
-
-  function providerFor(name: string, plan: Plan): Provider {
-    const spec = plan.providers[name]!;
-    const given = options.providers?.[name] ?? options.providers?.[spec.type];
-    if (given) return given;
-    if (spec.type === 'sim') {
-      let sim = builtins.get('sim');
-      if (!sim) builtins.set('sim', (sim = createInProcessSim({ seed: options.seed ?? 0 })));
-      return sim;
-    }
-    throw new ProviderError('bad_request', `providers.${name}: no adapter for type "${spec.type}": pass one in createSwarm({ providers: { ${name}: ... } })`);
-  }
 
   return {
     run(raw) {
       const plan = parsePlan(raw, { env, tools: tools.keys() });
       const keyring = new Keyring();
-      const adapters = new Map(Object.keys(plan.providers).map((name) => [name, providerFor(name, plan)]));
       const runId = nanoid(12);
       const input: SupervisorInput = resolveRun(plan, {
         runId,
@@ -117,7 +107,10 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         tools: [...tools.values()],
         seed: options.seed ?? 0,
         backoff: options.backoff ?? { baseMs: 500, maxMs: 30_000 },
+        ...(options.breaker ? { breaker: options.breaker } : {}),
       });
+      const keyIdsOf = new Map(input.providers.map((p) => [p.name, p.keys.map((k) => k.keyId)]));
+      const adapters = registry.forPlan(plan, (name) => keyIdsOf.get(name)!.map((id) => keyring.get(id).secret).filter((s) => s !== ''));
       const toolSpecs = new Map<string, ToolSpec>([...tools.values()].map((t) => [t.name, { name: t.name, description: t.description ?? '', inputSchema: t.inputSchema ?? { type: 'object' } }]));
 
       const events = createEmitter<RunEvents>();
@@ -193,8 +186,8 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     async close() {
       for (const run of live) run.cancel('swarm closed');
       await Promise.allSettled([...live].map((r) => r.result));
-      const adapters = new Set<Provider>([...builtins.values(), ...Object.values(options.providers ?? {})]);
-      await Promise.allSettled([...adapters].map((p) => p.close?.()));
+      await registry.close();
+      await Promise.allSettled(Object.values(options.providers ?? {}).map((p) => p.close?.()));
     },
   };
 }

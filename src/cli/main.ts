@@ -11,7 +11,7 @@ import { createSwarm } from '../swarm.js';
 import { PlanValidationError, validatePlan } from '../plan/index.js';
 import type { RunResult } from '../../machines/runTable.js';
 import { formatSummary, formatEventLine } from './format.js';
-import { createInProcessSim } from '../providers/inproc.js';
+import { simCommand } from '../sim/index.js';
 
 export const EXIT = { ok: 0, incomplete: 1, invalid: 2 } as const;
 
@@ -20,6 +20,7 @@ const HELP = `swarmstate: run many LLM sub-agents in parallel, reliably and with
 Usage:
   swarmstate run <plan.json> [--json] [--events <file.ndjson>] [--seed <n>] [--quiet]
   swarmstate validate <plan.json>
+  swarmstate sim [--port 8787] [--seed <n>] [--keys k1,k2 --rpm <n>] [--fault-rate <x>]
   swarmstate demo [--json] [--events <file.ndjson>] [--seed <n>] [--quiet]
   swarmstate --help | --version
 
@@ -27,7 +28,9 @@ Commands:
   run        Validate and run a plan. Keys come from the environment variables the plan names
              (or inline in the plan: then they are redacted everywhere).
   validate   Check a plan and list every problem with its path; runs nothing.
-  demo       Run a small built-in plan on the in-process simulated provider (no key, no network).
+  demo       Run a small built-in plan on the embedded simulated provider (no key, no network).
+  sim        Start the simulated provider server (Anthropic and OpenAI wire protocols) on
+             127.0.0.1 until Ctrl-C; see docs/sim.md for its flags.
 
 Options:
   --json             Print one JSON object (the run result) to stdout at the end; progress off.
@@ -41,6 +44,8 @@ Exit codes: 0 all tasks completed, 1 partial/failed/cancelled, 2 invalid plan or
 Docs: docs/cli.md, docs/plan-format.md`;
 
 export async function main(argv: string[], io = { out: process.stdout, err: process.stderr }): Promise<number> {
+  // `sim` has flags of its own: hand it everything after the command.
+  if (argv[0] === 'sim') return simCommand(argv.slice(1), io);
   let parsed;
   try {
     parsed = parseArgs({
@@ -134,8 +139,7 @@ interface RunFlags {
 
 async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
   if (flags.events) await writeFile(flags.events, '');
-  const providers = flags.demo ? { sim: createInProcessSim({ seed: flags.seed, latencyMs: [20, 120] }) } : undefined;
-  const swarm = createSwarm({ seed: flags.seed, ...(providers ? { providers } : {}) });
+  const swarm = createSwarm({ seed: flags.seed });
   let run;
   try {
     run = swarm.run(plan);

@@ -31,6 +31,33 @@ export interface ProviderSpec {
   keys: KeySpec[];
   /** Limits of EACH key (not of the provider as a whole). */
   limits?: KeyLimits;
+  /** Max wait for a response's headers, ms. Default 60000. */
+  headersTimeoutMs?: number;
+  /** Max silence between two chunks of a response body, ms. Default 120000. */
+  bodyTimeoutMs?: number;
+  /** Only for `type: "sim"`: how the embedded simulated server behaves. */
+  sim?: SimSpec;
+}
+
+/**
+ * The embedded simulated provider (docs/sim.md): a real HTTP server on 127.0.0.1 that the swarm
+ * starts for a `sim` provider and talks to over its wire protocol.
+ */
+export interface SimSpec {
+  /** Which wire protocol the swarm speaks to it. Default anthropic. */
+  protocol: 'anthropic' | 'openai';
+  /** Seed of its replies and faults. Default: the swarm's seed. */
+  seed?: number;
+  /** Time to first token: fixed, or [min, max] per request. Default 0. */
+  ttftMs?: number | [number, number];
+  /** Output speed after the first token. Default: instant. */
+  tokensPerSecond?: number;
+  /** The server's own per-key limits. Default: the provider's `limits` (what the runtime is told). */
+  limits?: { rpm?: number; itpm?: number; otpm?: number };
+  /** Fault rates in [0, 1]. */
+  faults?: { http500?: number; http529?: number; reset?: number; stall?: number; streamError?: number };
+  /** How long a stalled request hangs. Default 120000. */
+  stallMs?: number;
 }
 
 /** USD per million tokens. */
@@ -157,11 +184,28 @@ export const LimitsSchema = z.strictObject({
   concurrency: positiveInt().optional(),
 });
 
+const rate = () => z.number().min(0, { error: 'must be a rate in [0, 1]' }).max(1, { error: 'must be a rate in [0, 1]' });
+
+export const SimSchema = z.strictObject({
+  protocol: z.enum(['anthropic', 'openai']).default('anthropic'),
+  seed: z.int().optional(),
+  ttftMs: z.union([nonNegativeInt(), z.tuple([nonNegativeInt(), nonNegativeInt()])]).optional(),
+  tokensPerSecond: z.number().gt(0, { error: 'must be greater than 0' }).optional(),
+  limits: z.strictObject({ rpm: positiveInt().optional(), itpm: positiveInt().optional(), otpm: positiveInt().optional() }).optional(),
+  faults: z
+    .strictObject({ http500: rate().optional(), http529: rate().optional(), reset: rate().optional(), stall: rate().optional(), streamError: rate().optional() })
+    .optional(),
+  stallMs: positiveInt().optional(),
+});
+
 export const ProviderSchema = z.strictObject({
   type: z.enum(['anthropic', 'openai', 'sim']),
   baseURL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
   keys: z.array(KeySchema).default([]),
   limits: LimitsSchema.optional(),
+  headersTimeoutMs: positiveInt().optional(),
+  bodyTimeoutMs: positiveInt().optional(),
+  sim: SimSchema.optional(),
 });
 
 export const PriceSchema = z.strictObject({

@@ -225,6 +225,9 @@ function checkProviders(providers: Record<string, unknown>, env: Record<string, 
       const type = p.type;
       out.push(issue(['providers', name, 'keys'], `an "${type}" provider needs at least one key ({"env": "VAR_NAME"})`));
     }
+    if (p.sim !== undefined && p.type !== 'sim') {
+      out.push(issue(['providers', name, 'sim'], `only a "sim" provider takes simulator settings (this one is "${String(p.type)}")`));
+    }
     if (!Array.isArray(p.keys)) continue;
     // Values of inline keys are compared in memory only; issues name positions.
     const firstAt = new Map<string, number>();

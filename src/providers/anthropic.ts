@@ -39,6 +39,8 @@ export interface AnthropicProviderOptions {
   bodyTimeoutMs?: number;
   /** Place cache_control breakpoints (last tool, system, first user message). Default true. */
   cache?: boolean;
+  /** The clock that reads rate-limit reset times (the swarm passes its own). Default Date.now. */
+  now?: () => number;
 }
 
 const EPHEMERAL = Object.freeze({ type: 'ephemeral' });
@@ -279,6 +281,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
           body: anthropicRequestBody(request, { stream, cache }),
           signal: request.signal,
           secret: request.key.secret,
+          ...(options.now ? { now: options.now } : {}),
         },
         (response, rateLimit) => {
           // A server may answer a streaming request with plain JSON (a proxy, a cached reply).

@@ -138,6 +138,8 @@ export interface Exchange extends CallFacts {
   signal: AbortSignal;
   /** The key: scrubbed from every error message, whatever the server echoed. */
   secret: string;
+  /** The clock that reads reset times (RFC 3339, HTTP-date) as durations. Default Date.now. */
+  now?: () => number;
 }
 
 /**
@@ -154,10 +156,11 @@ export async function exchange<T>(
   let response: HttpResponse | undefined;
   try {
     response = await http.post({ url: call.url, headers: call.headers, body: JSON.stringify(call.body), signal: call.signal });
-    const rateLimit = rateLimitOf(response.headers);
+    const now = call.now?.() ?? Date.now();
+    const rateLimit = rateLimitOf(response.headers, now);
     if (response.status < 200 || response.status >= 300) {
       const text = redactSecret(await response.text(ERROR_BODY_LIMIT), call.secret);
-      throw classifyHttpError({ ...facts, status: response.status, body: text, headers: response.headers });
+      throw classifyHttpError({ ...facts, status: response.status, body: text, headers: response.headers, now });
     }
     return await read(response, rateLimit);
   } catch (error) {

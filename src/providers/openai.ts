@@ -42,6 +42,8 @@ export interface OpenAIProviderOptions {
   organization?: string;
   /** Which body field carries maxTokens. Default 'max_completion_tokens'. */
   maxTokensField?: 'max_completion_tokens' | 'max_tokens';
+  /** The clock that reads rate-limit reset times (the swarm passes its own). Default Date.now. */
+  now?: () => number;
 }
 
 type WireMessage = Record<string, unknown>;
@@ -272,6 +274,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
           body: openAIRequestBody(request, { stream, ...(options.maxTokensField ? { maxTokensField: options.maxTokensField } : {}) }),
           signal: request.signal,
           secret: request.key.secret,
+          ...(options.now ? { now: options.now } : {}),
         },
         (response, rateLimit) => {
           const type = String(response.headers['content-type'] ?? '');
