@@ -32,6 +32,8 @@ import type { KeyLimits, KeyState, LeaseOutcome, LeaseRequest, RunEvent } from '
 export interface KeyInput {
   keyId: string;
   limits: KeyLimits;
+  /** One request at a time until the server has accepted the key once. Default false. */
+  probation?: boolean;
 }
 
 /** What the pool sends its keys. */
@@ -133,7 +135,7 @@ export const keyMachine = setup({
   },
 }).createMachine({
   id: 'key',
-  context: ({ input, self }) => ({ keyId: input.keyId, ...newBook(input.limits, nowOf(self)) }),
+  context: ({ input, self }) => ({ keyId: input.keyId, ...newBook(input.limits, nowOf(self), input.probation) }),
   initial: 'deciding',
   on: {
     'KEY.RELEASE': [

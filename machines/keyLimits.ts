@@ -48,10 +48,16 @@ export interface KeyBook {
   /** Leases out, in grant order: a short array (at most the leases out), cheap to copy. */
   leases: readonly LeaseRecord[];
   leasesOut: number;
+  /**
+   * Whether the server has accepted this key yet (a success or a 429 proves it authenticates).
+   * Until then a key on probation takes one request at a time: a bad key answers one 401, not
+   * one per concurrent request.
+   */
+  proven: boolean;
 }
 
-/** A fresh book: full buckets, empty window. */
-export function newBook(limits: KeyLimits, now: number): KeyBook {
+/** A fresh book: full buckets, empty window. `probation`: one request at a time until proven. */
+export function newBook(limits: KeyLimits, now: number, probation = false): KeyBook {
   return {
     limits,
     at: now,
@@ -63,6 +69,7 @@ export function newBook(limits: KeyLimits, now: number): KeyBook {
     strikes: 0,
     leases: [],
     leasesOut: 0,
+    proven: !probation,
   };
 }
 
@@ -91,6 +98,7 @@ function refill(level: number, perMinute: number, elapsedMs: number): number {
 export function canGrant(book: KeyBook): boolean {
   const { rpm, itpm, otpm, concurrency } = book.limits;
   return (
+    (book.proven || book.leasesOut === 0) &&
     (concurrency === undefined || book.leasesOut < concurrency) &&
     (rpm === undefined || book.window.length < rpm) &&
     (itpm === undefined || book.inputTokens >= 1 - EPSILON) &&
@@ -105,6 +113,7 @@ export function canGrant(book: KeyBook): boolean {
  */
 export function waitsForRelease(book: KeyBook): boolean {
   const { rpm, itpm, otpm, concurrency } = book.limits;
+  if (!book.proven && book.leasesOut > 0) return true;
   if (concurrency !== undefined && book.leasesOut >= concurrency) return true;
   return rpm === 0 || itpm === 0 || otpm === 0;
 }
@@ -161,7 +170,7 @@ export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): 
   switch (outcome.kind) {
     case 'ok':
       next = settle(next, lease, charged(outcome.usage), outcome.usage.outputTokens);
-      next = { ...applyHint(next, outcome.rateLimit), strikes: 0 };
+      next = { ...applyHint(next, outcome.rateLimit), strikes: 0, proven: true };
       break;
     case 'error':
       // Without usage we cannot know the input was not processed: keep it; no output was counted.
@@ -175,7 +184,7 @@ export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): 
       next = applyHint(settle(next, lease, 0, 0), outcome.rateLimit);
       const strikes = next.strikes + 1;
       const until = next.at + rateLimitDelay(strikes, outcome.retryAfterMs);
-      next = { ...next, strikes, backoffUntil: Math.max(next.backoffUntil, until) };
+      next = { ...next, strikes, backoffUntil: Math.max(next.backoffUntil, until), proven: true };
       break;
     }
     case 'unused':

@@ -23,7 +23,7 @@ import type { ErrorInfo, KeyLimits, KeyState, LeaseEvent, LeaseOutcome, LeaseRep
 /** What the pool is spawned with. */
 export interface PoolInput {
   provider: string;
-  keys: { keyId: string; limits: KeyLimits }[];
+  keys: { keyId: string; limits: KeyLimits; probation?: boolean }[];
 }
 
 /** One request, from LEASE.REQUEST until its lease is released, it is cancelled, or denied. */
@@ -259,8 +259,9 @@ export const poolMachine = setup({
     /** Public run event (src forwards it). The pool has none of its own; its keys report theirs. */
     report: (_, _event: RunEvent) => {},
     spawnKeys: enqueueActions(({ context, enqueue }) => {
-      for (const { keyId, limits } of context.keys) {
-        enqueue.spawnChild('key', { id: keyActorId(keyId), systemId: keyActorId(keyId), input: { keyId, limits } });
+      for (const { keyId, limits, probation } of context.keys) {
+        const input = probation === undefined ? { keyId, limits } : { keyId, limits, probation };
+        enqueue.spawnChild('key', { id: keyActorId(keyId), systemId: keyActorId(keyId), input });
       }
     }),
     admit: enqueueActions(({ context, event, enqueue }) => run(enqueue, onRequest, context, event)),

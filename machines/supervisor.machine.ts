@@ -34,7 +34,7 @@ import { toolBusMachine } from './toolBus.machine.js';
 export interface SupervisorInput {
   runId: string;
   tasks: SupervisedTask[];
-  providers: { name: string; keys: { keyId: string; limits: KeyLimits }[] }[];
+  providers: { name: string; keys: { keyId: string; limits: KeyLimits; probation?: boolean }[] }[];
   /** One breaker per route `<provider>/<model>`. */
   routes: { route: string; failureThreshold?: number; cooldownMs?: number; maxCooldownMs?: number }[];
   tools: { name: string; shareable: boolean }[];

@@ -28,7 +28,8 @@ export interface ResolveOptions {
 export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
   const providers = Object.entries(plan.providers).map(([name, spec]) => {
     const ids = spec.keys.length > 0 ? opts.keyring.addProvider(name, spec.keys, opts.env) : [opts.keyring.addAnonymous(name)];
-    return { name, keys: ids.map((keyId) => ({ keyId, limits: { ...spec.limits } })) };
+    // Every key starts on probation: one request until the server has accepted it once.
+    return { name, keys: ids.map((keyId) => ({ keyId, limits: { ...spec.limits }, probation: true })) };
   });
 
   const routes = new Set<string>();

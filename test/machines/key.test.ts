@@ -26,14 +26,14 @@ function advanceClock(clock: SimulatedClock, target: number): void {
 const pendingTimers = (clock: SimulatedClock) => (clock as unknown as { timeouts: Map<number, unknown> }).timeouts.size;
 
 /** A key under a minimal parent that logs what the key tells it, on a SimulatedClock. */
-function harness(limits: KeyLimits) {
+function harness(limits: KeyLimits, probation?: boolean) {
   const clock = new SimulatedClock();
   const replies: Array<{ at: number; reply: KeyReply }> = [];
   const reports: Array<RunEvent & { at: number }> = [];
   const key = keyMachine.provide({ actions: { report: (_, e: RunEvent) => void reports.push({ ...e, at: clock.now() }) } });
   const parent = createActor(
     setup({ actors: { key } }).createMachine({
-      entry: spawnChild('key', { id: 'key', input: { keyId: 'k1', limits } }),
+      entry: spawnChild('key', { id: 'key', input: probation === undefined ? { keyId: 'k1', limits } : { keyId: 'k1', limits, probation } }),
       on: { '*': { actions: ({ event }) => void replies.push({ at: clock.now(), reply: event as KeyReply }) } },
     }),
     { clock },
@@ -188,6 +188,41 @@ describe('keyMachine: limits', () => {
     h.release('a', { kind: 'auth' });
     expect(h.state()).toBe('ready');
     expect(h.replies.slice(before).map((r) => r.reply)).toEqual([{ type: 'KEY.STATE', keyId: 'k1', state: 'ready' }]);
+  });
+});
+
+describe('keyMachine: probation', () => {
+  it('takes one request at a time until the server accepts the key, then its full concurrency', () => {
+    const h = harness({ concurrency: 4 }, true);
+    h.grant('a');
+    expect(h.state()).toBe('saturated');
+    h.grant('b');
+    expect(h.answers().map((a) => a.type)).toEqual(['KEY.GRANTED', 'KEY.REJECTED']);
+    h.release('a', { kind: 'ok', usage: usage(1, 1) });
+    for (const id of ['c', 'd', 'e']) h.grant(id);
+    expect(h.state()).toBe('ready');
+    h.grant('f');
+    expect(h.state()).toBe('saturated');
+    expect(h.ref.getSnapshot().context.leasesOut).toBe(4);
+  });
+
+  it('is proven by a 429 too (the key authenticated), but not by a server error', () => {
+    const h = harness({}, true);
+    h.grant('a');
+    h.release('a', { kind: 'error' });
+    expect(h.ref.getSnapshot().context.proven).toBe(false);
+    h.grant('b');
+    h.release('b', { kind: 'rate_limited', retryAfterMs: 10 });
+    expect(h.ref.getSnapshot().context.proven).toBe(true);
+  });
+
+  it('a bad key on probation is used once: its 401 revokes it before a second request', () => {
+    const h = harness({ concurrency: 8 }, true);
+    h.grant('a');
+    h.grant('b');
+    h.release('a', { kind: 'auth' });
+    expect(h.state()).toBe('revoked');
+    expect(h.answers().map((a) => a.type).filter((t) => t.startsWith('KEY.'))).toEqual(['KEY.GRANTED', 'KEY.REJECTED']);
   });
 });
 

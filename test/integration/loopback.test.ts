@@ -1,0 +1,107 @@
+/**
+ * The runtime against the simulated provider over real loopback HTTP (Anthropic wire protocol):
+ * 300 tasks, 3 keys with rpm limits, 10% HTTP 500 and 5% connection resets, and a fourth key the
+ * server does not know. Time runs 50x faster on one clock shared by the runtime and the server,
+ * so minutes of rate-limit windows take seconds.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { InspectionEvent } from 'xstate';
+import { createSwarm, type RunEvent } from '../../src/index.js';
+import { fingerprint } from '../../src/keys.js';
+import { startSim, type SimServer } from '../../src/sim/index.js';
+import { scaledClock } from '../helpers/scaledClock.js';
+
+const SPEED = 50;
+const RPM = 60; // the plan's promise per key
+const SIM_RPM = 40; // the server is stricter than the plan says: 429s, each with a Retry-After
+const keys = { KEY_A: 'sk-sim-aaaaaaaa', KEY_B: 'sk-sim-bbbbbbbb', KEY_C: 'sk-sim-cccccccc', KEY_BAD: 'sk-sim-not-known' };
+
+describe('300 tasks over loopback: limits, faults, a revoked key', () => {
+  const clock = scaledClock(SPEED);
+  let sim: SimServer;
+  beforeAll(async () => {
+    sim = await startSim({
+      seed: 11,
+      keys: { [keys.KEY_A]: { rpm: SIM_RPM }, [keys.KEY_B]: { rpm: SIM_RPM }, [keys.KEY_C]: { rpm: SIM_RPM } },
+      faults: { http500: 0.1, reset: 0.05 },
+      now: () => clock.now(),
+    });
+  });
+  afterAll(() => sim.close());
+
+  it('completes every task once with its own output, within every key limit', async () => {
+    const tasks = Array.from({ length: 300 }, (_, i) => ({
+      id: `t${i}`,
+      model: 'fast',
+      prompt: `Task ${i}. [[sim:reply out-t${i}]]`,
+      deps: i >= 50 ? [`t${i - 50}`, `t${(i * 7) % 50 + Math.floor(i / 50 - 1) * 50}`].filter((d, j, a) => a.indexOf(d) === j) : [],
+    }));
+    const plan = {
+      providers: {
+        main: {
+          type: 'anthropic',
+          baseURL: sim.url,
+          keys: [{ env: 'KEY_A' }, { env: 'KEY_B' }, { env: 'KEY_C' }, { env: 'KEY_BAD' }],
+          limits: { rpm: RPM, concurrency: 8 },
+          headersTimeoutMs: 5_000,
+        },
+      },
+      models: { fast: { provider: 'main', model: 'claude-haiku-4-5', maxTokens: 64 } },
+      defaults: { maxInFlight: 24, maxRetries: 8 },
+      tasks,
+    };
+    // Grant times as the keys decide them, read through XState's inspection API: a key confirms
+    // each grant to its pool with KEY.GRANTED.
+    const grants = new Map<string, number[]>();
+    const inspect = (ev: InspectionEvent) => {
+      if (ev.type !== '@xstate.event' || ev.event.type !== 'KEY.GRANTED') return;
+      const keyId = (ev.event as unknown as { keyId: string }).keyId;
+      (grants.get(keyId) ?? grants.set(keyId, []).get(keyId)!).push(clock.now());
+    };
+    const swarm = createSwarm({ env: keys, clock, seed: 5, backoff: { baseMs: 200, maxMs: 5_000 }, inspect });
+    const run = swarm.run(plan);
+    const timed: { at: number; event: RunEvent }[] = [];
+    run.events.on('*', (_t, e) => timed.push({ at: clock.now(), event: e as RunEvent }));
+    const result = await run.result;
+    await swarm.close();
+    const stats = sim.stats();
+
+    // Every task completed exactly once, each with its own output.
+    expect(result.status).toBe('completed');
+    const completions = timed.filter((t) => t.event.type === 'task:completed').map((t) => (t.event as { taskId: string }).taskId);
+    expect(completions.length).toBe(300);
+    expect(new Set(completions).size).toBe(300);
+    for (const t of tasks) expect(result.tasks[t.id]!.output).toBe(`out-${t.id}`);
+
+    // The faults really happened and were retried.
+    expect(stats.byStatus['500']).toBeGreaterThan(10);
+    expect(stats.byStatus['0']).toBeGreaterThan(3);
+
+    // The unknown key answered 401 once and was never used again; the run finished on the others.
+    const bad = `main:${fingerprint(keys.KEY_BAD)}`;
+    expect(stats.byKey[fingerprint(keys.KEY_BAD)]!.requests).toBe(1);
+    expect(timed.filter((t) => t.event.type === 'key:revoked').map((t) => (t.event as { keyId: string }).keyId)).toEqual([bad]);
+
+    // Every model call had a grant of its own, and no key granted more than RPM in any 60 s window.
+    const requests = new Map<string, number>();
+    for (const t of timed) if (t.event.type === 'model:request') requests.set(t.event.keyId, (requests.get(t.event.keyId) ?? 0) + 1);
+    expect(new Map([...grants].map(([k, v]) => [k, v.length]))).toEqual(requests);
+    for (const [keyId, times] of grants) {
+      let j = 0;
+      for (let i = 0; i < times.length; i++) {
+        while (times[i]! - times[j]! >= 60_000) j++;
+        expect(i - j + 1, `${keyId} grants in the 60 s up to ${times[i]}`).toBeLessThanOrEqual(RPM);
+      }
+    }
+
+    // After a 429 with Retry-After, no new request on that key until it has passed.
+    const limited = timed.filter((t) => t.event.type === 'model:error' && t.event.error.code === 'rate_limited');
+    expect(limited.length).toBeGreaterThan(0);
+    for (const l of limited) {
+      const e = l.event as Extract<RunEvent, { type: 'model:error' }>;
+      const until = l.at + e.error.retryAfterMs!;
+      const early = timed.filter((t) => t.event.type === 'model:request' && t.event.keyId === e.keyId && t.at > l.at && t.at < until - 1);
+      expect(early, `requests on ${e.keyId} inside its Retry-After`).toEqual([]);
+    }
+  });
+});
