@@ -46,6 +46,8 @@ export interface TaskResult {
   retries: number;
   /** The conversation of the last attempt, kept when the task failed. */
   transcript?: Message[];
+  /** What its calls cost in USD; null when the model has no price. Filled in by the runtime. */
+  costUsd?: number | null;
 }
 
 export interface RunTotals {
@@ -58,6 +60,8 @@ export interface RunTotals {
   retries: number;
   usage: Usage;
   durationMs: number;
+  /** USD over the tasks with a known price; null when none has one. Filled in by the runtime. */
+  costUsd?: number | null;
 }
 
 export interface RunResult {

@@ -11,7 +11,9 @@ export { createSwarm, type RunEvents, type RunHandle, type Swarm, type SwarmOpti
 export { PlanValidationError, parsePlan, validatePlan, type Plan, type PlanInput, type PlanIssue } from './plan/index.js';
 export { ProviderError } from './providers/errors.js';
 export { createScriptedProvider, type ScriptReply, type ScriptedProvider, type ScriptedProviderOptions } from './providers/scripted.js';
-export { createInProcessSim, type InProcessSimOptions } from './providers/inproc.js';
+export { createAnthropicProvider, type AnthropicProviderOptions } from './providers/anthropic.js';
+export { createOpenAIProvider, type OpenAIProviderOptions } from './providers/openai.js';
+export { startSim, type SimOptions, type SimServer, type SimStats } from './sim/index.js';
 export type { Provider, ProviderKey, ProviderRequest, ToolSpec } from './providers/types.js';
 export type { ToolDefinition } from './tools/local.js';
 export type { RunResult, RunTotals, TaskResult } from '../machines/runTable.js';

@@ -22,6 +22,7 @@ import { toolBusMachine } from '../machines/toolBus.machine.js';
 import type { ErrorInfo, ModelCallInput, ModelCallOutput, RunEvent, ToolExecInput } from '../machines/protocol.js';
 import type { RunResult } from '../machines/runTable.js';
 import { supervisorMachine, type SupervisorInput } from '../machines/supervisor.machine.js';
+import { costOf } from './cost/price.js';
 import { Keyring } from './keys.js';
 import { parsePlan, type Plan } from './plan/index.js';
 import { ProviderError, asProviderError } from './providers/errors.js';
@@ -165,7 +166,9 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         clock,
         ...(options.inspect ? { inspect: options.inspect } : {}),
       });
-      const result = toPromise(actor).finally(() => live.delete(handle));
+      const result = toPromise(actor)
+        .then((r) => priced(r, plan))
+        .finally(() => live.delete(handle));
       const handle: RunHandle = {
         id: runId,
         events,
@@ -190,6 +193,17 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       await Promise.allSettled(Object.values(options.providers ?? {}).map((p) => p.close?.()));
     },
   };
+}
+
+/** Adds what each task cost (its model's price times its usage) and the total. */
+function priced(result: RunResult, plan: Plan): RunResult {
+  let total: number | null = null;
+  for (const task of Object.values(result.tasks)) {
+    task.costUsd = costOf(task.usage, plan.models[task.model]?.price);
+    if (task.costUsd !== null) total = (total ?? 0) + task.costUsd;
+  }
+  result.totals.costUsd = total === null ? null : Math.round(total * 1e8) / 1e8;
+  return result;
 }
 
 export type { ErrorInfo, RunResult };

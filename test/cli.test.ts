@@ -71,10 +71,28 @@ describe('swarmstate CLI', () => {
     expect(result).toMatchObject({ status: 'completed', totals: { tasks: 4, completed: 4, failed: 0, skipped: 0 } });
     expect(Object.keys(result.tasks).sort()).toEqual(['body', 'final', 'intro', 'outline']);
     expect(result.tasks.final.output).toEqual(expect.any(String));
+    // hello.json prices its model: every task and the total carry a cost.
+    expect(result.tasks.final.costUsd).toBeGreaterThan(0);
+    expect(result.totals.costUsd).toBeCloseTo(Object.values(result.tasks).reduce((s: number, t) => s + (t as { costUsd: number }).costUsd, 0), 8);
     const lines = readFileSync(events, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     expect(lines[0].type).toBe('run:started');
     expect(lines.at(-1).type).toBe('run:completed');
     expect(lines.filter((l) => l.type === 'task:completed')).toHaveLength(4);
+  });
+
+  it('exits 1 when the run ends partial, with the failure and the skipped dependents in the result', async () => {
+    const plan = JSON.parse(readFileSync('examples/plans/hello.json', 'utf8'));
+    // The simulator answers this prompt with a 400: a fatal error, not retried.
+    plan.tasks[1].prompt = 'Write the introduction. [[sim:error 400]]';
+    const file = join(dir, 'partial.json');
+    writeFileSync(file, JSON.stringify(plan));
+    const r = await cli(['run', file, '--json']);
+    expect(r.code).toBe(1);
+    const result = JSON.parse(r.stdout);
+    expect(result.status).toBe('partial');
+    expect(result.tasks.intro).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'bad_request', retryable: false } });
+    expect(result.tasks.final.status).toBe('skipped');
+    expect(result.tasks.body.status).toBe('completed');
   });
 
   it('never prints an inline key', async () => {

@@ -37,6 +37,7 @@ export function formatSummary(result: RunResult): string {
     ['tasks', `${t.tasks}: ${t.completed} completed, ${t.failed} failed, ${t.skipped} skipped, ${t.cancelled} cancelled`],
     ['requests', `${t.requests} model calls, ${t.retries} retries`],
     ['tokens', `${t.usage.inputTokens} in, ${t.usage.outputTokens} out, ${t.usage.cacheReadTokens} cache read, ${t.usage.cacheWriteTokens} cache write`],
+    ['cost', t.costUsd === null || t.costUsd === undefined ? 'unknown (no model has a price)' : `$${t.costUsd.toFixed(4)}`],
     ['duration', `${(t.durationMs / 1000).toFixed(2)} s`],
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
