@@ -39,6 +39,8 @@ export class PromptCache {
   constructor(
     readonly ttlMs: number,
     private readonly now: () => number,
+    /** Anthropic's minimum cacheable prefix, in tokens. */
+    private readonly minTokens = 0,
   ) {}
 
   has(hash: string): boolean {
@@ -98,6 +100,8 @@ export class PromptCache {
     let covered = plan.readTokens;
     for (const at of breakpoints) {
       if (at <= readAt) continue;
+      // Below the minimum cacheable length the API neither writes nor errs: it just doesn't cache.
+      if (cumulative[at]! < this.minTokens) continue;
       const kind = units[at]!.breakpointTtl;
       plan.writes.push({ hash: hashes[at]!, ttlMs: this.ttlOf(kind) });
       const written = cumulative[at]! - covered;

@@ -19,6 +19,7 @@ export interface Config {
   faults: Required<NonNullable<SimOptions['faults']>>;
   stallMs: number;
   cacheTtlMs: number;
+  minCacheTokens: number;
   contextWindow: number;
   now: () => number;
 }
@@ -64,6 +65,7 @@ export function resolveConfig(options: SimOptions): Config {
     faults,
     stallMs: nonNegative(options.stallMs, 'stallMs', 120_000),
     cacheTtlMs: nonNegative(options.cacheTtlMs, 'cacheTtlMs', 300_000),
+    minCacheTokens: nonNegative(options.minCacheTokens, 'minCacheTokens', 1024),
     contextWindow: nonNegative(options.contextWindow, 'contextWindow', 200_000),
     now,
   };

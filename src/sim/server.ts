@@ -47,7 +47,7 @@ interface Exchange {
  */
 export async function startSim(options: SimOptions = {}): Promise<SimServer> {
   const config = resolveConfig(options);
-  const sim = new Simulator(config, new PromptCache(config.cacheTtlMs, config.now));
+  const sim = new Simulator(config, new PromptCache(config.cacheTtlMs, config.now, config.minCacheTokens));
   const server = createServer((req, res) => void sim.handle(req, res));
   server.on('clientError', (_error, socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {

@@ -42,6 +42,11 @@ export interface SimOptions {
   stallMs?: number;
   /** Lifetime of a prompt-cache entry (Anthropic's "5m" entries and OpenAI's). Default 300000. */
   cacheTtlMs?: number;
+  /**
+   * Anthropic: the shortest prefix a breakpoint caches, in tokens (the API's minimum cacheable
+   * length; shorter prefixes are processed uncached, without an error). Default 1024.
+   */
+  minCacheTokens?: number;
   /** Prompts longer than this many input tokens get a context-length 400. Default 200000. */
   contextWindow?: number;
   /** Time source of the rate-limit buckets, cache TTLs and the request log. Default Date.now. */

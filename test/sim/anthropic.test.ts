@@ -156,7 +156,7 @@ describe('Anthropic mid-stream errors', () => {
 describe('Anthropic prompt caching', () => {
   const system = (text: string) => [{ type: 'text' as const, text, cache_control: { type: 'ephemeral' as const } }];
   const body = (text: string, prompt = 'Go.') => ({ model: 'claude-sim', max_tokens: 50, system: system(text), messages: [{ role: 'user' as const, content: prompt }] });
-  const longText = (tag: string) => `${tag} `.repeat(800);
+  const longText = (tag: string) => `${tag} `.repeat(1200); // over the 1024-token minimum
 
   it('reads the cache on a second identical request and reports creation then read tokens', async () => {
     const cached = await startSim({ now: clock.now });
@@ -234,5 +234,28 @@ describe('Anthropic prompt caching', () => {
     const res = await post(`${sim.url}/v1/messages`, { model: 'claude-sim', max_tokens: 50, system: [1, 2, 3, 4, 5].map((i) => system(`s${i}`)[0]), messages: [{ role: 'user', content: 'x' }] }, { key: KEY });
     expect(res.status).toBe(400);
     expect(res.json.error.message).toMatch(/maximum of 4 blocks with cache_control/);
+  });
+});
+
+describe('Anthropic minimum cacheable length', () => {
+  it('does not cache a prefix shorter than minCacheTokens, and says so with zero cache usage', async () => {
+    const sim = await startSim({ minCacheTokens: 1024 });
+    try {
+      const sdk = new Anthropic({ apiKey: 'any', baseURL: sim.url, maxRetries: 0 });
+      const short = {
+        model: 'claude-sim',
+        max_tokens: 20,
+        system: [{ type: 'text' as const, text: 'short system prompt', cache_control: { type: 'ephemeral' as const } }],
+        messages: [{ role: 'user' as const, content: 'Go.' }],
+      };
+      for (let i = 0; i < 2; i++) {
+        const m = await sdk.messages.create(short);
+        expect(m.usage.cache_creation_input_tokens ?? 0).toBe(0);
+        expect(m.usage.cache_read_input_tokens ?? 0).toBe(0);
+        expect(m.usage.input_tokens).toBeGreaterThan(0);
+      }
+    } finally {
+      await sim.close();
+    }
   });
 });
