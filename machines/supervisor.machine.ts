@@ -36,7 +36,7 @@ export interface SupervisorInput {
   tasks: SupervisedTask[];
   providers: { name: string; keys: { keyId: string; limits: KeyLimits; probation?: boolean }[] }[];
   /** One breaker per route `<provider>/<model>`. */
-  routes: { route: string; failureThreshold?: number; cooldownMs?: number; maxCooldownMs?: number }[];
+  routes: { route: string; failureThreshold?: number; cooldownMs?: number; maxCooldownMs?: number; cooldownFactor?: number }[];
   tools: { name: string; shareable: boolean }[];
   maxInFlight: number;
   onFailure: 'continue' | 'fail-fast';

@@ -10,9 +10,14 @@ import { criticalPathRanks, type Plan } from './plan/index.js';
 import { isShareable, type ToolDefinition } from './tools/local.js';
 
 export interface BreakerOptions {
+  /** Consecutive server-side failures that open the breaker. Default 5. */
   failureThreshold?: number;
+  /** First cool-down before a half-open probe. Default 10000. */
   cooldownMs?: number;
+  /** Cap of the growing cool-down. Default 300000. */
   maxCooldownMs?: number;
+  /** Growth of the cool-down on each re-open. Default 2. */
+  cooldownFactor?: number;
 }
 
 export interface ResolveOptions {

@@ -189,7 +189,9 @@ const rate = () => z.number().min(0, { error: 'must be a rate in [0, 1]' }).max(
 export const SimSchema = z.strictObject({
   protocol: z.enum(['anthropic', 'openai']).default('anthropic'),
   seed: z.int().optional(),
-  ttftMs: z.union([nonNegativeInt(), z.tuple([nonNegativeInt(), nonNegativeInt()])]).optional(),
+  ttftMs: z
+    .union([nonNegativeInt(), z.tuple([nonNegativeInt(), nonNegativeInt()]).refine(([min, max]) => min <= max, { error: 'must be [min, max] with min <= max' })])
+    .optional(),
   tokensPerSecond: z.number().gt(0, { error: 'must be greater than 0' }).optional(),
   limits: z.strictObject({ rpm: positiveInt().optional(), itpm: positiveInt().optional(), otpm: positiveInt().optional() }).optional(),
   faults: z

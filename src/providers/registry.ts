@@ -33,7 +33,14 @@ export class ProviderRegistry {
   get(name: string, spec: ProviderSpec, secrets: readonly string[]): Provider {
     const given = this.options.overrides?.[name] ?? this.options.overrides?.[spec.type];
     if (given) return given;
-    const cacheKey = JSON.stringify([name, spec.type, spec.baseURL ?? null, spec.type === 'sim' ? [spec.sim ?? null, spec.limits ?? null, secrets] : null]);
+    const cacheKey = JSON.stringify([
+      name,
+      spec.type,
+      spec.baseURL ?? null,
+      spec.headersTimeoutMs ?? null,
+      spec.bodyTimeoutMs ?? null,
+      spec.type === 'sim' ? [spec.sim ?? null, spec.limits ?? null, secrets] : null,
+    ]);
     let adapter = this.adapters.get(cacheKey);
     if (!adapter) {
       adapter = this.create(spec, secrets);
@@ -109,7 +116,13 @@ function embeddedSim(spec: ProviderSpec, secrets: readonly string[], options: Re
       ...(sim?.faults ? { faults: sim.faults } : {}),
       ...(sim?.stallMs !== undefined ? { stallMs: sim.stallMs } : {}),
       now: options.now,
-    }).then((server) => ({ server, adapter: simAdapter(spec, server.url, options.now) })));
+    }).then(
+      (server) => ({ server, adapter: simAdapter(spec, server.url, options.now) }),
+      (error: unknown) => {
+        started = undefined; // a failed start is tried again by the next call
+        throw error;
+      },
+    ));
   return {
     type: 'sim',
     async call(request) {
