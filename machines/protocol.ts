@@ -196,10 +196,39 @@ export type ToolBusEvent = {
 
 export type ToolBusReply = { type: 'TOOL.RESULT'; callId: string; content: string; isError: boolean };
 
-/** What the bus asks of the `executeTool` actor. It resolves with the result text. */
+/** What the bus asks of the `executeTool` actor. It resolves with the result text, rejects on error. */
 export interface ToolExecInput {
   name: string;
   args: unknown;
+}
+
+/**
+ * What the bus asks of the `executeBatch` actor: several calls of one tool that has a batch
+ * handler, in one go. It resolves with one result per call, in order.
+ */
+export interface ToolBatchInput {
+  name: string;
+  calls: unknown[];
+}
+
+/** One call's result, as a batch returns it. */
+export interface ToolResult {
+  content: string;
+  isError: boolean;
+}
+
+/** What the bus knows of each tool it serves. */
+export interface BusTool {
+  /** As the model calls it: `<server>.<tool>` for MCP tools, the plain name for local ones. */
+  name: string;
+  /** Its server (`local` for in-process tools): cache invalidation and concurrency are per server. */
+  server: string;
+  /** Identical concurrent calls may share one execution, and results may be cached. */
+  shareable: boolean;
+  /** A call to a tool that is not read-only clears its server's cache. */
+  readOnly: boolean;
+  /** It has a batch handler (`executeBatch`). */
+  batch: boolean;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -242,8 +271,9 @@ export type RunEvent =
   | { type: 'model:request'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string }
   | { type: 'model:response'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; usage: Usage }
   | { type: 'model:error'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; error: ErrorInfo }
-  | { type: 'tool:called'; taskId: string; name: string; shared: boolean }
-  | { type: 'tool:result'; name: string; isError: boolean; durationMs?: number }
+  | { type: 'tool:called'; taskId: string; name: string; shared: boolean; cached?: boolean }
+  | { type: 'tool:result'; name: string; isError: boolean; durationMs?: number; timedOut?: boolean; batch?: number }
+  | { type: 'tool:denied'; taskId: string; name: string; reason: string }
   | { type: 'key:state'; keyId: string; state: KeyState }
   | { type: 'key:backoff'; keyId: string; retryAfterMs: number }
   | { type: 'key:revoked'; keyId: string }
