@@ -12,7 +12,8 @@
  * are actors found in the system by id. Whatever the agent holds (an admission, a lease request,
  * a lease) it gives back on the way out, so a cancelled agent never wedges a key or a breaker.
  */
-import { assign, enqueueActions, fromPromise, setup, type AnyActorRef } from 'xstate';
+import { assign, enqueueActions, fromPromise, not, setup, type AnyActorRef } from 'xstate';
+import { canCompact, compact, SUMMARY_SYSTEM, summaryMessages } from './compaction.js';
 import { breakerVerdictOf, errorInfo, isKeyScoped, leaseOutcomeOf, toErrorInfo } from './errors.js';
 import type {
   AgentStatus,
@@ -56,6 +57,15 @@ export interface AgentInput {
   backoff: { baseMs: number; maxMs: number };
   /** Seed of this attempt's jitter. */
   seed: number;
+  /**
+   * Most input tokens one request may carry: the model's context window less maxTokens, or the
+   * task's maxInputTokens if smaller. A request that would exceed it is compacted first.
+   */
+  inputBudget?: number;
+  /** The model that writes compaction summaries; without one, compaction truncates (marked). */
+  compaction?: { provider: string; model: string; maxTokens: number };
+  /** Messages kept at the end when compacting. Default 4. */
+  keepLast?: number;
 }
 
 interface ToolWait {
@@ -82,6 +92,10 @@ export interface AgentContext {
   lease: { leaseId: string; keyId: string } | null;
   tools: ToolWait | null;
   backoffMs: number;
+  /** What the next model call is for: the task's next turn, or a compaction summary. */
+  call: 'turn' | 'summary';
+  /** A provider's context-overflow error compacts and retries once. */
+  overflowRetried: boolean;
   status: AgentStatus | null;
   output?: string;
   error?: ErrorInfo;
@@ -94,8 +108,17 @@ export type AgentEvent =
   | LeaseReply
   | ToolBusReply;
 
-const poolOf = (system: { get(id: string): AnyActorRef | undefined }, ctx: AgentContext) => system.get(`pool:${ctx.input.provider}`);
-const breakerOf = (system: { get(id: string): AnyActorRef | undefined }, ctx: AgentContext) => system.get(`breaker:${ctx.route}`);
+/** The provider and model of the call the agent is making now (a summary may use another model). */
+function targetOf(ctx: AgentContext): { provider: string; model: string; maxTokens: number } {
+  return ctx.call === 'summary' && ctx.input.compaction ? ctx.input.compaction : ctx.input;
+}
+const poolOf = (system: { get(id: string): AnyActorRef | undefined }, ctx: AgentContext) => system.get(`pool:${targetOf(ctx).provider}`);
+const breakerOf = (system: { get(id: string): AnyActorRef | undefined }, ctx: AgentContext) => {
+  const t = targetOf(ctx);
+  return system.get(`breaker:${t.provider}/${t.model}`);
+};
+const DEFAULT_KEEP_LAST = 4;
+const keepLastOf = (ctx: AgentContext) => ctx.input.keepLast ?? DEFAULT_KEEP_LAST;
 const requestIdOf = (ctx: AgentContext, seq: number) => `${ctx.input.taskId}#${ctx.input.attempt}.${seq}`;
 
 function reportOf(ctx: AgentContext): AttemptReport {
@@ -115,32 +138,42 @@ function reportOf(ctx: AgentContext): AttemptReport {
 }
 
 function callInputOf(context: AgentContext): ModelCallInput {
+  const target = targetOf(context);
+  const summary = context.call === 'summary';
   const call: ModelCallInput = {
     taskId: context.input.taskId,
     attempt: context.input.attempt,
     turn: context.turn,
-    provider: context.input.provider,
-    model: context.input.model,
+    provider: target.provider,
+    model: target.model,
     keyId: context.lease!.keyId,
     leaseId: context.lease!.leaseId,
-    messages: context.messages,
-    tools: context.input.tools,
-    maxTokens: context.input.maxTokens,
+    messages: summary ? summaryMessages(context.messages, keepLastOf(context)) : context.messages,
+    tools: summary ? [] : context.input.tools,
+    maxTokens: target.maxTokens,
   };
-  if (context.input.system !== undefined) call.system = context.input.system;
+  if (summary) call.system = SUMMARY_SYSTEM;
+  else if (context.input.system !== undefined) call.system = context.input.system;
   return call;
 }
 
 function callFacts(context: AgentContext, keyId: string) {
+  const target = targetOf(context);
   return {
     taskId: context.input.taskId,
     attempt: context.input.attempt,
     turn: context.turn,
-    provider: context.input.provider,
-    model: context.input.model,
+    provider: target.provider,
+    model: target.model,
     keyId,
   };
 }
+
+/** Estimated input tokens of the next request, as the lease and the budget see it. */
+const requestTokensOf = (ctx: AgentContext) =>
+  ctx.call === 'summary'
+    ? estimateRequestTokens(SUMMARY_SYSTEM, summaryMessages(ctx.messages, keepLastOf(ctx)))
+    : estimateRequestTokens(ctx.input.system, ctx.messages);
 
 /**
  * setup() cannot type a reference to one of its own named actions from inside another, so the
@@ -200,8 +233,8 @@ export const agentMachine = setup({
         type: 'LEASE.REQUEST',
         requestId,
         priority: context.input.priority,
-        inputTokens: estimateRequestTokens(context.input.system, context.messages),
-        outputTokens: context.input.maxTokens,
+        inputTokens: requestTokensOf(context),
+        outputTokens: targetOf(context).maxTokens,
         replyTo: self,
       };
       enqueue.sendTo(pool, event);
@@ -228,12 +261,29 @@ export const agentMachine = setup({
         enqueue.sendTo(breakerOf(system, context)!, report);
       }
       enqueueReport(enqueue, { type: 'model:response', ...callFacts(context, lease.keyId), usage: out.usage });
-      enqueue.assign({
-        lease: null,
-        admission: null,
-        usage: addUsage(context.usage, out.usage),
-        turn: context.turn + 1,
-        messages: [...context.messages, { role: 'assistant', content: out.content }],
+      enqueue.assign({ lease: null, admission: null, usage: addUsage(context.usage, out.usage) });
+    }),
+
+    /** The model's reply joins the conversation: the turn is done. */
+    appendReply: assign(({ context, event }) => ({
+      turn: context.turn + 1,
+      messages: [...context.messages, { role: 'assistant' as const, content: outputOf(event).content }],
+    })),
+
+    /** Replaces the middle of the conversation with the summary just written, or a marker. */
+    compactNow: enqueueActions(({ context, event, enqueue }) => {
+      const summary = context.call === 'summary' ? textOf(outputOf(event).content) : null;
+      const before = estimateRequestTokens(context.input.system, context.messages);
+      const { messages, removed } = compact(context.messages, keepLastOf(context), summary);
+      enqueue.assign({ messages, call: 'turn' });
+      enqueueReport(enqueue, {
+        type: 'task:compacted',
+        taskId: context.input.taskId,
+        attempt: context.input.attempt,
+        mode: summary === null ? 'truncation' : 'summary',
+        removed,
+        tokensBefore: before,
+        tokensAfter: estimateRequestTokens(context.input.system, messages),
       });
     }),
 
@@ -282,8 +332,10 @@ export const agentMachine = setup({
       const bus = system.get('toolBus');
       for (const call of calls) {
         if (!allowed.has(call.name) || !bus) {
-          wait.results[call.id] = { content: `tool "${call.name}" is not available to task "${context.input.taskId}"`, isError: true };
+          const reason = !allowed.has(call.name) ? `task "${context.input.taskId}" may not use tool "${call.name}"` : 'no tool bus in the run';
+          wait.results[call.id] = { content: `tool "${call.name}" is not available: ${reason}`, isError: true };
           wait.left--;
+          enqueueReport(enqueue, { type: 'tool:denied', taskId: context.input.taskId, name: call.name, reason });
           continue;
         }
         const event: ToolBusEvent = { type: 'TOOL.CALL', callId: call.id, taskId: context.input.taskId, name: call.name, args: call.input, replyTo: self };
@@ -352,6 +404,12 @@ export const agentMachine = setup({
   },
   guards: {
     isPending: ({ context, event }) => 'requestId' in event && context.pending?.requestId === event.requestId,
+    overBudget: ({ context }) =>
+      context.call === 'turn' && context.input.inputBudget !== undefined && requestTokensOf(context) > context.input.inputBudget,
+    canCompact: ({ context }) => canCompact(context.messages, keepLastOf(context)),
+    summarizes: ({ context }) => context.input.compaction !== undefined,
+    isSummary: ({ context }) => context.call === 'summary',
+    overflowOnce: ({ context, event }) => errorOf(event).code === 'context_overflow' && !context.overflowRetried && context.call === 'turn',
     wantsTools: ({ event }) => outputOf(event).content.some((b) => b.type === 'tool_use'),
     canRetry: ({ context, event }) => errorOf(event).retryable && context.retries < context.input.retries,
     toolsDone: ({ context }) => context.tools !== null && context.tools.left === 0,
@@ -374,6 +432,8 @@ export const agentMachine = setup({
     lease: null,
     tools: null,
     backoffMs: 0,
+    call: 'turn',
+    overflowRetried: false,
     status: null,
   }),
   initial: 'idle',
@@ -393,8 +453,12 @@ export const agentMachine = setup({
       initial: 'waiting',
       states: {
         waiting: {
-          initial: 'admission',
+          initial: 'budget',
           states: {
+            /** Will the next request fit? If not, compact first. */
+            budget: {
+              always: [{ guard: 'overBudget', target: '#agent.active.compacting' }, { target: 'admission' }],
+            },
             admission: {
               entry: 'requestAdmission',
               on: {
@@ -425,6 +489,25 @@ export const agentMachine = setup({
             },
           },
         },
+        /**
+         * The conversation is too long for the next request: take out its middle, by a summary
+         * from the compaction model (a model call of its own, through the same breaker, lease and
+         * retries) or by a marked truncation. Nothing to take out: the task cannot fit.
+         */
+        compacting: {
+          always: [
+            {
+              guard: not('canCompact'),
+              target: '#agent.failed',
+              actions: assign({
+                error: ({ context }) =>
+                  errorInfo('context_overflow', `task "${context.input.taskId}": the brief and the last turns alone exceed the input budget of ${context.input.inputBudget} tokens`),
+              }),
+            },
+            { guard: 'summarizes', target: 'waiting', actions: assign({ call: 'summary' }) },
+            { target: 'waiting', actions: 'compactNow' },
+          ],
+        },
         running: {
           entry: 'callStarted',
           invoke: {
@@ -432,13 +515,16 @@ export const agentMachine = setup({
             src: 'callModel',
             input: ({ context }) => callInputOf(context),
             onDone: [
-              { guard: 'wantsTools', target: 'tools', actions: 'settleSuccess' },
+              { guard: 'isSummary', target: 'waiting', actions: ['settleSuccess', 'compactNow'] },
+              { guard: 'wantsTools', target: 'tools', actions: ['settleSuccess', 'appendReply'] },
               {
                 target: '#agent.done',
-                actions: ['settleSuccess', assign({ output: ({ event }) => textOf(event.output.content) })],
+                actions: ['settleSuccess', 'appendReply', assign({ output: ({ event }) => textOf(event.output.content) })],
               },
             ],
             onError: [
+              // The provider says the request is too long: compact and try once more.
+              { guard: 'overflowOnce', target: 'compacting', actions: ['settleFailure', assign({ overflowRetried: true })] },
               { guard: 'canRetry', target: 'backoff', actions: ['settleFailure', 'planRetry'] },
               { target: '#agent.failed', actions: ['settleFailure', assign({ error: ({ event }) => toErrorInfo(event.error) })] },
             ],
