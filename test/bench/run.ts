@@ -98,7 +98,7 @@ calls already in flight), then pause until its reset, when the bucket is full ag
 The server's window count can exceed 120 in *stated* although the runtime started at most
 ${stated!.r.maxStartedPerKeyWindow} calls per key in any 60 s: the first burst reached the server a few tens of ms later than
 its grants (new connections), while the calls 60 s later reused warm ones. The server's token
-bucket allows this (it refills continuously); a strict fixed-window server would not.
+bucket allows this (it refills continuously); a server counting a strict sliding window would not.
 The bound is a steady-rate bound: against this server's buckets (480 at once, then 8/s) the 500
 calls could all start within about 2.5 s; the keys' sliding window waits a full minute for the
 last 20.`,
