@@ -122,11 +122,48 @@ export interface TaskSpec {
   maxTokens?: number;
 }
 
+/** A value given inline, or read from an environment variable (for secrets). */
+export type EnvValue = string | { env: string };
+
+/** An MCP server: a command run over stdio, or a Streamable HTTP endpoint. */
+export type McpServerSpec =
+  | { command: string; args: string[]; env?: Record<string, EnvValue>; cwd?: string; trusted: boolean }
+  | { url: string; headers?: Record<string, EnvValue>; trusted: boolean };
+
+export interface ToolsSpec {
+  /** MCP servers by name; their tools are called `<server>.<tool>`. */
+  servers: Record<string, McpServerSpec>;
+  /**
+   * Tools the plan declares safe to share and cache (identical concurrent calls run once), on top
+   * of read-only, not open-world tools of trusted servers. MCP annotations alone are not trusted.
+   */
+  shareable: string[];
+  /** Calls arriving within this window go out together. Default 10. */
+  batchWindowMs: number;
+  /** ...or as soon as this many are waiting. Default 16. */
+  batchSize: number;
+  /** How long results of shareable tools are kept. Default 300000; 0: no cache. */
+  cacheTtlMs: number;
+  /** A call not answered by then is cancelled and gets an error result. Default 60000. */
+  callTimeoutMs: number;
+  /** Calls in flight at once per server. Default 8. */
+  serverConcurrency: number;
+}
+
+export interface CompactionSpec {
+  /** The model (a name in `models`) that summarizes the middle of a long conversation. */
+  model?: string;
+  /** Messages kept at the end. Default 4. */
+  keepLast: number;
+}
+
 export interface Plan {
   providers: Record<string, ProviderSpec>;
   models: Record<string, ModelSpec>;
   defaults: PlanDefaults;
   budget?: PlanBudget;
+  tools: ToolsSpec;
+  compaction: CompactionSpec;
   tasks: TaskSpec[];
 }
 
@@ -259,7 +296,52 @@ export const TaskSchema = z.strictObject({
   maxRetries: nonNegativeInt().optional(),
   timeoutMs: positiveInt().optional(),
   maxTokens: positiveInt().optional(),
+  maxInputTokens: positiveInt().optional(),
 });
+
+const EnvValueSchema = z.union([z.string(), z.strictObject({ env: z.string().regex(ENV_NAME_PATTERN, { error: 'must be an environment variable name' }) })], {
+  error: 'a value is a string or {"env": "VAR_NAME"}',
+});
+
+export const McpServerSchema = z.union(
+  [
+    z.strictObject({
+      command: z.string().min(1, { error: 'must not be empty' }),
+      args: z.array(z.string()).default([]),
+      env: z.record(z.string(), EnvValueSchema).optional(),
+      cwd: z.string().optional(),
+      trusted: z.boolean().default(false),
+    }),
+    z.strictObject({
+      url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
+      headers: z.record(z.string(), EnvValueSchema).optional(),
+      trusted: z.boolean().default(false),
+    }),
+  ],
+  { error: 'an MCP server is {"command": ..., "args": [...]} (stdio) or {"url": ...} (Streamable HTTP)' },
+);
+
+export const ToolsSchema = z
+  .strictObject({
+    servers: z.record(
+      z.string().regex(/^[A-Za-z0-9_-]+$/, { error: 'a server name may use only letters, digits, "_" and "-" (no ".": tools are named <server>.<tool>)' }),
+      McpServerSchema,
+    ).default({}),
+    shareable: z.array(z.string().min(1)).default([]),
+    batchWindowMs: nonNegativeInt().default(10),
+    batchSize: positiveInt().default(16),
+    cacheTtlMs: nonNegativeInt().default(300_000),
+    callTimeoutMs: positiveInt().default(60_000),
+    serverConcurrency: positiveInt().default(8),
+  })
+  .prefault({});
+
+export const CompactionSchema = z
+  .strictObject({
+    model: z.string().min(1, { error: 'must name a model' }).optional(),
+    keepLast: positiveInt().default(4),
+  })
+  .prefault({});
 
 /** A required section's message says what the section is for; other messages defer to zod's. */
 const section = (purpose: string) => (iss: { input?: unknown }) =>
@@ -274,6 +356,8 @@ export const PlanSchema = z.strictObject({
   }),
   defaults: DefaultsSchema,
   budget: BudgetSchema.optional(),
+  tools: ToolsSchema,
+  compaction: CompactionSchema,
   tasks: z
     .array(TaskSchema, { error: section('the list of tasks to run') })
     .min(1, { error: 'a plan needs at least one task' }),

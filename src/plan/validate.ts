@@ -61,9 +61,14 @@ export function validatePlan(raw: unknown, opts: ValidateOptions = {}): Validati
     const models = isRecord(raw.models) ? raw.models : undefined;
     if (providers) checkProviders(providers, env, issues);
     if (models) checkModels(models, providers, isRecord(raw.budget), issues);
+    const servers = isRecord(raw.tools) && isRecord(raw.tools.servers) ? new Set(Object.keys(raw.tools.servers)) : new Set<string>();
     if (Array.isArray(raw.tasks)) {
-      checkTasks(raw.tasks, models, opts.tools ? new Set(opts.tools) : undefined, issues);
+      checkTasks(raw.tasks, models, opts.tools ? new Set(opts.tools) : undefined, servers, issues);
     }
+    if (isRecord(raw.compaction) && typeof raw.compaction.model === 'string' && models && !Object.hasOwn(models, raw.compaction.model)) {
+      issues.push(issue(['compaction', 'model'], unknown('model', raw.compaction.model, Object.keys(models))));
+    }
+    if (isRecord(raw.tools)) checkToolEnv(raw.tools, env, issues);
   }
   if (issues.length > 0 || !parsed.success) return { ok: false, issues };
   return { ok: true, plan: parsed.data };
@@ -310,6 +315,7 @@ function checkTasks(
   tasks: unknown[],
   models: Record<string, unknown> | undefined,
   tools: Set<string> | undefined,
+  servers: Set<string>,
   out: PlanIssue[],
 ) {
   const n = tasks.length;
@@ -354,7 +360,14 @@ function checkTasks(
       t.tools.forEach((name: unknown, j: number) => {
         if (typeof name !== 'string' || name === '') return;
         if (seen.has(name)) out.push(issue(['tasks', i, 'tools', j], `"${name}" is listed twice`));
-        else if (tools && !tools.has(name)) out.push(issue(['tasks', i, 'tools', j], unknown('tool', name, toolNames)));
+        else if (tools && !tools.has(name) && !isServerTool(name, servers)) {
+          const dot = name.indexOf('.');
+          out.push(
+            issue(['tasks', i, 'tools', j], dot > 0 && !servers.has(name.slice(0, dot)) && !tools.has(name)
+              ? `unknown MCP server "${name.slice(0, dot)}" (declare it under tools.servers)`
+              : unknown('tool', name, toolNames)),
+          );
+        }
         seen.add(name);
       });
     }
@@ -404,6 +417,29 @@ function checkPlaceholders(
 }
 
 // ---------------------------------------------------------------------------------------------
+
+/** `<server>.<tool>` of a declared MCP server: its tools are listed only when the run connects. */
+function isServerTool(name: string, servers: Set<string>): boolean {
+  const dot = name.indexOf('.');
+  return dot > 0 && dot < name.length - 1 && servers.has(name.slice(0, dot));
+}
+
+/** `{ "env": NAME }` values of MCP servers' env and headers must be set. */
+function checkToolEnv(tools: Record<string, unknown>, env: Record<string, string | undefined>, out: PlanIssue[]) {
+  if (!isRecord(tools.servers)) return;
+  for (const [name, server] of Object.entries(tools.servers)) {
+    if (!isRecord(server)) continue;
+    for (const field of ['env', 'headers'] as const) {
+      const values = server[field];
+      if (!isRecord(values)) continue;
+      for (const [k, v] of Object.entries(values)) {
+        if (isRecord(v) && typeof v.env === 'string' && ENV_NAME_PATTERN.test(v.env) && (env[v.env] ?? '') === '') {
+          out.push(issue(['tools', 'servers', name, field, k, 'env'], `environment variable ${v.env} is not set`));
+        }
+      }
+    }
+  }
+}
 
 function issue(path: readonly PropertyKey[], message: string): PlanIssue {
   return { path: formatPath(path), message };

@@ -1,0 +1,51 @@
+/** The plan's tools and compaction sections: MCP servers, shareable tools, defaults and checks. */
+import { describe, expect, it } from 'vitest';
+import { formatIssue, validatePlan } from '../../src/plan/index.js';
+
+const base = () => ({
+  providers: { p: { type: 'sim' } },
+  models: { fast: { provider: 'p', model: 'm' } },
+  tasks: [{ id: 'a', model: 'fast', prompt: 'x', tools: ['fs.read_text_file', 'lookup'] }] as Record<string, unknown>[],
+  tools: { servers: { fs: { command: 'node', args: ['server.js'] } } } as Record<string, unknown>,
+});
+const problems = (plan: unknown, tools: string[] = ['lookup']) => {
+  const r = validatePlan(plan, { env: { SET: 'v' }, tools });
+  return r.ok ? [] : r.issues.map(formatIssue);
+};
+
+describe('plan tools and compaction', () => {
+  it('accepts <server>.<tool> of a declared server and applies the defaults', () => {
+    const r = validatePlan(base(), { env: {}, tools: ['lookup'] });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.plan.tools).toMatchObject({ shareable: [], batchWindowMs: 10, batchSize: 16, cacheTtlMs: 300000, callTimeoutMs: 60000, serverConcurrency: 8 });
+    expect(r.plan.tools.servers.fs).toEqual({ command: 'node', args: ['server.js'], trusted: false });
+    expect(r.plan.compaction).toEqual({ keepLast: 4 });
+  });
+
+  it('names an undeclared server, an unknown local tool, a bad server name and a missing env var', () => {
+    const plan = base();
+    plan.tasks[0]!.tools = ['git.log', 'nope'];
+    plan.tools = { servers: { 'my.fs': { command: 'x' }, web: { url: 'http://127.0.0.1:1/mcp', headers: { authorization: { env: 'UNSET_TOKEN' } } } } };
+    expect(problems(plan)).toEqual(
+      expect.arrayContaining([
+        'tasks[0].tools[0]: unknown MCP server "git" (declare it under tools.servers)',
+        expect.stringMatching(/^tasks\[0\]\.tools\[1\]: unknown tool "nope"/),
+        expect.stringMatching(/^tools\.servers\["?my\.fs"?\]: a server name may use only/),
+        'tools.servers.web.headers.authorization.env: environment variable UNSET_TOKEN is not set',
+      ]),
+    );
+  });
+
+  it('checks the compaction model and a task budget', () => {
+    const plan = { ...base(), compaction: { model: 'ghost' } };
+    plan.tasks[0]!.maxInputTokens = 0;
+    expect(problems(plan)).toEqual(expect.arrayContaining([expect.stringMatching(/^compaction\.model: unknown model "ghost"/), expect.stringMatching(/^tasks\[0\]\.maxInputTokens: /)]));
+  });
+
+  it('rejects an MCP server that is neither stdio nor http', () => {
+    const plan = base();
+    plan.tools = { servers: { fs: { socket: '/tmp/x' } } };
+    expect(problems(plan).join('\n')).toMatch(/tools\.servers\.fs: an MCP server is/);
+  });
+});
