@@ -29,6 +29,8 @@ export interface SupervisedTask {
   maxTurns: number;
   maxRetries: number;
   timeoutMs: number;
+  /** Most input tokens one request may carry (context window less maxTokens, or the task's cap). */
+  inputBudget?: number;
 }
 
 export type FinalTaskStatus = 'completed' | 'failed' | 'skipped' | 'cancelled';

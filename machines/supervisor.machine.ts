@@ -42,6 +42,10 @@ export interface SupervisorInput {
   onFailure: 'continue' | 'fail-fast';
   backoff: { baseMs: number; maxMs: number };
   seed: number;
+  /** The model that writes compaction summaries, if the plan names one. */
+  compaction?: { provider: string; model: string; maxTokens: number };
+  /** Messages an agent keeps at the end when it compacts. */
+  keepLast?: number;
 }
 
 export interface SupervisorContext {
@@ -54,6 +58,8 @@ export interface SupervisorContext {
   onFailure: 'continue' | 'fail-fast';
   backoff: { baseMs: number; maxMs: number };
   seed: number;
+  compaction: SupervisorInput['compaction'];
+  keepLast: number | undefined;
   startedAt: number;
   /** What the run's infrastructure is made of (spawned once, at the start). */
   infra: Pick<SupervisorInput, 'providers' | 'routes' | 'tools'>;
@@ -156,6 +162,9 @@ export const supervisorMachine = setup({
           seed: deriveSeed(context.seed, `${spec.id}:${attempt}`),
         };
         // A system prompt may place dependency outputs too; unplaced ones go only to the prompt.
+        if (spec.inputBudget !== undefined) input.inputBudget = spec.inputBudget;
+        if (context.compaction) input.compaction = context.compaction;
+        if (context.keepLast !== undefined) input.keepLast = context.keepLast;
         if (spec.system !== undefined) input.system = fillPlaceholders(spec.system, spec.deps, (id) => table.output(id) ?? '');
         const id = context.slots.take(spec.id, attempt);
         enqueue.spawnChild('agent', { id, input });
@@ -236,6 +245,8 @@ export const supervisorMachine = setup({
     onFailure: input.onFailure,
     backoff: input.backoff,
     seed: input.seed,
+    compaction: input.compaction,
+    keepLast: input.keepLast,
     startedAt: nowOf(self),
     infra: { providers: input.providers, routes: input.routes, tools: input.tools },
     stop: null,

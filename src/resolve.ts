@@ -7,6 +7,7 @@ import type { SupervisorInput } from '../machines/supervisor.machine.js';
 import type { SupervisedTask } from '../machines/runTable.js';
 import type { Keyring } from './keys.js';
 import { criticalPathRanks, type Plan } from './plan/index.js';
+import { contextWindowOf } from './models.js';
 import { isShareable, type ToolDefinition } from './tools/local.js';
 
 export interface BreakerOptions {
@@ -60,6 +61,9 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
       timeoutMs: t.timeoutMs ?? d.taskTimeoutMs,
     };
     if (t.system !== undefined) task.system = t.system;
+    // The request must leave room for the answer inside the context window.
+    const window = contextWindowOf(model.model, model.contextTokens) - task.maxTokens;
+    task.inputBudget = Math.max(1, Math.min(window, t.maxInputTokens ?? Infinity));
     return task;
   });
 
@@ -69,9 +73,19 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
     providers,
     routes: [...routes].map((route) => ({ route, ...opts.breaker })),
     tools: opts.tools.map((t) => ({ name: t.name, shareable: isShareable(t) })),
+    ...(compactionOf(plan) ? { compaction: compactionOf(plan)! } : {}),
+    keepLast: plan.compaction.keepLast,
     maxInFlight: d.maxInFlight,
     onFailure: d.onFailure,
     backoff: opts.backoff,
     seed: opts.seed,
   };
+}
+
+/** The compaction model's route, when the plan names one. */
+function compactionOf(plan: Plan): { provider: string; model: string; maxTokens: number } | undefined {
+  const name = plan.compaction.model;
+  if (name === undefined) return undefined;
+  const m = plan.models[name]!;
+  return { provider: m.provider, model: m.model, maxTokens: m.maxTokens };
 }

@@ -120,6 +120,8 @@ export interface TaskSpec {
   maxRetries?: number;
   timeoutMs?: number;
   maxTokens?: number;
+  /** Most input tokens one request of this task may carry (beside the model's context window). */
+  maxInputTokens?: number;
 }
 
 /** A value given inline, or read from an environment variable (for secrets). */
