@@ -29,7 +29,7 @@ import type { AttemptReport, KeyLimits, RunEvent, RunStatus } from './protocol.j
 import { deriveSeed } from './random.js';
 import { RunTable, type RunResult, type SupervisedTask } from './runTable.js';
 import { AgentSlots } from './slots.js';
-import { toolBusMachine } from './toolBus.machine.js';
+import { toolBusMachine, type ToolBusInput } from './toolBus.machine.js';
 
 export interface SupervisorInput {
   runId: string;
@@ -37,7 +37,8 @@ export interface SupervisorInput {
   providers: { name: string; keys: { keyId: string; limits: KeyLimits; probation?: boolean }[] }[];
   /** One breaker per route `<provider>/<model>`. */
   routes: { route: string; failureThreshold?: number; cooldownMs?: number; maxCooldownMs?: number; cooldownFactor?: number }[];
-  tools: { name: string; shareable: boolean }[];
+  /** The tool bus: its tools and its batching, caching and timeout settings. */
+  toolBus: ToolBusInput;
   maxInFlight: number;
   onFailure: 'continue' | 'fail-fast';
   backoff: { baseMs: number; maxMs: number };
@@ -62,7 +63,7 @@ export interface SupervisorContext {
   keepLast: number | undefined;
   startedAt: number;
   /** What the run's infrastructure is made of (spawned once, at the start). */
-  infra: Pick<SupervisorInput, 'providers' | 'routes' | 'tools'>;
+  infra: Pick<SupervisorInput, 'providers' | 'routes' | 'toolBus'>;
   /** Why the run stopped early, if it did. */
   stop: { status: Extract<RunStatus, 'failed' | 'cancelled'>; reason: string } | null;
   result: RunResult | null;
@@ -129,7 +130,7 @@ export const supervisorMachine = setup({
       for (const r of input.routes) {
         enqueue.spawnChild('breaker', { id: `breaker:${r.route}`, systemId: `breaker:${r.route}`, input: r });
       }
-      enqueue.spawnChild('toolBus', { id: 'toolBus', systemId: 'toolBus', input: { tools: input.tools } });
+      enqueue.spawnChild('toolBus', { id: 'toolBus', systemId: 'toolBus', input: input.toolBus });
     }),
 
     /** The first ready tasks. (`run:started` is the runtime's to say, before the actor starts.) */
@@ -248,7 +249,7 @@ export const supervisorMachine = setup({
     compaction: input.compaction,
     keepLast: input.keepLast,
     startedAt: nowOf(self),
-    infra: { providers: input.providers, routes: input.routes, tools: input.tools },
+    infra: { providers: input.providers, routes: input.routes, toolBus: input.toolBus },
     stop: null,
     result: null,
   }),

@@ -8,7 +8,7 @@ import type { SupervisedTask } from '../machines/runTable.js';
 import type { Keyring } from './keys.js';
 import { criticalPathRanks, type Plan } from './plan/index.js';
 import { contextWindowOf } from './models.js';
-import { isShareable, type ToolDefinition } from './tools/local.js';
+import type { BusTool } from '../machines/protocol.js';
 
 export interface BreakerOptions {
   /** Consecutive server-side failures that open the breaker. Default 5. */
@@ -25,7 +25,10 @@ export interface ResolveOptions {
   runId: string;
   keyring: Keyring;
   env: Record<string, string | undefined>;
-  tools: ToolDefinition[];
+  /** Every tool of the run, as the bus serves it (in-process and MCP). */
+  busTools: BusTool[];
+  /** False turns off the bus's sharing and cache (for comparisons). Default true. */
+  shareTools?: boolean;
   seed: number;
   backoff: { baseMs: number; maxMs: number };
   breaker?: BreakerOptions;
@@ -72,7 +75,15 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
     tasks,
     providers,
     routes: [...routes].map((route) => ({ route, ...opts.breaker })),
-    tools: opts.tools.map((t) => ({ name: t.name, shareable: isShareable(t) })),
+    toolBus: {
+      tools: opts.busTools,
+      batchWindowMs: plan.tools.batchWindowMs,
+      batchSize: plan.tools.batchSize,
+      cacheTtlMs: plan.tools.cacheTtlMs,
+      callTimeoutMs: plan.tools.callTimeoutMs,
+      serverConcurrency: plan.tools.serverConcurrency,
+      ...(opts.shareTools === false ? { share: false } : {}),
+    },
     ...(compactionOf(plan) ? { compaction: compactionOf(plan)! } : {}),
     keepLast: plan.compaction.keepLast,
     maxInFlight: d.maxInFlight,

@@ -19,17 +19,18 @@ import { keyMachine } from '../machines/key.machine.js';
 import { poolMachine } from '../machines/pool.machine.js';
 import { breakerMachine } from '../machines/breaker.machine.js';
 import { toolBusMachine } from '../machines/toolBus.machine.js';
-import type { ErrorInfo, ModelCallInput, ModelCallOutput, RunEvent, ToolExecInput } from '../machines/protocol.js';
+import type { ErrorInfo, ModelCallInput, ModelCallOutput, RunEvent, ToolBatchInput, ToolExecInput, ToolResult } from '../machines/protocol.js';
 import type { RunResult } from '../machines/runTable.js';
 import { supervisorMachine, type SupervisorInput } from '../machines/supervisor.machine.js';
 import { costOf } from './cost/price.js';
 import { Keyring } from './keys.js';
-import { parsePlan, type Plan } from './plan/index.js';
+import { parsePlan, PlanValidationError, type Plan } from './plan/index.js';
 import { ProviderError, asProviderError } from './providers/errors.js';
 import { ProviderRegistry } from './providers/registry.js';
 import type { Provider, ToolSpec } from './providers/types.js';
 import { resolveRun, type BreakerOptions } from './resolve.js';
-import { toolOutputText, type ToolDefinition } from './tools/local.js';
+import type { ToolDefinition } from './tools/local.js';
+import { RunTools } from './tools/registry.js';
 
 /** The public event stream of a run: one entry per RunEvent type. */
 export type RunEvents = { [K in RunEvent['type']]: Extract<RunEvent, { type: K }> };
@@ -53,6 +54,8 @@ export interface SwarmOptions {
   env?: Record<string, string | undefined>;
   /** Retry backoff: full jitter over base * 2^retry, capped. Default 500 ms / 30 s. */
   backoff?: { baseMs: number; maxMs: number };
+  /** False turns off the tool bus's sharing and cache (to measure what they save). Default true. */
+  shareTools?: boolean;
   /** Circuit breakers of every route. Default: open after 5 failures, 10 s cool-down doubling to 5 min. */
   breaker?: BreakerOptions;
 }
@@ -64,12 +67,15 @@ export interface RunHandle {
    * on the next microtask: subscribe in the same synchronous block as `run()` to see every event.
    */
   readonly events: Emitter<RunEvents>;
-  /** The run's result. It resolves for every ending, cancelled and partial included. */
+  /**
+   * The run's result. It resolves for every ending, cancelled and partial included; it rejects
+   * only when the run cannot start (an MCP server that does not connect, a tool it lacks).
+   */
   readonly result: Promise<RunResult>;
   /** Cancels the run: nothing new starts, agents in flight are aborted, results so far are kept. */
   cancel(reason?: string): void;
-  /** The supervisor actor, for inspection and tests. */
-  readonly actor: Actor<typeof supervisorMachine>;
+  /** The supervisor actor, for inspection and tests (undefined until the run has started). */
+  readonly actor: Actor<typeof supervisorMachine> | undefined;
 }
 
 export interface Swarm {
@@ -99,21 +105,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   return {
     run(raw) {
       const plan = parsePlan(raw, { env, tools: tools.keys() });
-      const keyring = new Keyring();
       const runId = nanoid(12);
-      const input: SupervisorInput = resolveRun(plan, {
-        runId,
-        keyring,
-        env,
-        tools: [...tools.values()],
-        seed: options.seed ?? 0,
-        backoff: options.backoff ?? { baseMs: 500, maxMs: 30_000 },
-        ...(options.breaker ? { breaker: options.breaker } : {}),
-      });
-      const keyIdsOf = new Map(input.providers.map((p) => [p.name, p.keys.map((k) => k.keyId)]));
-      const adapters = registry.forPlan(plan, (name) => keyIdsOf.get(name)!.map((id) => keyring.get(id).secret).filter((s) => s !== ''));
-      const toolSpecs = new Map<string, ToolSpec>([...tools.values()].map((t) => [t.name, { name: t.name, description: t.description ?? '', inputSchema: t.inputSchema ?? { type: 'object' } }]));
-
       const events = createEmitter<RunEvents>();
       const report = (_: unknown, event: RunEvent) => {
         try {
@@ -122,67 +114,55 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           // A listener that throws must not take the run down with it.
         }
       };
+      let actor: Actor<typeof supervisorMachine> | undefined;
+      let cancelled: string | undefined;
 
-      const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal }) => {
-        const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
+      // Started on the next microtask at the earliest, so listeners attached right after run()
+      // see every event, `run:started` included. MCP servers connect first: a task naming a tool
+      // its server does not have fails the run before anything is sent.
+      const result = (async () => {
+        await Promise.resolve();
+        const runTools = await RunTools.open(plan, [...tools.values()], env);
         try {
-          const request = {
-            provider: call.provider,
-            model: call.model,
-            messages: call.messages,
-            tools: call.tools.map((name) => toolSpecs.get(name)!).filter(Boolean),
-            maxTokens: call.maxTokens,
-            key: keyring.get(call.keyId),
-            signal,
-            meta: { taskId: call.taskId, attempt: call.attempt, turn: call.turn },
-            ...(call.system !== undefined ? { system: call.system } : {}),
-          };
-          return await adapters.get(call.provider)!.call(request);
-        } catch (error) {
-          const e = asProviderError(error, facts);
-          // Servers echo keys back in error bodies: nothing leaves with a secret in it.
-          throw new ProviderError(e.code, keyring.redact(e.message), e.toJSON());
+          const problems = runTools.problems(plan);
+          if (problems.length > 0) throw new PlanValidationError(problems);
+          const keyring = new Keyring();
+          const input = resolveRun(plan, {
+            runId,
+            keyring,
+            env,
+            busTools: runTools.busTools(),
+            seed: options.seed ?? 0,
+            backoff: options.backoff ?? { baseMs: 500, maxMs: 30_000 },
+            ...(options.breaker ? { breaker: options.breaker } : {}),
+            ...(options.shareTools === false ? { shareTools: false } : {}),
+          });
+          const keyIdsOf = new Map(input.providers.map((p) => [p.name, p.keys.map((k) => k.keyId)]));
+          const adapters = registry.forPlan(plan, (name) => keyIdsOf.get(name)!.map((id) => keyring.get(id).secret).filter((x) => x !== ''));
+          const machine = provideEffects(report, { keyring, adapters, runTools });
+          actor = createActor(machine, { input, clock, ...(options.inspect ? { inspect: options.inspect } : {}) });
+          report(null, { type: 'run:started', runId, tasks: input.tasks.length });
+          actor.start();
+          if (cancelled !== undefined) actor.send({ type: 'CANCEL', reason: cancelled });
+          return priced(await toPromise(actor), plan);
+        } finally {
+          await runTools.close();
         }
-      });
+      })().finally(() => live.delete(handle));
 
-      const executeTool = fromPromise<string, ToolExecInput>(async ({ input: call, signal }) => {
-        const tool = tools.get(call.name);
-        if (!tool) throw new Error(`unknown tool "${call.name}"`);
-        return toolOutputText(await tool.handler(call.args, { signal }));
-      });
-
-      const machine = supervisorMachine.provide({
-        actions: { report },
-        actors: {
-          agent: agentMachine.provide({ actions: { report }, actors: { callModel } }),
-          pool: poolMachine.provide({ actions: { report }, actors: { key: keyMachine.provide({ actions: { report } }) } }),
-          breaker: breakerMachine.provide({ actions: { report } }),
-          toolBus: toolBusMachine.provide({ actions: { report }, actors: { executeTool } }),
-        },
-      });
-
-      const actor = createActor(machine, {
-        input,
-        clock,
-        ...(options.inspect ? { inspect: options.inspect } : {}),
-      });
-      const result = toPromise(actor)
-        .then((r) => priced(r, plan))
-        .finally(() => live.delete(handle));
       const handle: RunHandle = {
         id: runId,
         events,
         result,
-        actor,
-        cancel: (reason) => actor.send({ type: 'CANCEL', reason: reason ?? 'cancelled by the caller' }),
+        get actor() {
+          return actor;
+        },
+        cancel: (reason) => {
+          cancelled = reason ?? 'cancelled by the caller';
+          actor?.send({ type: 'CANCEL', reason: cancelled });
+        },
       };
       live.add(handle);
-      // Started on the next microtask, so listeners attached right after run() see every event,
-      // `run:started` included.
-      queueMicrotask(() => {
-        report(null, { type: 'run:started', runId, tasks: input.tasks.length });
-        actor.start();
-      });
       return handle;
     },
 
@@ -193,6 +173,50 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       await Promise.allSettled(Object.values(options.providers ?? {}).map((p) => p.close?.()));
     },
   };
+}
+
+interface RunEffects {
+  keyring: Keyring;
+  adapters: Map<string, Provider>;
+  runTools: RunTools;
+}
+
+/**
+ * The machines with this run's effects: a model call through the provider's adapter with the
+ * lease's key, tool calls through the run's tools, and every report into the event stream.
+ */
+function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools }: RunEffects) {
+  const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal }) => {
+    const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
+    try {
+      return await adapters.get(call.provider)!.call({
+        provider: call.provider,
+        model: call.model,
+        messages: call.messages,
+        tools: call.tools.flatMap((name) => runTools.spec(name) ?? []),
+        maxTokens: call.maxTokens,
+        key: keyring.get(call.keyId),
+        signal,
+        meta: { taskId: call.taskId, attempt: call.attempt, turn: call.turn },
+        ...(call.system !== undefined ? { system: call.system } : {}),
+      });
+    } catch (error) {
+      const e = asProviderError(error, facts);
+      // Servers echo keys back in error bodies: nothing leaves with a secret in it.
+      throw new ProviderError(e.code, keyring.redact(e.message), e.toJSON());
+    }
+  });
+  const executeTool = fromPromise<string, ToolExecInput>(({ input: call, signal }) => runTools.execute(call.name, call.args, signal));
+  const executeBatch = fromPromise<ToolResult[], ToolBatchInput>(({ input: batch, signal }) => runTools.executeBatch(batch.name, batch.calls, signal));
+  return supervisorMachine.provide({
+    actions: { report },
+    actors: {
+      agent: agentMachine.provide({ actions: { report }, actors: { callModel } }),
+      pool: poolMachine.provide({ actions: { report }, actors: { key: keyMachine.provide({ actions: { report } }) } }),
+      breaker: breakerMachine.provide({ actions: { report } }),
+      toolBus: toolBusMachine.provide({ actions: { report }, actors: { executeTool, executeBatch } }),
+    },
+  });
 }
 
 /** Adds what each task cost (its model's price times its usage) and the total. */

@@ -24,6 +24,11 @@ export interface ToolDefinition<Args = any> {
   shareable?: boolean;
   /** Returns the result: a string as is, anything else as JSON. Throw for an error result. */
   handler: (args: Args, context: { signal: AbortSignal }) => unknown | Promise<unknown>;
+  /**
+   * Optional: many calls at once (the bus gathers calls that arrive within its batch window).
+   * Returns one result per call, in order; an Error in the array is that call's error result.
+   */
+  batchHandler?: (calls: Args[], context: { signal: AbortSignal }) => Promise<unknown[]>;
 }
 
 export function isShareable(tool: ToolDefinition): boolean {

@@ -108,6 +108,8 @@ export interface AgentHarnessOptions {
   breaker?: Omit<BreakerInput, 'route'>;
   /** Tools the bus knows. Default: `search`, `fail` and `rm`, none shareable. */
   tools?: { name: string; shareable: boolean }[];
+  /** The bus's batch window (ms). Default 0: calls go out at once. */
+  batchWindowMs?: number;
   /** The bus's executor. Default: resolves with `<name> ok`. */
   executeTool?: (input: ToolExecInput) => Promise<string>;
 }
@@ -163,7 +165,14 @@ export function createAgentHarness(options: AgentHarnessOptions) {
     entry: [
       spawnChild('pool', { id: 'pool:p', systemId: 'pool:p', input: { provider: 'p', keys } }),
       spawnChild('breaker', { id: 'breaker:p/m', systemId: 'breaker:p/m', input: { route: 'p/m', ...options.breaker } }),
-      spawnChild('toolBus', { id: 'toolBus', systemId: 'toolBus', input: { tools: options.tools ?? DEFAULT_TOOLS } }),
+      spawnChild('toolBus', {
+        id: 'toolBus',
+        systemId: 'toolBus',
+        input: {
+          tools: (options.tools ?? DEFAULT_TOOLS).map((t) => ({ ...t, server: 'local', readOnly: t.shareable, batch: false })),
+          batchWindowMs: options.batchWindowMs ?? 0,
+        },
+      }),
     ],
     on: {
       SPAWN: {

@@ -22,7 +22,7 @@ const task: SupervisedTask = {
 };
 const input: SupervisorInput = {
   runId: 'r', tasks: [task], providers: [{ name: 'p', keys: [{ keyId: 'p:k', limits: {} }] }], routes: [{ route: 'p/m' }],
-  tools: [], maxInFlight: 1, onFailure: 'continue', backoff: { baseMs: 1, maxMs: 2 }, seed: 0,
+  toolBus: { tools: [] }, maxInFlight: 1, onFailure: 'continue', backoff: { baseMs: 1, maxMs: 2 }, seed: 0,
 };
 
 /** An agent that completes after 10 ms of simulated time unless cancelled first. */

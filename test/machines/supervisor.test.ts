@@ -91,7 +91,7 @@ function inputFor(tasks: SupervisedTask[], extra: Partial<SupervisorInput> = {})
     tasks,
     providers: [{ name: 'p', keys: [{ keyId: 'p:k1', limits: {} }] }],
     routes: [{ route: 'p/m' }],
-    tools: [],
+    toolBus: { tools: [] },
     maxInFlight: 3,
     onFailure: 'continue',
     backoff: { baseMs: 10, maxMs: 100 },
