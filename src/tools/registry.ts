@@ -40,7 +40,7 @@ export class RunTools {
         spec: { name: def.name, description: def.description ?? '', inputSchema },
         bus: { name: def.name, server: 'local', shareable, readOnly: shareable || def.annotations?.readOnlyHint === true, batch: def.batchHandler !== undefined },
         local: def,
-        validate: createArgsValidator(inputSchema),
+        validate: createArgsValidator(inputSchema, def.name),
       });
     }
     const servers = Object.entries(plan.tools.servers);
@@ -64,7 +64,7 @@ export class RunTools {
           spec: specOf(info),
           bus: { name: info.name, server: source.server, shareable, readOnly: readOnly || shareable, batch: false },
           remote: { source, tool: info.tool },
-          validate: createArgsValidator(info.inputSchema),
+          validate: createArgsValidator(info.inputSchema, info.name),
         });
       }
     }

@@ -1,0 +1,451 @@
+/**
+ * An MCP server as a ToolSource, on the official SDK client.
+ *
+ * One connection per server carries many calls at once: JSON-RPC batching left the spec in
+ * 2025-06-18, so the bus batches by concurrency (up to `concurrency` `tools/call` requests in
+ * flight, the rest wait in FIFO order). Each call gets its own AbortController, so an abort or a
+ * timeout cancels exactly that request (the SDK sends `notifications/cancelled`).
+ *
+ * A stdio server that dies is restarted once (reconnect, list again); after a second death its
+ * tools answer every call at once with an error result that names the server.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { ToolResult } from '../../machines/protocol.js';
+import type { McpServerConfig, ToolInfo, ToolSource } from './types.js';
+
+export interface McpConnectOptions {
+  /** Calls in flight on this connection; more wait in FIFO order. Default 8. */
+  concurrency?: number;
+  /** Restart the server once if it dies. Default true for stdio, false for HTTP. */
+  restart?: boolean;
+  /** The client name sent in `initialize`. Default `swarmstate`. */
+  clientName?: string;
+  /** Limit of `initialize` and of each `tools/list` page. Default 30 s. */
+  connectTimeoutMs?: number;
+  /** Timeout of a call that gives none. Default 60 s (the SDK's default); `Infinity` for none. */
+  callTimeoutMs?: number;
+  /** Sees a stdio server's stderr as it comes. By default it is only kept (last 8 KB) for error messages. */
+  onStderr?: (text: string) => void;
+}
+
+/** Counters of one source, for tests and the run report. */
+export interface McpSourceStats {
+  /** `tools/call` requests sent and not yet answered. */
+  inFlight: number;
+  /** Calls waiting for a free slot. */
+  queued: number;
+  /** The most calls ever holding a slot at once: never above `concurrency`. */
+  maxInFlight: number;
+  /** Times the server died (the process exited or the transport closed) while in use. */
+  crashes: number;
+}
+
+export interface McpToolSource extends ToolSource {
+  readonly state: 'ready' | 'restarting' | 'unavailable' | 'closed';
+  readonly stats: McpSourceStats;
+  /** The last few KB the server wrote to stderr (stdio only). */
+  stderrTail(): string;
+}
+
+const STDERR_KEEP = 8192;
+const STDERR_IN_MESSAGES = 1000;
+/** setTimeout overflows above this; also what we hand the SDK so that its own timer never fires first. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * Connects to an MCP server and lists its tools (following pagination). Tools that require
+ * MCP task-based execution are left out: this client calls tools directly.
+ *
+ * @example
+ * const fs = await connectMcpServer('fs', { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '.'] });
+ * fs.list().map((t) => t.name); // ['fs.read_file', ...]
+ * const r = await fs.call('read_file', { path: 'README.md' }, { signal, timeoutMs: 10_000 });
+ * await fs.close();
+ */
+export async function connectMcpServer(server: string, config: McpServerConfig, opts: McpConnectOptions = {}): Promise<McpToolSource> {
+  if (typeof server !== 'string' || server === '' || server.includes('.')) {
+    throw new TypeError(`MCP server name must be a non-empty string without dots (tools are called "<server>.<tool>"), got ${JSON.stringify(server)}`);
+  }
+  const concurrency = opts.concurrency ?? 8;
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new TypeError(`concurrency of MCP server "${server}" must be a positive integer, got ${concurrency}`);
+  const source = new McpConnection(server, config, concurrency, opts);
+  await source.start();
+  return source;
+}
+
+interface Session {
+  client: Client;
+  tools: ToolInfo[];
+}
+
+/** Raised inside a call when the server cannot take calls any more; becomes an error result. */
+class Unavailable extends Error {}
+
+class McpConnection implements McpToolSource {
+  state: McpToolSource['state'] = 'ready';
+  private session: Session | undefined;
+  private tools: ToolInfo[] = [];
+  private restarting: Promise<Session> | undefined;
+  private unavailable = '';
+  private crashes = 0;
+  private inFlight = 0;
+  private stderr = '';
+  private readonly slots: Slots;
+  private readonly isStdio: boolean;
+  private readonly restart: boolean;
+
+  constructor(
+    readonly server: string,
+    private readonly config: McpServerConfig,
+    concurrency: number,
+    private readonly opts: McpConnectOptions,
+  ) {
+    this.slots = new Slots(concurrency);
+    this.isStdio = 'command' in config;
+    this.restart = opts.restart ?? this.isStdio;
+  }
+
+  get stats(): McpSourceStats {
+    return { inFlight: this.inFlight, queued: this.slots.queued, maxInFlight: this.slots.max, crashes: this.crashes };
+  }
+
+  stderrTail(): string {
+    return this.stderr;
+  }
+
+  list(): ToolInfo[] {
+    return [...this.tools];
+  }
+
+  async start(): Promise<void> {
+    this.use(await this.open());
+  }
+
+  async call(tool: string, args: unknown, { signal, timeoutMs }: { signal: AbortSignal; timeoutMs?: number }): Promise<ToolResult> {
+    const name = `${this.server}.${tool}`;
+    if (signal.aborted) throw abortError(name, signal.reason);
+    if (args !== undefined && args !== null && (typeof args !== 'object' || Array.isArray(args))) {
+      return { content: `invalid arguments for "${name}": must be an object`, isError: true };
+    }
+    const limitMs = timeoutMs ?? this.opts.callTimeoutMs ?? 60_000;
+    // One controller per call: the caller's abort and our timeout both cancel just this request.
+    const controller = new AbortController();
+    let timedOut = false;
+    const onAbort = () => controller.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const timer = Number.isFinite(limitMs)
+      ? setTimeout(() => {
+          timedOut = true;
+          controller.abort(new Error(`timed out after ${limitMs} ms`));
+        }, Math.min(Math.max(limitMs, 0), MAX_TIMER_MS))
+      : undefined;
+    try {
+      await this.slots.acquire(controller.signal);
+      try {
+        const client = await untilAborted(this.ready(), controller.signal);
+        this.inFlight++;
+        try {
+          const result = await client.callTool({ name: tool, arguments: (args ?? {}) as Record<string, unknown> }, undefined, {
+            signal: controller.signal,
+            timeout: MAX_TIMER_MS,
+          });
+          return toToolResult(result);
+        } finally {
+          this.inFlight--;
+        }
+      } finally {
+        this.slots.release();
+      }
+    } catch (error) {
+      if (signal.aborted) throw abortError(name, signal.reason);
+      if (timedOut) return { content: `tool ${name} timed out after ${limitMs} ms`, isError: true };
+      return { content: this.failureText(name, error), isError: true };
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    const session = this.session ?? (await this.restarting?.catch(() => undefined));
+    this.session = undefined;
+    if (!session) return;
+    await endSession(session.client);
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  /** A fresh client: spawn or connect, initialize, list every page of tools. */
+  private async open(): Promise<Session> {
+    const timeout = this.opts.connectTimeoutMs ?? 30_000;
+    const client = new Client({ name: this.opts.clientName ?? 'swarmstate', version: '0.1.0' }, { capabilities: {} });
+    // Errors surface through the requests that hit them; the SDK's stray ones are not ours to print.
+    client.onerror = () => {};
+    try {
+      await client.connect(this.transport(), { timeout });
+      return { client, tools: await listAllTools(client, this.server, timeout) };
+    } catch (error) {
+      await endSession(client);
+      const where = 'command' in this.config ? `command ${JSON.stringify(this.config.command)}` : this.config.url;
+      throw new Error(`could not connect to MCP server "${this.server}" (${where}): ${messageOf(error)}${this.stderrNote()}`, { cause: error });
+    }
+  }
+
+  private transport() {
+    const config = this.config;
+    if ('url' in config) {
+      return new StreamableHTTPClientTransport(new URL(config.url), config.headers ? { requestInit: { headers: config.headers } } : {});
+    }
+    const transport = new StdioClientTransport({
+      command: config.command,
+      args: config.args ?? [],
+      // The SDK's safe list (PATH, HOME, ...) plus what the config names: never the whole process.env.
+      env: { ...getDefaultEnvironment(), ...config.env },
+      stderr: 'pipe',
+      ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
+    });
+    transport.stderr?.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      this.stderr = (this.stderr + text).slice(-STDERR_KEEP);
+      try {
+        this.opts.onStderr?.(text);
+      } catch {
+        // A listener that throws must not take the stream (and the process) down with it.
+      }
+    });
+    return transport;
+  }
+
+  private use(session: Session): void {
+    this.session = session;
+    this.tools = session.tools;
+    session.client.onclose = () => {
+      if (this.session === session && this.state !== 'closed') this.lost();
+    };
+  }
+
+  /** The connection ended without us closing it: the server died. Runs before in-flight calls are rejected. */
+  private lost(): void {
+    this.crashes++;
+    this.session = undefined;
+    const died = this.isStdio ? 'exited' : 'closed the connection';
+    if (this.crashes > 1 || !this.restart) {
+      const times = this.crashes > 1 ? ' twice' : '';
+      this.giveUp(`server "${this.server}" ${died}${times}; its tools are unavailable for the rest of the run`);
+      return;
+    }
+    this.state = 'restarting';
+    this.restarting = this.open();
+    this.restarting.then(
+      (session) => {
+        this.restarting = undefined;
+        // When closed meanwhile, close() has this session and ends it.
+        if (this.state !== 'closed') {
+          this.state = 'ready';
+          this.use(session);
+        }
+      },
+      (error) => {
+        this.restarting = undefined;
+        if (this.state !== 'closed') this.giveUp(`server "${this.server}" ${died} and could not be restarted (${messageOf(error)}); its tools are unavailable for the rest of the run`);
+      },
+    );
+  }
+
+  private giveUp(message: string): void {
+    this.state = 'unavailable';
+    this.unavailable = message;
+  }
+
+  /** The client to send on, once a restart in progress is done; throws Unavailable when there is none. */
+  private async ready(): Promise<Client> {
+    if (this.state === 'closed') throw new Unavailable(`server "${this.server}" is closed`);
+    if (this.state === 'unavailable') throw new Unavailable(this.unavailable);
+    if (this.session) return this.session.client;
+    try {
+      return (await this.restarting!).client;
+    } catch {
+      throw new Unavailable(this.unavailable || `server "${this.server}" is unavailable`);
+    }
+  }
+
+  private failureText(name: string, error: unknown): string {
+    if (error instanceof Unavailable) return `tool ${name} failed: ${error.message}`;
+    if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
+      if (this.state === 'closed') return `tool ${name} failed: server "${this.server}" was closed while it ran`;
+      const died = this.isStdio ? 'exited' : 'closed the connection';
+      const next = this.state === 'restarting' ? '; the server is being restarted' : this.state === 'unavailable' ? `; ${this.unavailable}` : '';
+      return `tool ${name} failed: server "${this.server}" ${died} while it ran${next}${this.stderrNote()}`;
+    }
+    return `tool ${name} failed: ${messageOf(error)}`;
+  }
+
+  private stderrNote(): string {
+    const tail = this.stderr.trim().slice(-STDERR_IN_MESSAGES);
+    return tail === '' ? '' : `\nserver stderr (last lines):\n${tail}`;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+/** A FIFO semaphore: `limit` holders at once, the rest wait in order; a waiter can leave on abort. */
+class Slots {
+  active = 0;
+  max = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(private readonly limit: number) {}
+
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  acquire(signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return Promise.reject(signal.reason);
+    if (this.active < this.limit && this.waiting.length === 0) {
+      this.take();
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      const grant = () => {
+        signal.removeEventListener('abort', leave);
+        this.take();
+        resolve();
+      };
+      const leave = () => {
+        const i = this.waiting.indexOf(grant);
+        if (i >= 0) this.waiting.splice(i, 1);
+        reject(signal.reason);
+      };
+      signal.addEventListener('abort', leave, { once: true });
+      this.waiting.push(grant);
+    });
+  }
+
+  release(): void {
+    this.active--;
+    this.waiting.shift()?.();
+  }
+
+  private take(): void {
+    this.active++;
+    this.max = Math.max(this.max, this.active);
+  }
+}
+
+/** Every page of `tools/list`, as ToolInfo; tools that only run as MCP tasks are left out. */
+async function listAllTools(client: Client, server: string, timeout: number): Promise<ToolInfo[]> {
+  const tools: ToolInfo[] = [];
+  const seen = new Set<string>();
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout });
+    for (const t of page.tools) {
+      if (t.execution?.taskSupport === 'required') continue;
+      const title = t.title ?? t.annotations?.title;
+      const annotations = t.annotations || title !== undefined ? { ...t.annotations, ...(title !== undefined ? { title } : {}) } : undefined;
+      tools.push({
+        name: `${server}.${t.name}`,
+        tool: t.name,
+        server,
+        ...(t.description !== undefined ? { description: t.description } : {}),
+        inputSchema: t.inputSchema as Record<string, unknown>,
+        ...(annotations ? { annotations } : {}),
+      });
+    }
+    cursor = page.nextCursor;
+    // A server that hands back a cursor it gave before would have us list forever.
+    if (cursor !== undefined && seen.has(cursor)) throw new Error(`tools/list returned cursor ${JSON.stringify(cursor)} twice`);
+    if (cursor !== undefined) seen.add(cursor);
+  } while (cursor !== undefined);
+  return tools;
+}
+
+type ContentPart = { type: string; [key: string]: unknown };
+
+/**
+ * The result text: text parts as they are, other parts summarized (`[image image/png, 1234 bytes]`),
+ * one per line; structuredContent as JSON when no part carries text.
+ */
+export function toToolResult(result: { content?: unknown; structuredContent?: unknown; isError?: unknown; toolResult?: unknown }): ToolResult {
+  const parts = Array.isArray(result.content) ? (result.content as ContentPart[]) : [];
+  const lines = parts.map(partText);
+  const hasText = parts.some((p) => p.type === 'text' || (p.type === 'resource' && typeof (p.resource as { text?: unknown })?.text === 'string'));
+  if (!hasText && result.structuredContent !== undefined) lines.unshift(JSON.stringify(result.structuredContent));
+  // Servers on the 2024-10-07 protocol answer with `toolResult` instead of content.
+  if (parts.length === 0 && result.structuredContent === undefined && result.toolResult !== undefined) lines.push(JSON.stringify(result.toolResult));
+  return { content: lines.join('\n'), isError: result.isError === true };
+}
+
+function partText(part: ContentPart): string {
+  switch (part.type) {
+    case 'text':
+      return String(part.text ?? '');
+    case 'image':
+    case 'audio':
+      return `[${part.type} ${String(part.mimeType ?? 'unknown')}, ${base64Bytes(part.data)} bytes]`;
+    case 'resource_link':
+      return `[resource link ${String(part.uri)}${typeof part.name === 'string' ? ` (${part.name})` : ''}]`;
+    case 'resource': {
+      const r = (part.resource ?? {}) as { uri?: unknown; mimeType?: unknown; text?: unknown; blob?: unknown };
+      if (typeof r.text === 'string') return `[resource ${String(r.uri)}]\n${r.text}`;
+      return `[resource ${String(r.uri)}${typeof r.mimeType === 'string' ? ` ${r.mimeType}` : ''}, ${base64Bytes(r.blob)} bytes]`;
+    }
+    default:
+      return `[${String(part.type)} content]`;
+  }
+}
+
+function base64Bytes(data: unknown): number {
+  if (typeof data !== 'string') return 0;
+  const clean = data.replace(/\s/g, '');
+  const padding = clean.endsWith('==') ? 2 : clean.endsWith('=') ? 1 : 0;
+  return Math.max(0, Math.floor((clean.length * 3) / 4) - padding);
+}
+
+/** Ends a client's session (HTTP: DELETE it) and its transport (stdio: the process). Never throws. */
+async function endSession(client: Client): Promise<void> {
+  const transport = client.transport;
+  if (transport instanceof StreamableHTTPClientTransport && transport.sessionId !== undefined) {
+    await transport.terminateSession().catch(() => {});
+  }
+  await client.close().catch(() => {});
+}
+
+/** `promise`, or a rejection with the signal's reason as soon as it aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+function abortError(name: string, reason: unknown): Error {
+  if (reason instanceof Error && reason.name === 'AbortError') return reason;
+  const why = reason === undefined ? '' : `: ${messageOf(reason)}`;
+  const error = new Error(`call to ${name} was aborted${why}`, { cause: reason });
+  error.name = 'AbortError';
+  return error;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
