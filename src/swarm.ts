@@ -27,6 +27,7 @@ import { Keyring } from './keys.js';
 import { parsePlan, PlanValidationError, type Plan } from './plan/index.js';
 import { ProviderError, asProviderError } from './providers/errors.js';
 import { ProviderRegistry } from './providers/registry.js';
+import { fromWire, toolNaming, toWire } from './providers/toolNames.js';
 import type { Provider, ToolSpec } from './providers/types.js';
 import { resolveRun, type BreakerOptions } from './resolve.js';
 import type { ToolDefinition } from './tools/local.js';
@@ -189,17 +190,20 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
   const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal }) => {
     const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
     try {
-      return await adapters.get(call.provider)!.call({
+      const naming = toolNaming(call.tools);
+      const wire = toWire(naming, call.tools.flatMap((name) => runTools.spec(name) ?? []), call.messages);
+      const reply = await adapters.get(call.provider)!.call({
         provider: call.provider,
         model: call.model,
-        messages: call.messages,
-        tools: call.tools.flatMap((name) => runTools.spec(name) ?? []),
+        messages: wire.messages,
+        tools: wire.tools,
         maxTokens: call.maxTokens,
         key: keyring.get(call.keyId),
         signal,
         meta: { taskId: call.taskId, attempt: call.attempt, turn: call.turn },
         ...(call.system !== undefined ? { system: call.system } : {}),
       });
+      return fromWire(naming, reply);
     } catch (error) {
       const e = asProviderError(error, facts);
       // Servers echo keys back in error bodies: nothing leaves with a secret in it.
