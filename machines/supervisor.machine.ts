@@ -24,6 +24,7 @@ import { breakerMachine } from './breaker.machine.js';
 import { nowOf } from './clock.js';
 import { toErrorInfo } from './errors.js';
 import { poolMachine } from './pool.machine.js';
+import { enqueueReport } from './report.js';
 import { fillPlaceholders, renderPrompt } from './prompt.js';
 import type { AttemptReport, KeyLimits, RunEvent, RunStatus } from './protocol.js';
 import { deriveSeed } from './random.js';
@@ -100,10 +101,6 @@ function runStatusOf(ctx: SupervisorContext): RunStatus {
   return c.completed === 0 && ctx.table.size > 0 ? 'failed' : 'partial';
 }
 
-/** setup() cannot type a named action referenced from inside another; the cast lives here. */
-function enqueueReport(enqueue: unknown, event: RunEvent): void {
-  (enqueue as (action: { type: 'report'; params: RunEvent }) => void)({ type: 'report', params: event });
-}
 
 export const supervisorMachine = setup({
   types: {} as {

@@ -1,0 +1,163 @@
+/**
+ * The agent's data: what it is started with, what it keeps, what it hears, and the pure helpers
+ * that read them (which actor to ask, what the next model call is). agent.machine.ts holds only
+ * the statechart and its actions.
+ */
+import type { AnyActorRef } from 'xstate';
+import { SUMMARY_SYSTEM, summaryMessages } from './compaction.js';
+import { toErrorInfo } from './errors.js';
+import type {
+  AgentStatus,
+  AttemptReport,
+  BreakerReply,
+  ErrorInfo,
+  LeaseReply,
+  Message,
+  ModelCallInput,
+  ModelCallOutput,
+  ToolBusReply,
+  Usage,
+} from './protocol.js';
+import { estimateRequestTokens } from './tokens.js';
+
+export interface AgentInput {
+  taskId: string;
+  attempt: number;
+  /** Provider name in the plan (the pool is `pool:<provider>`). */
+  provider: string;
+  /** The provider's model id (the breaker is `breaker:<provider>/<model>`). */
+  model: string;
+  maxTokens: number;
+  priority: number;
+  system?: string;
+  prompt: string;
+  /** Tools this task may call. */
+  tools: string[];
+  maxTurns: number;
+  /** Retries this attempt may take: what is left of the task's retry budget. */
+  retries: number;
+  /** The attempt's deadline, from its start. */
+  timeoutMs: number;
+  backoff: { baseMs: number; maxMs: number };
+  /** Seed of this attempt's jitter. */
+  seed: number;
+  /**
+   * Most input tokens one request may carry: the model's context window less maxTokens, or the
+   * task's maxInputTokens if smaller. A request that would exceed it is compacted first.
+   */
+  inputBudget?: number;
+  /** The model that writes compaction summaries; without one, compaction truncates (marked). */
+  compaction?: { provider: string; model: string; maxTokens: number };
+  /** Messages kept at the end when compacting. Default 4. */
+  keepLast?: number;
+}
+
+export interface ToolWait {
+  /** tool_use ids in the order the model gave them: results go back in that order. */
+  order: string[];
+  results: Record<string, { content: string; isError: boolean }>;
+  left: number;
+}
+
+export interface AgentContext {
+  input: AgentInput;
+  route: string;
+  messages: Message[];
+  turn: number;
+  requests: number;
+  retries: number;
+  usage: Usage;
+  rng: number;
+  seq: number;
+  /** The breaker admission or lease request now outstanding. */
+  pending: { kind: 'admission' | 'lease'; requestId: string } | null;
+  /** A breaker admission held and not yet reported. */
+  admission: { requestId: string; probe: boolean } | null;
+  lease: { leaseId: string; keyId: string } | null;
+  tools: ToolWait | null;
+  backoffMs: number;
+  /** What the next model call is for: the task's next turn, or a compaction summary. */
+  call: 'turn' | 'summary';
+  /** A provider's context-overflow error compacts and retries once. */
+  overflowRetried: boolean;
+  status: AgentStatus | null;
+  output?: string;
+  error?: ErrorInfo;
+}
+
+export type AgentEvent =
+  | { type: 'START' }
+  | { type: 'CANCEL'; reason?: string }
+  | BreakerReply
+  | LeaseReply
+  | ToolBusReply;
+
+/** The provider and model of the call the agent is making now (a summary may use another model). */
+export function targetOf(ctx: AgentContext): { provider: string; model: string; maxTokens: number } {
+  return ctx.call === 'summary' && ctx.input.compaction ? ctx.input.compaction : ctx.input;
+}
+export const poolOf = (system: { get(id: string): AnyActorRef | undefined }, ctx: AgentContext) => system.get(`pool:${targetOf(ctx).provider}`);
+export const breakerOf = (system: { get(id: string): AnyActorRef | undefined }, ctx: AgentContext) => {
+  const t = targetOf(ctx);
+  return system.get(`breaker:${t.provider}/${t.model}`);
+};
+export const DEFAULT_KEEP_LAST = 4;
+export const keepLastOf = (ctx: AgentContext) => ctx.input.keepLast ?? DEFAULT_KEEP_LAST;
+export const requestIdOf = (ctx: AgentContext, seq: number) => `${ctx.input.taskId}#${ctx.input.attempt}.${seq}`;
+
+export function reportOf(ctx: AgentContext): AttemptReport {
+  const report: AttemptReport = {
+    taskId: ctx.input.taskId,
+    attempt: ctx.input.attempt,
+    status: ctx.status ?? 'failed',
+    usage: ctx.usage,
+    requests: ctx.requests,
+    retries: ctx.retries,
+    turns: ctx.turn,
+    messages: ctx.messages,
+  };
+  if (ctx.output !== undefined) report.output = ctx.output;
+  if (ctx.error !== undefined) report.error = ctx.error;
+  return report;
+}
+
+export function callInputOf(context: AgentContext): ModelCallInput {
+  const target = targetOf(context);
+  const summary = context.call === 'summary';
+  const call: ModelCallInput = {
+    taskId: context.input.taskId,
+    attempt: context.input.attempt,
+    turn: context.turn,
+    provider: target.provider,
+    model: target.model,
+    keyId: context.lease!.keyId,
+    leaseId: context.lease!.leaseId,
+    messages: summary ? summaryMessages(context.messages, keepLastOf(context)) : context.messages,
+    tools: summary ? [] : context.input.tools,
+    maxTokens: target.maxTokens,
+  };
+  if (summary) call.system = SUMMARY_SYSTEM;
+  else if (context.input.system !== undefined) call.system = context.input.system;
+  return call;
+}
+
+export function callFacts(context: AgentContext, keyId: string) {
+  const target = targetOf(context);
+  return {
+    taskId: context.input.taskId,
+    attempt: context.input.attempt,
+    turn: context.turn,
+    provider: target.provider,
+    model: target.model,
+    keyId,
+  };
+}
+
+/** Estimated input tokens of the next request, as the lease and the budget see it. */
+export const requestTokensOf = (ctx: AgentContext) =>
+  ctx.call === 'summary'
+    ? estimateRequestTokens(SUMMARY_SYSTEM, summaryMessages(ctx.messages, keepLastOf(ctx)))
+    : estimateRequestTokens(ctx.input.system, ctx.messages);
+
+export const errorOf = (event: unknown) => toErrorInfo((event as { error?: unknown }).error);
+export const outputOf = (event: unknown) => (event as { output: ModelCallOutput }).output;
