@@ -2,3 +2,4 @@
 export * from './schema.js';
 export * from './validate.js';
 export * from './ranks.js';
+export { formatPath } from './issues.js';

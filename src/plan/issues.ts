@@ -1,0 +1,144 @@
+/**
+ * zod's structural issues as PlanIssues: one per problem, a path a person can find
+ * (`tasks[3].deps[0]`), messages that name the input's kind and never its value (an input may
+ * be a secret), and "did you mean" for near-miss field names.
+ */
+import type { z } from 'zod';
+import { PlanSchema } from './schema.js';
+import type { PlanIssue } from './validate.js';
+
+export function issue(path: readonly PropertyKey[], message: string): PlanIssue {
+  return { path: formatPath(path), message };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Structure: zod issues as PlanIssues, one per problem, with a path a person can find
+// ---------------------------------------------------------------------------------------------
+
+type ZodIssue = z.core.$ZodIssue;
+
+/** Messages that describe the input by its kind only: an input value may be a secret. */
+export const plainMessages: z.core.$ZodErrorMap = (iss) => {
+  if (iss.code !== 'invalid_type') return undefined;
+  if (iss.input === undefined) return 'required';
+  if (iss.expected === 'int' && typeof iss.input === 'number') return 'must be an integer';
+  return `expected ${iss.expected === 'int' ? 'an integer' : withArticle(iss.expected)}, got ${kindOf(iss.input)}`;
+};
+
+export function structuralIssues(zodIssues: readonly ZodIssue[]): PlanIssue[] {
+  const out: PlanIssue[] = [];
+  for (const zi of zodIssues) addZodIssue(zi, [], out);
+  return out;
+}
+
+function addZodIssue(zi: ZodIssue, prefix: PropertyKey[], out: PlanIssue[]) {
+  const path = [...prefix, ...zi.path];
+  switch (zi.code) {
+    case 'unrecognized_keys': {
+      // Inside a key object, an unknown field's name could itself be a pasted secret.
+      if (isKeyPath(path)) {
+        out.push(issue(path, 'a key object has only the field "env"'));
+        break;
+      }
+      const known = fieldsAt(path);
+      for (const key of zi.keys) {
+        const guess = nearest(key, known);
+        out.push(issue([...path, key], `unknown field${guess ? ` (did you mean "${guess}"?)` : ''}`));
+      }
+      break;
+    }
+    case 'invalid_union': {
+      // When the input has the shape of exactly one alternative, its own issues say more.
+      const shaped = zi.errors.filter((branch) => !branch.some((b) => b.code === 'invalid_type' && b.path.length === 0));
+      if (shaped.length === 1) for (const b of shaped[0]) addZodIssue(b, path, out);
+      else out.push(issue(path, zi.message));
+      break;
+    }
+    case 'invalid_key':
+      out.push(issue(path, zi.issues[0]?.message ?? zi.message));
+      break;
+    default:
+      out.push(issue(path, zi.message));
+  }
+}
+
+/** `providers.main.keys[1]` or anything below it. */
+function isKeyPath(path: readonly PropertyKey[]): boolean {
+  return path[0] === 'providers' && path[2] === 'keys' && path.length >= 4;
+}
+
+/** The field names the schema allows at `path`, for "did you mean" on unknown fields. */
+function fieldsAt(path: readonly PropertyKey[]): string[] {
+  let def = unwrap(PlanSchema._zod.def);
+  for (const seg of path) {
+    if (def.type === 'object') def = (def as z.core.$ZodObjectDef).shape[seg as string]?._zod.def;
+    else if (def.type === 'record') def = (def as z.core.$ZodRecordDef).valueType._zod.def;
+    else if (def.type === 'array') def = (def as z.core.$ZodArrayDef).element._zod.def;
+    else return [];
+    if (def === undefined) return [];
+    def = unwrap(def);
+  }
+  return def.type === 'object' ? Object.keys((def as z.core.$ZodObjectDef).shape) : [];
+}
+
+function unwrap(def: z.core.$ZodTypeDef): z.core.$ZodTypeDef {
+  while (def.type === 'optional' || def.type === 'default' || def.type === 'prefault') {
+    def = (def as z.core.$ZodOptionalDef).innerType._zod.def;
+  }
+  return def;
+}
+
+/**
+ * `tasks[3].deps[0]`, `providers.main.keys[1].env`, `models["gpt-4.1"].price`.
+ */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let s = '';
+  for (const seg of path) {
+    if (typeof seg === 'number') s += `[${seg}]`;
+    else if (typeof seg === 'string' && /^[A-Za-z_][A-Za-z0-9_-]*$/.test(seg)) s += s === '' ? seg : `.${seg}`;
+    else s += `[${JSON.stringify(String(seg))}]`;
+  }
+  return s;
+}
+
+/** The known name closest to `name` by edit distance (with swaps), if close enough to be a likely typo. */
+export function nearest(name: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.min(2, Math.floor(name.length / 3)) + 1;
+  for (const k of known) {
+    if (Math.abs(k.length - name.length) >= bestDistance) continue;
+    const d = editDistance(name.toLowerCase(), k.toLowerCase());
+    if (d < bestDistance) {
+      best = k;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let prevPrev: number[] = [];
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      // A swapped pair of letters ("fats" for "fast") is one typo, not two.
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) row[j] = Math.min(row[j], prevPrev[j - 2] + 1);
+    }
+    prevPrev = prev;
+    prev = row;
+  }
+  return prev[b.length];
+}
+
+export function kindOf(x: unknown): string {
+  if (x === null) return 'null';
+  if (Array.isArray(x)) return 'an array';
+  if (typeof x === 'number' && !Number.isFinite(x)) return 'a non-finite number';
+  return withArticle(typeof x);
+}
+
+function withArticle(word: string): string {
+  return `${/^[aeiou]/.test(word) ? 'an' : 'a'} ${word}`;
+}
