@@ -260,7 +260,15 @@ export interface AttemptReport {
 // ---------------------------------------------------------------------------------------------
 
 export type RunEvent =
-  | { type: 'run:started'; runId: string; tasks: number }
+  | {
+      type: 'run:started';
+      runId: string;
+      tasks: number;
+      /** What a report needs to read the rest of the stream: routes, prices, keys and limits. */
+      models?: Record<string, { provider: string; model: string; price?: { input: number; output: number; cacheWrite?: number; cacheRead?: number } }>;
+      keys?: Record<string, KeyLimits>;
+      maxInFlight?: number;
+    }
   | { type: 'task:queued'; taskId: string }
   | { type: 'task:started'; taskId: string; attempt: number; model: string }
   | { type: 'task:retry'; taskId: string; attempt: number; retry: number; delayMs: number; error: ErrorInfo }

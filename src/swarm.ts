@@ -34,7 +34,9 @@ import type { ToolDefinition } from './tools/local.js';
 import { RunTools } from './tools/registry.js';
 
 /** The public event stream of a run: one entry per RunEvent type. */
-export type RunEvents = { [K in RunEvent['type']]: Extract<RunEvent, { type: K }> };
+/** A run event as the stream carries it: stamped with the time (ms, the swarm's clock). */
+export type TimedRunEvent = RunEvent & { at: number };
+export type RunEvents = { [K in RunEvent['type']]: Extract<RunEvent, { type: K }> & { at: number } };
 
 export interface SwarmOptions {
   /**
@@ -110,7 +112,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       const events = createEmitter<RunEvents>();
       const report = (_: unknown, event: RunEvent) => {
         try {
-          events.emit(event.type, event as never);
+          events.emit(event.type, { ...event, at: clock.now() } as never);
         } catch {
           // A listener that throws must not take the run down with it.
         }
@@ -142,7 +144,16 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           const adapters = registry.forPlan(plan, (name) => keyIdsOf.get(name)!.map((id) => keyring.get(id).secret).filter((x) => x !== ''));
           const machine = provideEffects(report, { keyring, adapters, runTools });
           actor = createActor(machine, { input, clock, ...(options.inspect ? { inspect: options.inspect } : {}) });
-          report(null, { type: 'run:started', runId, tasks: input.tasks.length });
+          report(null, {
+            type: 'run:started',
+            runId,
+            tasks: input.tasks.length,
+            models: Object.fromEntries(
+              Object.entries(plan.models).map(([name, m]) => [name, { provider: m.provider, model: m.model, ...(m.price ? { price: m.price } : {}) }]),
+            ),
+            keys: Object.fromEntries(input.providers.flatMap((p) => p.keys.map((k) => [k.keyId, k.limits]))),
+            maxInFlight: input.maxInFlight,
+          });
           actor.start();
           if (cancelled !== undefined) actor.send({ type: 'CANCEL', reason: cancelled });
           return priced(await toPromise(actor), plan);

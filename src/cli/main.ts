@@ -156,7 +156,7 @@ async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.Writabl
   if (flags.events) {
     const file = flags.events;
     run.events.on('*', (_type, event) => {
-      const line = JSON.stringify({ at: Date.now(), ...(event as object) }) + '\n';
+      const line = JSON.stringify(event) + '\n';
       writes = writes.then(() => appendFile(file, line));
     });
   }
