@@ -120,6 +120,8 @@ export const agentMachine = setup({
 
     /** The model's reply joins the conversation: the turn is done. */
     appendReply: assign(({ context, event }) => ({
+      // The overflow retry is once per request, not once per attempt.
+      overflowRetried: false,
       turn: context.turn + 1,
       messages: [...context.messages, { role: 'assistant' as const, content: outputOf(event).content }],
     })),
@@ -355,7 +357,12 @@ export const agentMachine = setup({
               target: '#agent.failed',
               actions: assign({
                 error: ({ context }) =>
-                  errorInfo('context_overflow', `task "${context.input.taskId}": the brief and the last turns alone exceed the input budget of ${context.input.inputBudget} tokens`),
+                  errorInfo(
+                    'context_overflow',
+                    context.overflowRetried
+                      ? `task "${context.input.taskId}": the provider says the request is too long and there is nothing left to compact`
+                      : `task "${context.input.taskId}": the brief and the last turns alone exceed the input budget of ${context.input.inputBudget} tokens`,
+                  ),
               }),
             },
             { guard: 'summarizes', target: 'waiting', actions: assign({ call: 'summary' }) },

@@ -50,6 +50,8 @@ export interface AgentInput {
   compaction?: { provider: string; model: string; maxTokens: number };
   /** Messages kept at the end when compacting. Default 4. */
   keepLast?: number;
+  /** Estimated tokens of the tool definitions sent with every turn (they count against the budget). */
+  toolTokens?: number;
 }
 
 export interface ToolWait {
@@ -157,7 +159,7 @@ export function callFacts(context: AgentContext, keyId: string) {
 export const requestTokensOf = (ctx: AgentContext) =>
   ctx.call === 'summary'
     ? estimateRequestTokens(SUMMARY_SYSTEM, summaryMessages(ctx.messages, keepLastOf(ctx)))
-    : estimateRequestTokens(ctx.input.system, ctx.messages);
+    : estimateRequestTokens(ctx.input.system, ctx.messages) + (ctx.input.toolTokens ?? 0);
 
 export const errorOf = (event: unknown) => toErrorInfo((event as { error?: unknown }).error);
 export const outputOf = (event: unknown) => (event as { output: ModelCallOutput }).output;

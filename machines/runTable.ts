@@ -31,6 +31,8 @@ export interface SupervisedTask {
   timeoutMs: number;
   /** Most input tokens one request may carry (context window less maxTokens, or the task's cap). */
   inputBudget?: number;
+  /** Estimated tokens of its tools' definitions, sent with every turn. */
+  toolTokens?: number;
 }
 
 export type FinalTaskStatus = 'completed' | 'failed' | 'skipped' | 'cancelled';

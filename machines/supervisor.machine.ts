@@ -161,6 +161,7 @@ export const supervisorMachine = setup({
         };
         // A system prompt may place dependency outputs too; unplaced ones go only to the prompt.
         if (spec.inputBudget !== undefined) input.inputBudget = spec.inputBudget;
+        if (spec.toolTokens) input.toolTokens = spec.toolTokens;
         if (context.compaction) input.compaction = context.compaction;
         if (context.keepLast !== undefined) input.keepLast = context.keepLast;
         if (spec.system !== undefined) input.system = fillPlaceholders(spec.system, spec.deps, (id) => table.output(id) ?? '');

@@ -27,6 +27,8 @@ export interface ResolveOptions {
   env: Record<string, string | undefined>;
   /** Every tool of the run, as the bus serves it (in-process and MCP). */
   busTools: BusTool[];
+  /** Estimated tokens of the definitions of these tools. */
+  toolTokens?: (names: readonly string[]) => number;
   /** False turns off the bus's sharing and cache (for comparisons). Default true. */
   shareTools?: boolean;
   seed: number;
@@ -67,6 +69,7 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
     // The request must leave room for the answer inside the context window.
     const window = contextWindowOf(model.model, model.contextTokens) - task.maxTokens;
     task.inputBudget = Math.max(1, Math.min(window, t.maxInputTokens ?? Infinity));
+    if (t.tools.length > 0 && opts.toolTokens) task.toolTokens = opts.toolTokens(t.tools);
     return task;
   });
 

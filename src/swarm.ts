@@ -135,6 +135,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
             keyring,
             env,
             busTools: runTools.busTools(),
+            toolTokens: (names) => runTools.specTokens(names),
             seed: options.seed ?? 0,
             backoff: options.backoff ?? { baseMs: 500, maxMs: 30_000 },
             ...(options.breaker ? { breaker: options.breaker } : {}),

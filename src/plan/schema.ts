@@ -79,7 +79,7 @@ export interface ModelSpec {
   price?: ModelPrice;
   /** Names of other entries in `models` to try, in order, when this route is unavailable (validated now; routing to them is planned: the cost-guard issue). */
   fallback: string[];
-  /** Context window in tokens (validated now; compaction before a call that would not fit is planned). */
+  /** Context window in tokens: a request that would not fit is compacted first. Default: built in per model (src/models.ts). */
   contextTokens?: number;
 }
 

@@ -44,7 +44,11 @@ export class RunTools {
       });
     }
     const servers = Object.entries(plan.tools.servers);
-    const settled = await Promise.allSettled(servers.map(([name, spec]) => connectMcpServer(name, configOf(spec, env))));
+    const settled = await Promise.allSettled(servers.map(([name, spec]) =>
+        // The bus owns the per-call deadline (plan.tools.callTimeoutMs); the connection only bounds
+        // how many calls run at once on the server.
+        connectMcpServer(name, configOf(spec, env), { concurrency: plan.tools.serverConcurrency, callTimeoutMs: Infinity }),
+      ));
     const sources: ToolSource[] = [];
     const failures: string[] = [];
     settled.forEach((s, i) => {
@@ -90,6 +94,16 @@ export class RunTools {
     return this.entries.get(name)?.spec;
   }
 
+  /** Estimated tokens the definitions of these tools add to every request that offers them. */
+  specTokens(names: readonly string[]): number {
+    let chars = 0;
+    for (const name of names) {
+      const spec = this.entries.get(name)?.spec;
+      if (spec) chars += spec.name.length + (spec.description?.length ?? 0) + JSON.stringify(spec.inputSchema).length;
+    }
+    return Math.ceil(chars / 4);
+  }
+
   /** One call: arguments checked against the tool's schema first. Rejects with the error text. */
   async execute(name: string, args: unknown, signal: AbortSignal): Promise<string> {
     const entry = this.entries.get(name);
@@ -112,6 +126,7 @@ export class RunTools {
     let k = 0;
     return checks.map((problem) => {
       if (problem) return { content: problem, isError: true };
+      if (k >= outputs.length) return { content: `batch handler of "${name}" returned ${outputs.length} results for ${valid.length} calls`, isError: true };
       const out = outputs[k++];
       return out instanceof Error ? { content: out.message, isError: true } : { content: toolOutputText(out), isError: false };
     });
