@@ -171,6 +171,10 @@ async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.Writabl
   let result: RunResult;
   try {
     result = await run.result;
+  } catch (error) {
+    // The run could not start: a tool its server lacks, a server that does not connect.
+    io.err.write(`swarmstate: ${(error as Error).message}\n`);
+    return EXIT.invalid;
   } finally {
     process.off('SIGINT', stopOnSignal);
     await writes;
