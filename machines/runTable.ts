@@ -7,6 +7,7 @@
  * Ready order: higher priority first, then the longer remaining critical path, then FIFO.
  */
 import { Heap } from './heap.js';
+import type { ToolBusStats } from './toolBusBook.js';
 import type { AttemptReport, ErrorInfo, Message, RunStatus, TaskStatus, Usage } from './protocol.js';
 import { addUsage, ZERO_USAGE } from './protocol.js';
 
@@ -73,6 +74,8 @@ export interface RunResult {
   status: RunStatus;
   tasks: Record<string, TaskResult>;
   totals: RunTotals;
+  /** The tool bus's counters: requested, executed, deduplicated, cached, failed, timed out, per tool. */
+  tools?: ToolBusStats;
 }
 
 interface TaskRecord {

@@ -30,7 +30,7 @@ import type { AttemptReport, KeyLimits, RunEvent, RunStatus } from './protocol.j
 import { deriveSeed } from './random.js';
 import { RunTable, type RunResult, type SupervisedTask } from './runTable.js';
 import { AgentSlots } from './slots.js';
-import { toolBusMachine, type ToolBusInput } from './toolBus.machine.js';
+import { toolBusMachine, type ToolBusInput, type ToolBusStats } from './toolBus.machine.js';
 
 export interface SupervisorInput {
   runId: string;
@@ -223,6 +223,9 @@ export const supervisorMachine = setup({
     finish: enqueueActions(({ context, enqueue, self }) => {
       const status = runStatusOf(context);
       const result = context.table.result(context.runId, status, Math.max(0, nowOf(self) - context.startedAt));
+      // The bus's counters, as they stand at the end (a copy: the bus updates its own in place).
+      const bus = self.getSnapshot().children.toolBus?.getSnapshot() as { context?: { stats?: ToolBusStats } } | undefined;
+      if (bus?.context?.stats) result.tools = structuredClone(bus.context.stats);
       enqueue.assign({ result });
       enqueueReport(enqueue, { type: 'run:completed', status });
     }),

@@ -380,3 +380,18 @@ describe('compaction: what the runtime does not yet see', () => {
     expect(result.status).toBe('completed');
   });
 });
+
+describe('tool stats in the run result', () => {
+  it('reports the bus counters per tool', async () => {
+    const { createSwarm } = await import('../../src/index.js');
+    const swarm = createSwarm({
+      tools: [{ name: 'lookup', annotations: { readOnlyHint: true }, inputSchema: { type: 'object' }, handler: async () => 'found' }],
+    });
+    const tasks = Array.from({ length: 4 }, (_, i) => ({ id: `t${i}`, model: 'fast', tools: ['lookup'], prompt: `go [[sim:tool lookup {"sku":"same"}]]` }));
+    const result = await swarm.run({ providers: { p: { type: 'sim' } }, models: { fast: { provider: 'p', model: 'sim-fast' } }, tasks }).result;
+    await swarm.close();
+    expect(result.status).toBe('completed');
+    expect(result.tools!.byTool.lookup).toMatchObject({ requested: 4, executed: 1 });
+    expect(result.tools!.byTool.lookup!.deduplicated + result.tools!.byTool.lookup!.cached).toBe(3);
+  });
+});
