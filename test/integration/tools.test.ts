@@ -383,7 +383,6 @@ describe('compaction: what the runtime does not yet see', () => {
 
 describe('tool stats in the run result', () => {
   it('reports the bus counters per tool', async () => {
-    const { createSwarm } = await import('../../src/index.js');
     const swarm = createSwarm({
       tools: [{ name: 'lookup', annotations: { readOnlyHint: true }, inputSchema: { type: 'object' }, handler: async () => 'found' }],
     });
