@@ -1,0 +1,345 @@
+/**
+ * What a run report shows, computed from a saved event stream: model calls paired into bars, key
+ * and breaker spans, cost and cache by model and by stage, tool-bus savings and the DAG by stage.
+ * Pure: no I/O and no HTML here (html.ts renders it), so every number can be tested on its own.
+ *
+ * Times are milliseconds since the run started (`run:started`'s `at`, else the first event's).
+ */
+import type { KeyState } from '../../machines/protocol.js';
+import { addUsage, ZERO_USAGE } from '../../machines/protocol.js';
+import type { RunResult } from '../../machines/runTable.js';
+import { costOf } from '../cost/price.js';
+import type { TimedRunEvent } from '../swarm.js';
+import { outcomeOf, stageOf, type BreakerTransition, type Call, type FinalStatus, type KeyReport, type Outcome, type Price, type ReportModel, type RouteReport, type Spend, type Span, type StageReport, type Started, type TaskReport, type ToolReport } from './types.js';
+
+const zeroOutcomes = (): Record<Outcome, number> => ({ ok: 0, rate_limited: 0, server: 0, timeout: 0, network: 0, other: 0 });
+const zeroStatuses = (): Record<FinalStatus, number> => ({ completed: 0, failed: 0, skipped: 0, cancelled: 0, unfinished: 0 });
+const zeroSpend = (): Spend => ({ requests: 0, usage: ZERO_USAGE, costUsd: null, unpriced: 0 });
+
+function addSpend(into: Spend, call: Call): void {
+  into.requests += 1;
+  if (call.usage) into.usage = addUsage(into.usage, call.usage);
+  if (call.costUsd !== null) into.costUsd = round8((into.costUsd ?? 0) + call.costUsd);
+  else if (call.usage) into.unpriced += 1;
+}
+
+const round8 = (n: number) => Math.round(n * 1e8) / 1e8;
+const getOr = <K, V>(map: Map<K, V>, key: K, make: () => NoInfer<V>): V => {
+  let v = map.get(key);
+  if (v === undefined) map.set(key, (v = make()));
+  return v;
+};
+
+/** Reads the stream once and builds everything the report shows. */
+export function analyze(events: readonly TimedRunEvent[], result?: RunResult, stage: typeof stageOf = stageOf): ReportModel {
+  const started = events.find((e): e is Started & { at: number } => e.type === 'run:started');
+  const origin = started?.at ?? events[0]?.at ?? 0;
+  const ended = events.findLast((e) => e.type === 'run:completed');
+  const lastAt = events.reduce((m, e) => Math.max(m, e.at), origin);
+  const endAt = (ended?.at ?? lastAt) - origin;
+  const t = (e: { at: number }) => e.at - origin;
+
+  const models = started?.models ?? {};
+  const routeModels = new Map<string, string[]>();
+  for (const [name, m] of Object.entries(models)) getOr(routeModels, `${m.provider}/${m.model}`, () => []).push(name);
+  const priceOf = (name: string | undefined): Price | undefined => (name ? models[name]?.price : undefined);
+
+  const keys = new Map<string, KeyReport>();
+  const keyOf = (keyId: string) =>
+    getOr(keys, keyId, () => ({
+      keyId,
+      provider: keyId.includes(':') ? keyId.slice(0, keyId.indexOf(':')) : keyId,
+      limits: { ...(started?.keys?.[keyId] ?? {}) },
+      calls: [],
+      tracks: 0,
+      outcomes: zeroOutcomes(),
+      backoffs: 0,
+      backoff: [],
+      saturated: [],
+      busyMs: 0,
+      peak60: 0,
+    }));
+  for (const keyId of Object.keys(started?.keys ?? {})) keyOf(keyId);
+  const routes = new Map<string, RouteReport>();
+  const routeOf = (route: string) =>
+    getOr(routes, route, () => ({ route, models: routeModels.get(route) ?? [], requests: 0, outcomes: zeroOutcomes(), transitions: [], open: [], halfOpen: [] }));
+  for (const route of routeModels.keys()) routeOf(route);
+
+  const tasks = new Map<string, TaskReport>();
+  const taskOf = (id: string) => getOr(tasks, id, () => ({ id, stage: '', status: 'unfinished' as FinalStatus, attempts: 0, retries: 0, requests: 0, spend: zeroSpend() }));
+  const tools = new Map<string, ToolReport>();
+  const toolOf = (name: string) =>
+    getOr(tools, name, () => ({ name, called: 0, shared: 0, cached: 0, executions: 0, batchedCalls: 0, errors: 0, timeouts: 0, durationMs: 0, denied: 0 }));
+
+  const calls: Call[] = [];
+  const inFlight = new Map<string, Call[]>();
+  const keyStates = new Map<string, { state: KeyState; since: number }>();
+  const breakerStates = new Map<string, { state: 'open' | 'halfOpen'; since: number }>();
+  const errorCodes = new Map<string, number>();
+  let unmatchedReplies = 0;
+  let retries = 0;
+  let compactions = 0;
+  let runStatus: string | undefined;
+  let cancelReason: string | undefined;
+
+  for (const e of events) {
+    switch (e.type) {
+      case 'task:queued':
+        taskOf(e.taskId);
+        break;
+      case 'task:started': {
+        const task = taskOf(e.taskId);
+        task.attempts += 1;
+        task.modelName = e.model;
+        task.status = 'unfinished';
+        task.firstStart ??= t(e);
+        break;
+      }
+      case 'task:retry':
+        retries += 1;
+        taskOf(e.taskId).retries += 1;
+        break;
+      case 'task:compacted':
+        compactions += 1;
+        break;
+      case 'task:completed': {
+        const task = taskOf(e.taskId);
+        task.status = 'completed';
+        task.lastEnd = t(e);
+        delete task.error;
+        break;
+      }
+      case 'task:failed': {
+        const task = taskOf(e.taskId);
+        task.error = e.error;
+        task.lastEnd = t(e);
+        if (!e.willRetry) task.status = 'failed';
+        break;
+      }
+      case 'task:skipped': {
+        const task = taskOf(e.taskId);
+        task.status = 'skipped';
+        task.skippedReason = e.reason;
+        break;
+      }
+      case 'task:cancelled':
+        taskOf(e.taskId).status = 'cancelled';
+        break;
+      case 'model:request': {
+        const task = taskOf(e.taskId);
+        const route = `${e.provider}/${e.model}`;
+        const names = routeModels.get(route) ?? [];
+        // The task's own model prices the call when it is on this route; a compaction or fallback call uses the route's.
+        const modelName = task.modelName !== undefined && names.includes(task.modelName) ? task.modelName : names[0];
+        const call: Call = { taskId: e.taskId, attempt: e.attempt, turn: e.turn, route, keyId: e.keyId, start: t(e), end: endAt, open: true, outcome: 'other', costUsd: null, track: 0 };
+        if (modelName !== undefined) call.modelName = modelName;
+        calls.push(call);
+        getOr(inFlight, `${e.taskId}\u0000${e.attempt}\u0000${e.turn}`, () => []).push(call);
+        break;
+      }
+      case 'model:response':
+      case 'model:error': {
+        const call = inFlight.get(`${e.taskId}\u0000${e.attempt}\u0000${e.turn}`)?.shift();
+        if (!call) {
+          unmatchedReplies += 1;
+          break;
+        }
+        call.end = Math.max(call.start, t(e));
+        call.open = false;
+        if (e.type === 'model:response') {
+          call.outcome = 'ok';
+          call.usage = e.usage;
+          call.costUsd = costOf(e.usage, priceOf(call.modelName));
+        } else {
+          call.outcome = outcomeOf(e.error);
+          call.error = e.error;
+          errorCodes.set(e.error.code, (errorCodes.get(e.error.code) ?? 0) + 1);
+        }
+        break;
+      }
+      case 'tool:called': {
+        const tool = toolOf(e.name);
+        tool.called += 1;
+        if (e.shared) tool.shared += 1;
+        if (e.cached) tool.cached += 1;
+        break;
+      }
+      case 'tool:result': {
+        const tool = toolOf(e.name);
+        tool.executions += 1;
+        if (e.batch !== undefined) tool.batchedCalls += e.batch;
+        if (e.isError) tool.errors += 1;
+        if (e.timedOut) tool.timeouts += 1;
+        tool.durationMs += e.durationMs ?? 0;
+        break;
+      }
+      case 'tool:denied':
+        toolOf(e.name).denied += 1;
+        break;
+      case 'key:state': {
+        const key = keyOf(e.keyId);
+        const prev = keyStates.get(e.keyId);
+        if (prev?.state === 'backoff') key.backoff.push({ start: prev.since, end: t(e) });
+        if (prev?.state === 'saturated') key.saturated.push({ start: prev.since, end: t(e) });
+        if (e.state === 'revoked') key.revokedAt ??= t(e);
+        keyStates.set(e.keyId, { state: e.state, since: t(e) });
+        break;
+      }
+      case 'key:backoff': {
+        const key = keyOf(e.keyId);
+        key.backoffs += 1;
+        // Also a span of its own: a stream without key:state still shows the wait.
+        key.backoff.push({ start: t(e), end: Math.min(endAt, t(e) + e.retryAfterMs) });
+        break;
+      }
+      case 'key:revoked':
+        keyOf(e.keyId).revokedAt ??= t(e);
+        break;
+      case 'breaker:open':
+      case 'breaker:halfOpen':
+      case 'breaker:closed': {
+        const route = routeOf(e.route);
+        const to = e.type === 'breaker:open' ? 'open' : e.type === 'breaker:halfOpen' ? 'halfOpen' : 'closed';
+        const transition: BreakerTransition = { at: t(e), to };
+        if (e.type === 'breaker:open') Object.assign(transition, { cooldownMs: e.cooldownMs, failures: e.failures });
+        route.transitions.push(transition);
+        const prev = breakerStates.get(e.route);
+        if (prev) route[prev.state].push({ start: prev.since, end: t(e) });
+        if (to === 'closed') breakerStates.delete(e.route);
+        else breakerStates.set(e.route, { state: to, since: t(e) });
+        break;
+      }
+      case 'run:cancelled':
+        cancelReason = e.reason;
+        break;
+      case 'run:completed':
+        runStatus = e.status;
+        break;
+      default:
+        break;
+    }
+  }
+  // States still held when the stream ends last until its end.
+  for (const [keyId, s] of keyStates) {
+    if (s.state === 'backoff') keyOf(keyId).backoff.push({ start: s.since, end: endAt });
+    if (s.state === 'saturated') keyOf(keyId).saturated.push({ start: s.since, end: endAt });
+  }
+  for (const [route, s] of breakerStates) routeOf(route)[s.state].push({ start: s.since, end: endAt });
+
+  // The result, when given, is the final word on each task (tasks that never started included).
+  if (result) {
+    for (const r of Object.values(result.tasks)) {
+      const task = taskOf(r.id);
+      task.status = r.status;
+      task.modelName ??= r.model;
+      if (r.error) task.error = r.error;
+    }
+  }
+
+  const byModel = new Map<string, Spend>();
+  const spend = zeroSpend();
+  for (const call of calls) {
+    const key = keyOf(call.keyId);
+    key.calls.push(call);
+    key.outcomes[call.outcome] += 1;
+    const route = routeOf(call.route);
+    route.requests += 1;
+    route.outcomes[call.outcome] += 1;
+    addSpend(spend, call);
+    addSpend(getOr(byModel, call.modelName ?? call.route, zeroSpend), call);
+    const task = taskOf(call.taskId);
+    task.requests += 1;
+    addSpend(task.spend, call);
+  }
+  for (const key of keys.values()) {
+    key.backoff = mergeSpans(key.backoff);
+    layoutKey(key);
+  }
+
+  const stages = new Map<string, StageReport>();
+  const byStatus = zeroStatuses();
+  for (const task of tasks.values()) {
+    task.stage = stage(task.id, task.modelName);
+    byStatus[task.status] += 1;
+    const s = getOr(stages, task.stage, () => ({ stage: task.stage, tasks: 0, byStatus: zeroStatuses(), attempts: 0, retries: 0, spend: zeroSpend() }));
+    s.tasks += 1;
+    s.byStatus[task.status] += 1;
+    s.attempts += task.attempts;
+    s.retries += task.retries;
+    s.spend.requests += task.spend.requests;
+    s.spend.usage = addUsage(s.spend.usage, task.spend.usage);
+    s.spend.unpriced += task.spend.unpriced;
+    if (task.spend.costUsd !== null) s.spend.costUsd = round8((s.spend.costUsd ?? 0) + task.spend.costUsd);
+    if (task.firstStart !== undefined) s.firstStart = Math.min(s.firstStart ?? Infinity, task.firstStart);
+    if (task.lastEnd !== undefined) s.lastEnd = Math.max(s.lastEnd ?? -Infinity, task.lastEnd);
+  }
+  const taskCount = result?.totals.tasks ?? started?.tasks ?? tasks.size;
+  // Tasks the stream never named (a run cut short before they were queued).
+  byStatus.unfinished += Math.max(0, taskCount - tasks.size);
+
+  const model: ReportModel = {
+    models,
+    status: result?.status ?? runStatus ?? (cancelReason !== undefined ? 'cancelled' : 'unfinished'),
+    origin,
+    makespanMs: result?.totals.durationMs ?? endAt,
+    taskCount,
+    byStatus,
+    requests: calls.length,
+    retries,
+    compactions,
+    spend,
+    calls,
+    unmatchedReplies,
+    keys: [...keys.values()],
+    routes: [...routes.values()],
+    byModel: [...byModel.entries()],
+    // Pipeline order: by first start; stages that never started last.
+    stages: [...stages.values()].sort((a, b) => (a.firstStart ?? Infinity) - (b.firstStart ?? Infinity)),
+    tasks: [...tasks.values()],
+    tools: [...tools.values()].sort((a, b) => a.name.localeCompare(b.name)),
+    errorCodes: [...errorCodes.entries()].sort((a, b) => b[1] - a[1]),
+  };
+  const runId = result?.runId ?? started?.runId;
+  if (runId !== undefined) model.runId = runId;
+  if (cancelReason !== undefined) model.cancelReason = cancelReason;
+  if (started?.maxInFlight !== undefined) model.maxInFlight = started.maxInFlight;
+  return model;
+}
+
+/** Sorted, overlapping spans joined. */
+export function mergeSpans(spans: Span[]): Span[] {
+  const sorted = [...spans].sort((a, b) => a.start - b.start);
+  const out: Span[] = [];
+  for (const s of sorted) {
+    const last = out[out.length - 1];
+    if (last && s.start <= last.end) last.end = Math.max(last.end, s.end);
+    else out.push({ ...s });
+  }
+  return out;
+}
+
+/**
+ * Stacks a key's calls into tracks (first free track; calls in flight at once never overlap),
+ * and measures its busy time and its busiest 60 s window of request starts.
+ */
+function layoutKey(key: KeyReport): void {
+  const calls = [...key.calls].sort((a, b) => a.start - b.start);
+  const trackEnds: number[] = [];
+  let busyUntil = -Infinity;
+  let windowStart = 0;
+  for (let i = 0; i < calls.length; i++) {
+    const call = calls[i]!;
+    let track = trackEnds.findIndex((end) => end <= call.start);
+    if (track < 0) track = trackEnds.push(0) - 1;
+    trackEnds[track] = call.end;
+    call.track = track;
+    if (call.end > busyUntil) {
+      key.busyMs += call.end - Math.max(call.start, busyUntil);
+      busyUntil = call.end;
+    }
+    while (call.start - calls[windowStart]!.start >= 60_000) windowStart += 1;
+    key.peak60 = Math.max(key.peak60, i - windowStart + 1);
+  }
+  key.tracks = Math.max(1, trackEnds.length);
+  key.calls = calls;
+}

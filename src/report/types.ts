@@ -1,0 +1,184 @@
+/**
+ * The shapes of a run report: what model.ts computes from a stream and html.ts renders, plus the
+ * two rules that classify things (a call's outcome, a task's stage).
+ */
+import type { ErrorInfo, RunEvent, Usage } from '../../machines/protocol.js';
+
+/** How a model call ended, as the timeline colours it. `server` is 5xx: server_error and overloaded. */
+export type Outcome = 'ok' | 'rate_limited' | 'server' | 'timeout' | 'network' | 'other';
+export const OUTCOMES: readonly Outcome[] = ['ok', 'rate_limited', 'server', 'timeout', 'network', 'other'];
+
+export type Price = { input: number; output: number; cacheWrite?: number; cacheRead?: number };
+export type Started = Extract<RunEvent, { type: 'run:started' }>;
+
+/** One model call: from its `model:request` to the `model:response`/`model:error` of the same task, attempt and turn. */
+export interface Call {
+  taskId: string;
+  attempt: number;
+  turn: number;
+  route: string;
+  /** The plan's name of the model that priced it, when known. */
+  modelName?: string;
+  keyId: string;
+  start: number;
+  end: number;
+  /** No reply in the stream (the run was cut short, or the call was aborted). */
+  open: boolean;
+  outcome: Outcome;
+  usage?: Usage;
+  costUsd: number | null;
+  error?: ErrorInfo;
+  /** Its row inside its key's lane: calls in flight at once stack. */
+  track: number;
+}
+
+export interface Span {
+  start: number;
+  end: number;
+}
+
+export interface KeyReport {
+  keyId: string;
+  provider: string;
+  limits: { rpm?: number; itpm?: number; otpm?: number; concurrency?: number };
+  calls: Call[];
+  tracks: number;
+  outcomes: Record<Outcome, number>;
+  backoffs: number;
+  backoff: Span[];
+  saturated: Span[];
+  revokedAt?: number;
+  /** Time with at least one call in flight. */
+  busyMs: number;
+  /** Most requests that started in any 60 s window (the window an rpm limit counts). */
+  peak60: number;
+}
+
+export interface BreakerTransition {
+  at: number;
+  to: 'open' | 'halfOpen' | 'closed';
+  cooldownMs?: number;
+  failures?: number;
+}
+
+export interface RouteReport {
+  route: string;
+  /** Plan model names on this route. */
+  models: string[];
+  requests: number;
+  outcomes: Record<Outcome, number>;
+  transitions: BreakerTransition[];
+  open: Span[];
+  halfOpen: Span[];
+}
+
+/** Token and cost totals of a group of calls (a model, a stage, the run). */
+export interface Spend {
+  requests: number;
+  usage: Usage;
+  /** USD over the calls with a known price; null when none had one. */
+  costUsd: number | null;
+  /** Calls whose model has no price. */
+  unpriced: number;
+}
+
+export interface ToolReport {
+  name: string;
+  called: number;
+  /** Joined an identical call already running. */
+  shared: number;
+  cached: number;
+  executions: number;
+  /** Calls served by batch executions. */
+  batchedCalls: number;
+  errors: number;
+  timeouts: number;
+  durationMs: number;
+  denied: number;
+}
+
+export type FinalStatus = 'completed' | 'failed' | 'skipped' | 'cancelled' | 'unfinished';
+export const FINAL_STATUSES: readonly FinalStatus[] = ['completed', 'failed', 'skipped', 'cancelled', 'unfinished'];
+
+export interface TaskReport {
+  id: string;
+  stage: string;
+  modelName?: string;
+  status: FinalStatus;
+  attempts: number;
+  retries: number;
+  requests: number;
+  firstStart?: number;
+  lastEnd?: number;
+  error?: ErrorInfo;
+  skippedReason?: string;
+  spend: Spend;
+}
+
+export interface StageReport {
+  stage: string;
+  tasks: number;
+  byStatus: Record<FinalStatus, number>;
+  attempts: number;
+  retries: number;
+  spend: Spend;
+  firstStart?: number;
+  lastEnd?: number;
+}
+
+export interface ReportModel {
+  runId?: string;
+  /** The plan's models (name -> route and price), from `run:started`. */
+  models: Record<string, { provider: string; model: string; price?: Price }>;
+  status: string;
+  cancelReason?: string;
+  /** Epoch ms of time 0. */
+  origin: number;
+  makespanMs: number;
+  taskCount: number;
+  byStatus: Record<FinalStatus, number>;
+  requests: number;
+  retries: number;
+  compactions: number;
+  spend: Spend;
+  calls: Call[];
+  /** Replies with no request before them (a truncated stream). */
+  unmatchedReplies: number;
+  keys: KeyReport[];
+  routes: RouteReport[];
+  byModel: [string, Spend][];
+  stages: StageReport[];
+  tasks: TaskReport[];
+  tools: ToolReport[];
+  errorCodes: [string, number][];
+  maxInFlight?: number;
+}
+
+/**
+ * The pipeline stage of a task: its id without the first dot-separated segment, which names the
+ * item the pipeline works on (`kettle.extract` -> `extract`, `kettle.translate.fr` ->
+ * `translate.fr`). An id without a dot is grouped by its plan model, in parentheses (`(smart)`),
+ * which no task id can contain.
+ */
+export function stageOf(taskId: string, modelName: string | undefined): string {
+  const dot = taskId.indexOf('.');
+  if (dot > 0 && dot < taskId.length - 1) return taskId.slice(dot + 1);
+  return `(${modelName ?? 'unknown model'})`;
+}
+
+export function outcomeOf(error: ErrorInfo | undefined): Outcome {
+  if (!error) return 'ok';
+  switch (error.code) {
+    case 'rate_limited':
+      return 'rate_limited';
+    case 'server_error':
+    case 'overloaded':
+      return 'server';
+    case 'timeout':
+      return 'timeout';
+    case 'network':
+      return 'network';
+    default:
+      return 'other';
+  }
+}

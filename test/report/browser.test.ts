@@ -1,0 +1,84 @@
+/**
+ * The report of a real run in a real browser (Debian's chromium through playwright-core): it loads
+ * from file:// with no console or page errors, has one bar per model:request in the DOM, shows a
+ * tooltip on hover, zooms, and screenshots. Skipped only when /usr/bin/chromium is missing outside
+ * CI (`apt-get install chromium`); in CI it must run.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildReport } from '../../src/report/index.js';
+import { recordRun, type RecordedRun } from './fixture.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const skip = !existsSync(CHROMIUM) && !process.env['CI'];
+if (skip) console.warn(`report browser test skipped: ${CHROMIUM} is missing (apt-get install -y chromium); CI always runs it`);
+
+describe.skipIf(skip)('the report in chromium', () => {
+  let browser: Browser;
+  let run: RecordedRun;
+  let dir: string;
+  let file: string;
+  beforeAll(async () => {
+    run = await recordRun();
+    // One fixed folder, overwritten by each run: the screenshot is there to look at afterwards.
+    dir = join(tmpdir(), 'swarmstate-report-browser');
+    await mkdir(dir, { recursive: true });
+    file = join(dir, 'report.html');
+    await writeFile(file, buildReport({ events: run.events, result: run.result }));
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it('loads without errors, has one bar per request, shows a tooltip on hover, zooms and screenshots', async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const problems: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+    });
+    page.on('pageerror', (e) => problems.push(`page: ${e.message}`));
+    const requests: string[] = [];
+    page.on('request', (r) => requests.push(r.url()));
+    await page.goto(pathToFileURL(file).href);
+
+    const bars = page.locator('[data-call]');
+    expect(await bars.count()).toBe(run.events.filter((e) => e.type === 'model:request').length);
+
+    const tip = page.locator('#tip');
+    expect(await tip.isHidden()).toBe(true);
+    const failed = page.locator('rect.o-other').first(); // the bad request, whose message carries markup
+    await failed.hover({ force: true });
+    expect(await tip.isVisible()).toBe(true);
+    const text = await tip.innerText();
+    expect(text).toContain('y.edge');
+    expect(text).toContain('bad_request');
+    expect(text).toContain('<img src=x onerror=alert(1)>'); // as text: the page made no element of it
+    expect(await page.locator('img').count()).toBe(0);
+
+    const ok = page.locator('rect.o-ok').first();
+    await ok.hover({ force: true });
+    expect(await tip.innerText()).toMatch(/tokens: \d+ in, \d+ out/);
+
+    const width = Number(await page.locator('#tl').getAttribute('width'));
+    await page.click('#zoom-in');
+    expect(Number(await page.locator('#tl').getAttribute('width'))).toBe(width * 2);
+    expect(await page.locator('#tl-axis text').count()).toBeGreaterThan(2);
+    await page.click('#zoom-fit');
+
+    const shot = join(dir, 'report.png');
+    await page.screenshot({ path: shot, fullPage: true });
+    expect((await stat(shot)).size).toBeGreaterThan(10_000);
+    expect(problems).toEqual([]);
+    expect(requests.every((u) => u.startsWith('file:'))).toBe(true);
+    console.info(`report screenshot: ${shot}`);
+  });
+});
