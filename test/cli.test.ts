@@ -108,9 +108,33 @@ describe('swarmstate CLI', () => {
     expect(all).toMatch(/sim:[0-9a-f]{8}/);
   });
 
-  it('demo runs a real swarm on the in-process provider, exit 0', async () => {
-    const r = await cli(['demo']);
+  it('demo runs a real swarm on the embedded simulator and writes its report, exit 0', async () => {
+    const report = join(dir, 'demo-report.html');
+    const r = await cli(['demo', '--json', '--report', report]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/37 completed/);
+    const result = JSON.parse(r.stdout);
+    expect(result.status).toBe('completed');
+    expect(result.totals.completed).toBe(result.totals.tasks);
+    expect(readFileSync(report, 'utf8')).toMatch(/^<!doctype html>/i);
+  });
+
+  it('report builds the HTML report from a saved event stream', async () => {
+    const events = join(dir, 'report-events.ndjson');
+    await cli(['run', 'examples/plans/hello.json', '--quiet', '--events', events]);
+    const out = join(dir, 'from-events.html');
+    const r = await cli(['report', events, '--out', out]);
+    expect(r.code).toBe(0);
+    const html = readFileSync(out, 'utf8');
+    const requests = readFileSync(events, 'utf8').split('\n').filter((l) => l.includes('"model:request"')).length;
+    expect(html.match(/data-call=/g)?.length).toBe(requests);
+  });
+
+  it('progress off a terminal is one line per notable event, and the summary table goes to stdout', async () => {
+    const r = await cli(['run', 'examples/plans/hello.json']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/^\[0\.\ds\] run \w+: 4 tasks/m);
+    expect(r.stderr).toMatch(/run completed: 4\/4 done/);
+    expect(r.stdout).toMatch(/^status +completed/m);
+    expect(r.stdout).toMatch(/^total +4 +4 /m);
   });
 });

@@ -254,24 +254,3 @@ export function renderFrame(state: ProgressState, now: number, width: number, bu
   return lines.map((line) => fit(line, width));
 }
 
-/**
- * The summary main.ts prints today.
- * @deprecated Use `formatSummaryTable` (summary.ts); this goes once main.ts uses it.
- */
-export function formatSummary(result: RunResult): string {
-  const t = result.totals;
-  const rows: [string, string][] = [
-    ['run', `${result.runId} (${result.status})`],
-    ['tasks', `${t.tasks}: ${t.completed} completed, ${t.failed} failed, ${t.skipped} skipped, ${t.cancelled} cancelled`],
-    ['requests', `${t.requests} model calls, ${t.retries} retries`],
-    ['tokens', `${t.usage.inputTokens} in, ${t.usage.outputTokens} out, ${t.usage.cacheReadTokens} cache read, ${t.usage.cacheWriteTokens} cache write`],
-    ['cost', t.costUsd === null || t.costUsd === undefined ? 'unknown (no model has a price)' : `$${t.costUsd.toFixed(4)}`],
-    ['duration', `${(t.durationMs / 1000).toFixed(2)} s`],
-  ];
-  const width = Math.max(...rows.map(([k]) => k.length));
-  const failed = Object.values(result.tasks).filter((x) => x.status === 'failed');
-  const lines = rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`);
-  for (const f of failed.slice(0, 10)) lines.push(`  failed ${f.id}: ${f.error?.code}: ${f.error?.message}`);
-  if (failed.length > 10) lines.push(`  ... and ${failed.length - 10} more failed`);
-  return lines.join('\n');
-}

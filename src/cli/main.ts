@@ -10,16 +10,20 @@ import { fileURLToPath } from 'node:url';
 import { createSwarm } from '../swarm.js';
 import { PlanValidationError, validatePlan } from '../plan/index.js';
 import type { RunResult } from '../../machines/runTable.js';
-import { formatSummary, formatEventLine } from './format.js';
 import { simCommand } from '../sim/index.js';
+import { buildReport, reportCommand } from '../report/index.js';
+import type { TimedRunEvent } from '../swarm.js';
+import { createProgress } from './progress.js';
+import { formatSummaryTable } from './summary.js';
 
 export const EXIT = { ok: 0, incomplete: 1, invalid: 2 } as const;
 
 const HELP = `swarmstate: run many LLM sub-agents in parallel, reliably and within budget
 
 Usage:
-  swarmstate run <plan.json> [--json] [--events <file.ndjson>] [--seed <n>] [--quiet]
+  swarmstate run <plan.json> [--json] [--events <file.ndjson>] [--report <file.html>] [--seed <n>] [--quiet]
   swarmstate validate <plan.json>
+  swarmstate report <events.ndjson> [--out <file.html>] [--result <result.json>]
   swarmstate sim [--port 8787] [--seed <n>] [--keys k1,k2 --rpm <n>] [--fault-rate <x>]
   swarmstate demo [--json] [--events <file.ndjson>] [--seed <n>] [--quiet]
   swarmstate --help | --version
@@ -28,6 +32,7 @@ Commands:
   run        Validate and run a plan. Keys come from the environment variables the plan names
              (or inline in the plan: then they are redacted everywhere).
   validate   Check a plan and list every problem with its path; runs nothing.
+  report     Build the HTML report of a run from its saved event stream (run --events).
   demo       Run a small built-in plan on the embedded simulated provider (no key, no network).
   sim        Start the simulated provider server (Anthropic and OpenAI wire protocols) on
              127.0.0.1 until Ctrl-C; see docs/sim.md for its flags.
@@ -35,8 +40,9 @@ Commands:
 Options:
   --json             Print one JSON object (the run result) to stdout at the end; progress off.
   --events <file>    Write every run event to <file> (emptied first), one JSON object per line.
+  --report <file>    Write a self-contained HTML report of the run (demo: swarmstate-report.html).
   --seed <n>         Seed of every random choice (retry jitter, the simulator). Default 0.
-  --quiet            No progress lines.
+  --quiet            No progress (on a terminal a live view, elsewhere one line per notable event).
   -h, --help         This help.
   -v, --version      The version.
 
@@ -44,8 +50,9 @@ Exit codes: 0 all tasks completed, 1 partial/failed/cancelled, 2 invalid plan or
 Docs: docs/cli.md, docs/plan-format.md`;
 
 export async function main(argv: string[], io = { out: process.stdout, err: process.stderr }): Promise<number> {
-  // `sim` has flags of its own: hand it everything after the command.
+  // `sim` and `report` have flags of their own: hand them everything after the command.
   if (argv[0] === 'sim') return simCommand(argv.slice(1), io);
+  if (argv[0] === 'report') return reportCommand(argv.slice(1), io);
   let parsed;
   try {
     parsed = parseArgs({
@@ -54,6 +61,7 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
       options: {
         json: { type: 'boolean', default: false },
         events: { type: 'string' },
+        report: { type: 'string' },
         seed: { type: 'string' },
         quiet: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
@@ -96,12 +104,12 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
     case 'run': {
       const plan = await loadPlan(rest[0], io.err);
       if (plan === undefined) return EXIT.invalid;
-      return runPlan(plan, { seed, json: values.json, quiet: values.quiet, events: values.events }, io);
+      return runPlan(plan, { seed, json: values.json, quiet: values.quiet, events: values.events, report: values.report }, io);
     }
     case 'demo': {
       const plan = await loadPlan(join(packageRoot(), 'examples', 'demo', 'plan.json'), io.err);
       if (plan === undefined) return EXIT.invalid;
-      return runPlan(plan, { seed, json: values.json, quiet: values.quiet, events: values.events, demo: true }, io);
+      return runPlan(plan, { seed, json: values.json, quiet: values.quiet, events: values.events, report: values.report ?? 'swarmstate-report.html', demo: true }, io);
     }
     default:
       io.err.write(`swarmstate: unknown command "${command}"\n\n${HELP}\n`);
@@ -134,6 +142,7 @@ interface RunFlags {
   json: boolean;
   quiet: boolean;
   events: string | undefined;
+  report: string | undefined;
   demo?: boolean;
 }
 
@@ -151,7 +160,9 @@ async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.Writabl
     io.err.write(`swarmstate: ${(error as Error).message}\n`);
     return EXIT.invalid;
   }
-  const progress = !flags.json && !flags.quiet;
+  // Every event is kept for the summary and the report, and written to --events as it comes.
+  const seen: TimedRunEvent[] = [];
+  run.events.on('*', (_type, event) => void seen.push(event as TimedRunEvent));
   let writes: Promise<void> = Promise.resolve();
   if (flags.events) {
     const file = flags.events;
@@ -160,12 +171,11 @@ async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.Writabl
       writes = writes.then(() => appendFile(file, line));
     });
   }
-  if (progress) {
-    run.events.on('*', (_type, event) => {
-      const line = formatEventLine(event as never);
-      if (line) io.err.write(line + '\n');
-    });
-  }
+  const err = io.err as NodeJS.WritableStream & { isTTY?: boolean };
+  const budgetUsd = (plan as { budget?: { usd?: number } }).budget?.usd;
+  const progress =
+    flags.json || flags.quiet ? undefined : createProgress({ out: io.err, tty: err.isTTY === true, ...(budgetUsd ? { budgetUsd } : {}) });
+  if (progress) run.events.on('*', (_type, event) => progress.onEvent(event as TimedRunEvent));
   const stopOnSignal = () => run.cancel('interrupted (SIGINT)');
   process.once('SIGINT', stopOnSignal);
   let result: RunResult;
@@ -177,11 +187,16 @@ async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.Writabl
     return EXIT.invalid;
   } finally {
     process.off('SIGINT', stopOnSignal);
+    progress?.finish();
     await writes;
     await swarm.close();
   }
+  if (flags.report) {
+    await writeFile(flags.report, buildReport({ events: seen, result }));
+    if (!flags.json) io.err.write(`report: ${flags.report}\n`);
+  }
   if (flags.json) io.out.write(JSON.stringify(result) + '\n');
-  else io.out.write(formatSummary(result) + '\n');
+  else io.out.write(formatSummaryTable(result, seen) + '\n');
   return result.status === 'completed' ? EXIT.ok : EXIT.incomplete;
 }
 
