@@ -4,9 +4,7 @@
  */
 import { readFile, writeFile, appendFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { dirname, join } from 'node:path';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { dirname, join, resolve } from 'node:path';
 import { createSwarm } from '../swarm.js';
 import { PlanValidationError, validatePlan } from '../plan/index.js';
 import type { RunResult } from '../../machines/runTable.js';
@@ -15,17 +13,21 @@ import { buildReport, reportCommand } from '../report/index.js';
 import type { TimedRunEvent } from '../swarm.js';
 import { createProgress } from './progress.js';
 import { formatSummaryTable } from './summary.js';
+import { demoIntro, demoPlanPath, packageRoot, withPlanFolder } from './demo.js';
+import { realPlan } from './real.js';
 
 export const EXIT = { ok: 0, incomplete: 1, invalid: 2 } as const;
 
 const HELP = `swarmstate: run many LLM sub-agents in parallel, reliably and within budget
 
 Usage:
-  swarmstate run <plan.json> [--json] [--events <file.ndjson>] [--report <file.html>] [--seed <n>] [--quiet]
+  swarmstate run <plan.json> [--json] [--events <file.ndjson>] [--report <file.html>] [--seed <n>]
+                 [--quiet] [--inspect [--inspect-url <ws://...>]] [--real]
   swarmstate validate <plan.json>
   swarmstate report <events.ndjson> [--out <file.html>] [--result <result.json>]
   swarmstate sim [--port 8787] [--seed <n>] [--keys k1,k2 --rpm <n>] [--fault-rate <x>]
-  swarmstate demo [--json] [--events <file.ndjson>] [--seed <n>] [--quiet]
+  swarmstate demo [--json] [--events <file.ndjson>] [--report <file.html>] [--seed <n>] [--quiet]
+                  [--inspect] [--real]
   swarmstate --help | --version
 
 Commands:
@@ -33,7 +35,8 @@ Commands:
              (or inline in the plan: then they are redacted everywhere).
   validate   Check a plan and list every problem with its path; runs nothing.
   report     Build the HTML report of a run from its saved event stream (run --events).
-  demo       Run a small built-in plan on the embedded simulated provider (no key, no network).
+  demo       Run the catalog swarm (examples/catalog-swarm: 841 tasks, 3 keys with limits, faults,
+             an MCP tool) on the embedded simulated provider: no key, no network, under a minute.
   sim        Start the simulated provider server (Anthropic and OpenAI wire protocols) on
              127.0.0.1 until Ctrl-C; see docs/sim.md for its flags.
 
@@ -41,6 +44,10 @@ Options:
   --json             Print one JSON object (the run result) to stdout at the end; progress off.
   --events <file>    Write every run event to <file> (emptied first), one JSON object per line.
   --report <file>    Write a self-contained HTML report of the run (demo: swarmstate-report.html).
+  --inspect          Send every actor's events to a Stately inspector over WebSocket (docs/cli.md).
+  --inspect-url <u>  Where the inspector listens. Default ws://localhost:8080.
+  --real             Run a simulator plan on real keys: ANTHROPIC_API_KEY, or OPENAI_API_KEY
+                     (and OPENAI_BASE_URL); the sim settings and [[sim:...]] directives are dropped.
   --seed <n>         Seed of every random choice (retry jitter, the simulator). Default 0.
   --quiet            No progress (on a terminal a live view, elsewhere one line per notable event).
   -h, --help         This help.
@@ -63,6 +70,9 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
         events: { type: 'string' },
         report: { type: 'string' },
         seed: { type: 'string' },
+        inspect: { type: 'boolean', default: false },
+        'inspect-url': { type: 'string' },
+        real: { type: 'boolean', default: false },
         quiet: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
         version: { type: 'boolean', short: 'v', default: false },
@@ -101,15 +111,34 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
       io.out.write(`plan is valid: ${checked.plan.tasks.length} tasks, ${Object.keys(checked.plan.models).length} models, ${Object.keys(checked.plan.providers).length} providers\n`);
       return EXIT.ok;
     }
-    case 'run': {
-      const plan = await loadPlan(rest[0], io.err);
-      if (plan === undefined) return EXIT.invalid;
-      return runPlan(plan, { seed, json: values.json, quiet: values.quiet, events: values.events, report: values.report }, io);
-    }
+    case 'run':
     case 'demo': {
-      const plan = await loadPlan(join(packageRoot(), 'examples', 'demo', 'plan.json'), io.err);
+      const path = command === 'demo' ? demoPlanPath() : rest[0];
+      let plan = await loadPlan(path, io.err);
       if (plan === undefined) return EXIT.invalid;
-      return runPlan(plan, { seed, json: values.json, quiet: values.quiet, events: values.events, report: values.report ?? 'swarmstate-report.html', demo: true }, io);
+      if (values.real) {
+        try {
+          const converted = realPlan(plan as Record<string, unknown>, process.env);
+          plan = converted.plan;
+          for (const note of converted.notes) io.err.write(`real: ${note}\n`);
+        } catch (error) {
+          io.err.write(`swarmstate: ${(error as Error).message}\n`);
+          return EXIT.invalid;
+        }
+      }
+      if (command === 'demo' && !values.json && !values.quiet) io.err.write(demoIntro(plan as Record<string, unknown>) + '\n');
+      return runPlan(
+        plan,
+        {
+          seed,
+          json: values.json,
+          quiet: values.quiet,
+          events: values.events,
+          report: values.report ?? (command === 'demo' ? 'swarmstate-report.html' : undefined),
+          inspect: values.inspect ? (values['inspect-url'] ?? 'ws://localhost:8080') : undefined,
+        },
+        io,
+      );
     }
     default:
       io.err.write(`swarmstate: unknown command "${command}"\n\n${HELP}\n`);
@@ -130,7 +159,8 @@ async function loadPlan(path: string | undefined, err: NodeJS.WritableStream): P
     return undefined;
   }
   try {
-    return JSON.parse(text);
+    // A plan's stdio tool servers run in the plan's folder unless they name one.
+    return withPlanFolder(JSON.parse(text) as unknown, dirname(resolve(path)));
   } catch (error) {
     err.write(`swarmstate: ${path} is not valid JSON: ${(error as Error).message}\n`);
     return undefined;
@@ -143,12 +173,17 @@ interface RunFlags {
   quiet: boolean;
   events: string | undefined;
   report: string | undefined;
-  demo?: boolean;
+  /** The inspector's WebSocket URL, when --inspect. */
+  inspect: string | undefined;
 }
 
 async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
   if (flags.events) await writeFile(flags.events, '');
-  const swarm = createSwarm({ seed: flags.seed });
+  // Loaded only when asked for: the inspector is a dependency most runs never touch.
+  const inspector = flags.inspect
+    ? (await import('./inspect.js')).attachInspector({ url: flags.inspect, onError: (e: Error) => void io.err.write(`inspect: ${e.message}\n`) })
+    : undefined;
+  const swarm = createSwarm({ seed: flags.seed, ...(inspector ? { inspect: inspector.inspect } : {}) });
   let run;
   try {
     run = swarm.run(plan);
@@ -190,6 +225,7 @@ async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.Writabl
     progress?.finish();
     await writes;
     await swarm.close();
+    await inspector?.stop();
   }
   if (flags.report) {
     await writeFile(flags.report, buildReport({ events: seen, result }));
@@ -198,17 +234,6 @@ async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.Writabl
   if (flags.json) io.out.write(JSON.stringify(result) + '\n');
   else io.out.write(formatSummaryTable(result, seen) + '\n');
   return result.status === 'completed' ? EXIT.ok : EXIT.incomplete;
-}
-
-/** The package's root folder, from src/cli (tsx) or dist/src/cli (the build). */
-function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'package.json'))) {
-    const up = dirname(dir);
-    if (up === dir) throw new Error('swarmstate: cannot find package.json');
-    dir = up;
-  }
-  return dir;
 }
 
 async function version(): Promise<string> {
