@@ -5,6 +5,7 @@
  * everything only the simulator understands goes: its settings, its keys and the `[[sim:...]]`
  * directives in the prompts.
  */
+import { jsonValueEnd } from '../util/jsonScan.js';
 
 /** A real model standing in for a simulated one, with its list price (USD per million tokens). */
 interface RealModel {
@@ -185,7 +186,7 @@ function directiveEnd(text: string, start: number): number {
   const tool = /^tool\s+[^\s\]{]+\s*/.exec(text.slice(at));
   if (tool) {
     at += tool[0].length;
-    if (text[at] === '{') at = jsonEnd(text, at);
+    if (text[at] === '{') at = jsonValueEnd(text, at);
     const close = /^\s*\]\]/.exec(text.slice(at));
     return close ? at + close[0].length : -1;
   }
@@ -193,21 +194,3 @@ function directiveEnd(text: string, start: number): number {
   return close < 0 ? -1 : close + 2;
 }
 
-/** Index just past the JSON object or array starting at `start` (strings and escapes respected). */
-function jsonEnd(text: string, start: number): number {
-  let depth = 0;
-  let inString = false;
-  for (let i = start; i < text.length; i++) {
-    const c = text[i];
-    if (inString) {
-      if (c === '\\') i++;
-      else if (c === '"') inString = false;
-    } else if (c === '"') inString = true;
-    else if (c === '{' || c === '[') depth++;
-    else if (c === '}' || c === ']') {
-      depth--;
-      if (depth === 0) return i + 1;
-    }
-  }
-  return text.length;
-}

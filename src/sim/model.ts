@@ -14,6 +14,7 @@ import { deriveSeed, nextRandom } from '../../machines/random.js';
 import { estimateTextTokens } from '../../machines/tokens.js';
 import { derivedId } from './hash.js';
 import { SimHttpError, type SimReply, type SimRequest, type SimTool } from './types.js';
+import { jsonValueEnd } from '../util/jsonScan.js';
 
 export type ErrorDirective = '400' | '401' | '429' | '500' | '529' | 'context';
 
@@ -53,7 +54,7 @@ export function readDirectives(request: SimRequest): Directives {
       at += tool[0].length;
       let input: unknown;
       if (text[at] === '{') {
-        const end = jsonObjectEnd(text, at);
+        const end = jsonValueEnd(text, at);
         try {
           input = JSON.parse(text.slice(at, end));
         } catch {
@@ -245,25 +246,6 @@ export function minimalValue(schema: unknown, depth: number): unknown {
       return out;
     }
   }
-}
-
-/** Index just past the JSON object that starts at `start` (strings and escapes respected). */
-function jsonObjectEnd(text: string, start: number): number {
-  let depth = 0;
-  let inString = false;
-  for (let i = start; i < text.length; i++) {
-    const c = text[i];
-    if (inString) {
-      if (c === '\\') i++;
-      else if (c === '"') inString = false;
-    } else if (c === '"') inString = true;
-    else if (c === '{' || c === '[') depth++;
-    else if (c === '}' || c === ']') {
-      depth--;
-      if (depth === 0) return i + 1;
-    }
-  }
-  return text.length;
 }
 
 function bad(message: string): SimHttpError {
