@@ -232,6 +232,35 @@ export interface BusTool {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Ledger protocol: agent <-> ledger (systemId `ledger`)
+// ---------------------------------------------------------------------------------------------
+
+/** Which budget a reservation did not fit: the run's, the task's, or the (plan) model's. */
+export type BudgetKind = 'run' | 'task' | 'model';
+
+/**
+ * Reserve the worst-case cost of a call before sending it, then settle it at its actual cost, or
+ * release it when the call was never sent. Every reservation is answered exactly once.
+ */
+export type LedgerEvent =
+  | {
+      type: 'LEDGER.RESERVE';
+      reservationId: string;
+      taskId: string;
+      /** The plan's model name (the key of `perModelUsd`), not the provider's model id. */
+      model: string;
+      amountUsd: number;
+      replyTo: AnyActorRef;
+    }
+  | { type: 'LEDGER.SETTLE'; reservationId: string; actualUsd: number }
+  | { type: 'LEDGER.RELEASE'; reservationId: string };
+
+export type LedgerReply =
+  | { type: 'LEDGER.RESERVED'; reservationId: string }
+  /** `error.code` is `budget_exceeded` (not retryable) and the message names the budget and its numbers. */
+  | { type: 'LEDGER.DENIED'; reservationId: string; error: ErrorInfo };
+
+// ---------------------------------------------------------------------------------------------
 // Supervisor <-> agent
 // ---------------------------------------------------------------------------------------------
 
@@ -289,6 +318,16 @@ export type RunEvent =
   | { type: 'breaker:open'; route: string; cooldownMs: number; failures: number }
   | { type: 'breaker:halfOpen'; route: string }
   | { type: 'breaker:closed'; route: string }
+  | {
+      type: 'budget:denied';
+      taskId: string;
+      model: string;
+      amountUsd: number;
+      budget: BudgetKind;
+      limitUsd: number;
+      spentUsd: number;
+      reservedUsd: number;
+    }
   | { type: 'run:cancelled'; reason: string }
   | { type: 'run:completed'; status: RunStatus };
 

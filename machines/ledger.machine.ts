@@ -1,0 +1,102 @@
+/**
+ * The run's ledger (systemId `ledger`, one per run): before a model call, an agent reserves the
+ * call's worst-case cost; after it, the agent settles the reservation at the actual cost, or
+ * releases it when the call was never sent.
+ *
+ *   agent ──LEDGER.RESERVE──▶ ledger ──LEDGER.RESERVED | LEDGER.DENIED──▶ agent
+ *   agent ──LEDGER.SETTLE / LEDGER.RELEASE──▶ ledger                      (no reply)
+ *
+ * A reservation is granted when it fits in every budget that applies to it (the run's, its
+ * task's, its model's), counting settled spend and all outstanding reservations. One actor
+ * handles one event at a time, so two agents can never both be granted the last dollar: as long
+ * as no call costs more than it reserved, settled spend never exceeds a budget, however many
+ * agents run at once.
+ *
+ * The bookkeeping lives in a mutable {@link LedgerBook} held by reference in context (see
+ * ledgerBook.ts): every event is O(1).
+ */
+import { enqueueActions, setup } from 'xstate';
+import { LedgerBook, denialMessage } from './ledgerBook.js';
+import type { LedgerInput } from './ledgerBook.js';
+import type { ErrorInfo, LedgerEvent, LedgerReply, RunEvent } from './protocol.js';
+import { enqueueReport } from './report.js';
+
+export { LedgerBook, denialMessage, formatUsd } from './ledgerBook.js';
+export type { AccountView, Denial, LedgerBudgets, LedgerCounts, LedgerInput, ReserveOutcome } from './ledgerBook.js';
+
+export interface LedgerContext {
+  /** All the accounts and reservations, mutated in place (never copied per event). */
+  book: LedgerBook;
+  /**
+   * A reservation was refused by the RUN budget: the run cannot afford all its work, and the
+   * supervisor reports the run as over budget. Task and model denials do not set it.
+   */
+  runDenied: boolean;
+}
+
+type Reserve = Extract<LedgerEvent, { type: 'LEDGER.RESERVE' }>;
+
+function invalidAmount(event: Reserve): ErrorInfo {
+  const message = `reservation ${event.reservationId} of task "${event.taskId}" asked for ${String(event.amountUsd)} USD: an amount must be a finite, non-negative number`;
+  return { code: 'internal', retryable: false, message, model: event.model };
+}
+
+/**
+ * The ledger of one run. Spawn it with systemId `ledger`; agents send it LedgerEvents and get
+ * LedgerReplies. Its only effect is the `report` action (`budget:denied`).
+ *
+ * @example
+ * spawnChild('ledger', { id: 'ledger', systemId: 'ledger', input: { budgets: { runUsd: 5, perModelUsd: { opus: 2 } } } })
+ * ledger.send({ type: 'LEDGER.RESERVE', reservationId: 't1#1.1', taskId: 't1', model: 'opus', amountUsd: 0.08, replyTo: agent });
+ * // agent receives { type: 'LEDGER.RESERVED', reservationId: 't1#1.1' }
+ * ledger.send({ type: 'LEDGER.SETTLE', reservationId: 't1#1.1', actualUsd: 0.031 });
+ */
+export const ledgerMachine = setup({
+  types: {
+    context: {} as LedgerContext,
+    events: {} as LedgerEvent,
+    input: {} as LedgerInput,
+  },
+  actions: {
+    /** Public run event (src forwards it): here only `budget:denied`. */
+    report: (_, _event: RunEvent) => {},
+    reserve: enqueueActions(({ context, event, enqueue }) => {
+      const e = event as Reserve;
+      const outcome = context.book.reserve(e.reservationId, e.taskId, e.model, e.amountUsd);
+      let reply: LedgerReply;
+      if (outcome.kind === 'reserved') reply = { type: 'LEDGER.RESERVED', reservationId: e.reservationId };
+      else if (outcome.kind === 'invalid') reply = { type: 'LEDGER.DENIED', reservationId: e.reservationId, error: invalidAmount(e) };
+      else {
+        const { denial } = outcome;
+        const error: ErrorInfo = { code: 'budget_exceeded', retryable: false, message: denialMessage(denial), model: e.model };
+        reply = { type: 'LEDGER.DENIED', reservationId: e.reservationId, error };
+        const { taskId, model, amountUsd, budget, limitUsd, spentUsd, reservedUsd } = denial;
+        enqueueReport(enqueue, { type: 'budget:denied', taskId, model, amountUsd, budget, limitUsd, spentUsd, reservedUsd });
+        if (budget === 'run' && !context.runDenied) enqueue.assign({ runDenied: true });
+      }
+      enqueue.sendTo(e.replyTo, reply);
+    }),
+    // enqueueActions like `reserve`, so the book changes while the transition resolves, as in the pool.
+    settle: enqueueActions(({ context, event }) => {
+      const e = event as Extract<LedgerEvent, { type: 'LEDGER.SETTLE' }>;
+      context.book.settle(e.reservationId, e.actualUsd); // unknown or closed: ignored
+    }),
+    release: enqueueActions(({ context, event }) => {
+      context.book.release((event as Extract<LedgerEvent, { type: 'LEDGER.RELEASE' }>).reservationId); // idem
+    }),
+  },
+}).createMachine({
+  id: 'ledger',
+  context: ({ input }) => ({ book: new LedgerBook(input.budgets), runDenied: false }),
+  initial: 'open',
+  states: {
+    /** Always open: a denied reservation says nothing of a smaller one, or of the next settlement. */
+    open: {
+      on: {
+        'LEDGER.RESERVE': { actions: 'reserve' },
+        'LEDGER.SETTLE': { actions: 'settle' },
+        'LEDGER.RELEASE': { actions: 'release' },
+      },
+    },
+  },
+});

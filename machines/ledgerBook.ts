@@ -1,0 +1,236 @@
+/**
+ * The ledger's bookkeeping: one account per budget (the run, each task, each plan model), the
+ * outstanding reservations by id, and the counters. Pure logic, mutable on purpose: the ledger
+ * keeps one instance in its context by reference, so every event costs O(1) and never copies a
+ * table.
+ *
+ * Amounts are kept as integer nano-dollars. Sums and differences of integers are exact, so a
+ * budget of $0.30 takes reservations of $0.10 and $0.20 (in floating point they add up to
+ * 0.30000000000000004), and `reserved` comes back to exactly 0 once every reservation is closed.
+ */
+import type { BudgetKind } from './protocol.js';
+
+// ---------------------------------------------------------------------------------------------
+// Types
+// ---------------------------------------------------------------------------------------------
+
+/** Caps in USD. An absent cap is no cap; spend against it is still tracked (for the report). */
+export interface LedgerBudgets {
+  runUsd?: number;
+  /** Keyed by task id. */
+  perTaskUsd?: Record<string, number>;
+  /** Keyed by the plan's model name (an entry of `models`), not the provider's model id. */
+  perModelUsd?: Record<string, number>;
+}
+
+/** What the ledger is spawned with. */
+export interface LedgerInput {
+  budgets: LedgerBudgets;
+}
+
+/** One budget as the outside sees it, in USD. */
+export interface AccountView {
+  /** Absent: no cap. */
+  limitUsd?: number;
+  /** Settled spend (actual costs, overruns included). */
+  spentUsd: number;
+  /** Held by outstanding reservations. */
+  reservedUsd: number;
+}
+
+export interface LedgerCounts {
+  /** Reservations granted (duplicates of an outstanding id not counted again). */
+  reserved: number;
+  denied: number;
+  settled: number;
+  released: number;
+  /** Settlements whose actual cost exceeded the reservation. */
+  overruns: number;
+}
+
+/** Why a reservation was refused: the first budget (run, then task, then model) it did not fit. */
+export interface Denial {
+  budget: BudgetKind;
+  /** The task id or model name whose budget it is (absent for the run). */
+  name?: string;
+  taskId: string;
+  model: string;
+  amountUsd: number;
+  limitUsd: number;
+  spentUsd: number;
+  reservedUsd: number;
+}
+
+export type ReserveOutcome =
+  | { kind: 'reserved'; duplicate: boolean }
+  | { kind: 'denied'; denial: Denial }
+  /** The amount is not a finite, non-negative number: a bug of the caller, refused. */
+  | { kind: 'invalid' };
+
+/** A budget's numbers in nano-USD. */
+interface Account {
+  limit: number | undefined;
+  spent: number;
+  reserved: number;
+}
+
+interface Reservation {
+  amount: number;
+  /** The accounts it is held against, kept so settling is O(1). */
+  accounts: [Account, Account, Account];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Money
+// ---------------------------------------------------------------------------------------------
+
+const NANOS_PER_USD = 1e9;
+/** The same rounding for reservations and settlements: actual <= reserved in USD stays so in nanos. */
+const toNanos = (usd: number) => Math.round(usd * NANOS_PER_USD);
+const toUsd = (nanos: number) => nanos / NANOS_PER_USD;
+const isAmount = (usd: number) => Number.isFinite(usd) && usd >= 0;
+
+const newAccount = (limitUsd: number | undefined): Account => ({ limit: limitUsd === undefined ? undefined : toNanos(limitUsd), spent: 0, reserved: 0 });
+
+function viewOf(account: Account): AccountView {
+  const view: AccountView = { spentUsd: toUsd(account.spent), reservedUsd: toUsd(account.reserved) };
+  if (account.limit !== undefined) view.limitUsd = toUsd(account.limit);
+  return view;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The book
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * All of one run's money. Not thread-safe and needs not be: one actor owns it and handles one
+ * event at a time, so a check and the reservation it allows are never split by another agent.
+ *
+ * @example
+ * const book = new LedgerBook({ runUsd: 1 });
+ * book.reserve('r1', 't1', 'sonnet', 0.6); // { kind: 'reserved', duplicate: false }
+ * book.reserve('r2', 't2', 'sonnet', 0.6); // { kind: 'denied', denial: { budget: 'run', ... } }
+ * book.settle('r1', 0.25);                 // spent $0.25, reserved $0
+ */
+export class LedgerBook {
+  readonly counts: LedgerCounts = { reserved: 0, denied: 0, settled: 0, released: 0, overruns: 0 };
+  private readonly runAccount: Account;
+  private readonly tasks = new Map<string, Account>();
+  private readonly models = new Map<string, Account>();
+  private readonly taskLimits: Map<string, number>;
+  private readonly modelLimits: Map<string, number>;
+  private readonly open = new Map<string, Reservation>();
+
+  constructor(budgets: LedgerBudgets) {
+    this.runAccount = newAccount(budgets.runUsd);
+    // Maps, not the records: a task may well be called `constructor`.
+    this.taskLimits = new Map(Object.entries(budgets.perTaskUsd ?? {}));
+    this.modelLimits = new Map(Object.entries(budgets.perModelUsd ?? {}));
+  }
+
+  /**
+   * Holds `amountUsd` against the run's, the task's and the model's budgets if it fits in all
+   * three, counting settled spend and every outstanding reservation. A reservation id already
+   * outstanding is granted again without being charged twice.
+   */
+  reserve(reservationId: string, taskId: string, model: string, amountUsd: number): ReserveOutcome {
+    if (this.open.has(reservationId)) return { kind: 'reserved', duplicate: true };
+    if (!isAmount(amountUsd)) return { kind: 'invalid' };
+    const amount = toNanos(amountUsd);
+    const accounts: Reservation['accounts'] = [this.runAccount, this.accountOf(this.tasks, this.taskLimits, taskId), this.accountOf(this.models, this.modelLimits, model)];
+    const kinds: BudgetKind[] = ['run', 'task', 'model'];
+    for (let i = 0; i < accounts.length; i++) {
+      const account = accounts[i]!;
+      if (account.limit === undefined || account.spent + account.reserved + amount <= account.limit) continue;
+      this.counts.denied++;
+      const budget = kinds[i]!;
+      const denial: Denial = { budget, taskId, model, amountUsd, limitUsd: toUsd(account.limit), spentUsd: toUsd(account.spent), reservedUsd: toUsd(account.reserved) };
+      if (budget !== 'run') denial.name = budget === 'task' ? taskId : model;
+      return { kind: 'denied', denial };
+    }
+    for (const account of accounts) account.reserved += amount;
+    this.open.set(reservationId, { amount, accounts });
+    this.counts.reserved++;
+    return { kind: 'reserved', duplicate: false };
+  }
+
+  /**
+   * Replaces a reservation by what the call actually cost, even above the reservation: that is
+   * what was spent. An actual that is not a finite, non-negative number counts as the whole
+   * reservation (the worst case we held). Unknown or already closed ids: false, nothing changes.
+   */
+  settle(reservationId: string, actualUsd: number): boolean {
+    const reservation = this.close(reservationId);
+    if (reservation === undefined) return false;
+    const actual = isAmount(actualUsd) ? toNanos(actualUsd) : reservation.amount;
+    for (const account of reservation.accounts) account.spent += actual;
+    this.counts.settled++;
+    if (actual > reservation.amount) this.counts.overruns++;
+    return true;
+  }
+
+  /** Drops a reservation without spend (the call was never sent). Unknown or closed ids: false. */
+  release(reservationId: string): boolean {
+    if (this.close(reservationId) === undefined) return false;
+    this.counts.released++;
+    return true;
+  }
+
+  /** Reservations neither settled nor released yet. */
+  get outstanding(): number {
+    return this.open.size;
+  }
+
+  run(): AccountView {
+    return viewOf(this.runAccount);
+  }
+
+  /** A task's account, once the task reserved anything (whether or not it has a cap). */
+  task(taskId: string): AccountView | undefined {
+    const account = this.tasks.get(taskId);
+    return account && viewOf(account);
+  }
+
+  /** A plan model's account, once a call of that model reserved anything. */
+  model(model: string): AccountView | undefined {
+    const account = this.models.get(model);
+    return account && viewOf(account);
+  }
+
+  /** Every account, for the run report. O(tasks + models): not for per-event use. */
+  summary(): { run: AccountView; tasks: Record<string, AccountView>; models: Record<string, AccountView>; counts: LedgerCounts } {
+    const views = (accounts: Map<string, Account>) => Object.fromEntries([...accounts].map(([name, account]) => [name, viewOf(account)]));
+    return { run: this.run(), tasks: views(this.tasks), models: views(this.models), counts: { ...this.counts } };
+  }
+
+  private accountOf(accounts: Map<string, Account>, limits: Map<string, number>, name: string): Account {
+    let account = accounts.get(name);
+    if (account === undefined) accounts.set(name, (account = newAccount(limits.get(name))));
+    return account;
+  }
+
+  private close(reservationId: string): Reservation | undefined {
+    const reservation = this.open.get(reservationId);
+    if (reservation === undefined) return undefined;
+    this.open.delete(reservationId);
+    for (const account of reservation.accounts) account.reserved -= reservation.amount;
+    return reservation;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+// ---------------------------------------------------------------------------------------------
+
+/** Dollars as a person reads them: to the millionth, trailing zeros dropped. */
+export const formatUsd = (usd: number) => `$${String(Math.round(usd * 1e6) / 1e6)}`;
+
+/** What a denial tells the user: which budget, its numbers, the amount asked, and what to do. */
+export function denialMessage(d: Denial): string {
+  const which = d.budget === 'run' ? 'run' : `${d.budget} "${d.name}"`;
+  return (
+    `${which} budget exceeded: limit ${formatUsd(d.limitUsd)}, spent ${formatUsd(d.spentUsd)}, reserved ${formatUsd(d.reservedUsd)}, ` +
+    `asked ${formatUsd(d.amountUsd)} (the worst case of a call of task "${d.taskId}" on model "${d.model}"). ` +
+    `Raise that budget, or lower the call's maxTokens.`
+  );
+}
