@@ -23,6 +23,7 @@ import {
   poolOf,
   reportOf,
   requestIdOf,
+  reservationUsd,
   requestTokensOf,
   targetOf,
   type AgentContext,
@@ -31,8 +32,9 @@ import {
   type ToolWait,
 } from './agentContext.js';
 import { canCompact, compact } from './compaction.js';
+import { costOfUsage } from './cost.js';
 import { breakerVerdictOf, errorInfo, isKeyScoped, leaseOutcomeOf, toErrorInfo } from './errors.js';
-import type { AttemptReport, BreakerEvent, ContentBlock, LeaseEvent, ModelCallInput, ModelCallOutput, RunEvent, ToolBusEvent } from './protocol.js';
+import type { AttemptReport, BreakerEvent, ContentBlock, LeaseEvent, LedgerEvent, ModelCallInput, ModelCallOutput, RunEvent, ToolBusEvent } from './protocol.js';
 import { addUsage, ZERO_USAGE } from './protocol.js';
 import { backoffDelay, nextRandom } from './random.js';
 import { enqueueReport } from './report.js';
@@ -55,6 +57,27 @@ export const agentMachine = setup({
   actions: {
     /** Where run events go: `src/` provides it. */
     report: (_, _event: RunEvent) => {},
+
+    requestReservation: enqueueActions(({ context, enqueue, self, system }) => {
+      const seq = context.seq + 1;
+      const reservationId = requestIdOf(context, seq);
+      enqueue.assign({ seq, pending: { kind: 'reservation', requestId: reservationId } });
+      const ledger = system.get('ledger');
+      if (!ledger) {
+        enqueue.raise({ type: 'LEDGER.DENIED', reservationId, error: errorInfo('internal', 'the run has a budget but no ledger') });
+        return;
+      }
+      const target = targetOf(context);
+      const event: LedgerEvent = {
+        type: 'LEDGER.RESERVE',
+        reservationId,
+        taskId: context.input.taskId,
+        model: target.modelName ?? target.model,
+        amountUsd: reservationUsd(target.price!, requestTokensOf(context), target.maxTokens),
+        replyTo: self,
+      };
+      enqueue.sendTo(ledger, event);
+    }),
 
     requestAdmission: enqueueActions(({ context, enqueue, self, system }) => {
       const seq = context.seq + 1;
@@ -114,8 +137,13 @@ export const agentMachine = setup({
         const report: BreakerEvent = { type: 'BREAKER.REPORT', requestId: context.admission.requestId, verdict: 'success' };
         enqueue.sendTo(breakerOf(system, context)!, report);
       }
+      if (context.reservation) {
+        // The reservation becomes what the call actually cost.
+        const settle: LedgerEvent = { type: 'LEDGER.SETTLE', reservationId: context.reservation, actualUsd: costOfUsage(out.usage, targetOf(context).price!) };
+        enqueue.sendTo(system.get('ledger')!, settle);
+      }
       enqueueReport(enqueue, { type: 'model:response', ...callFacts(context, lease.keyId), usage: out.usage });
-      enqueue.assign({ lease: null, admission: null, usage: addUsage(context.usage, out.usage) });
+      enqueue.assign({ lease: null, admission: null, reservation: null, usage: addUsage(context.usage, out.usage) });
     }),
 
     /** The model's reply joins the conversation: the turn is done. */
@@ -153,8 +181,13 @@ export const agentMachine = setup({
         const report: BreakerEvent = { type: 'BREAKER.REPORT', requestId: context.admission.requestId, verdict: breakerVerdictOf(error) };
         enqueue.sendTo(breakerOf(system, context)!, report);
       }
+      if (context.reservation) {
+        // A failed call is not billed (as far as the runtime can know): its reservation goes back.
+        const release: LedgerEvent = { type: 'LEDGER.RELEASE', reservationId: context.reservation };
+        enqueue.sendTo(system.get('ledger')!, release);
+      }
       enqueueReport(enqueue, { type: 'model:error', ...callFacts(context, lease.keyId), error });
-      enqueue.assign({ lease: null, admission: null });
+      enqueue.assign({ lease: null, admission: null, reservation: null });
     }),
 
     /** Full-jitter exponential backoff; a route-level Retry-After is a floor, a key-level one is the key's. */
@@ -242,6 +275,12 @@ export const agentMachine = setup({
         const e: LeaseEvent = { type: 'LEASE.CANCEL', requestId: context.pending.requestId };
         enqueue.sendTo(pool, e);
       }
+      const ledger = system.get('ledger');
+      const reservationId = context.reservation ?? (context.pending?.kind === 'reservation' ? context.pending.requestId : null);
+      if (reservationId && ledger) {
+        const e: LedgerEvent = { type: 'LEDGER.RELEASE', reservationId };
+        enqueue.sendTo(ledger, e);
+      }
       if (context.admission && breaker) {
         const e: BreakerEvent = { type: 'BREAKER.REPORT', requestId: context.admission.requestId, verdict: 'neutral' };
         enqueue.sendTo(breaker, e);
@@ -251,7 +290,7 @@ export const agentMachine = setup({
         const e: LeaseEvent = { type: 'LEASE.RELEASE', leaseId: context.lease.leaseId, keyId: context.lease.keyId, outcome: { kind: 'error' } };
         enqueue.sendTo(pool, e);
       }
-      enqueue.assign({ pending: null, admission: null, lease: null });
+      enqueue.assign({ pending: null, admission: null, lease: null, reservation: null });
     }),
   },
   delays: {
@@ -259,11 +298,15 @@ export const agentMachine = setup({
     attemptTimeout: ({ context }) => context.input.timeoutMs,
   },
   guards: {
-    isPending: ({ context, event }) => 'requestId' in event && context.pending?.requestId === event.requestId,
+    isPending: ({ context, event }) => {
+      const id = 'requestId' in event ? event.requestId : 'reservationId' in event ? event.reservationId : undefined;
+      return id !== undefined && context.pending?.requestId === id;
+    },
     overBudget: ({ context }) =>
       context.call === 'turn' && context.input.inputBudget !== undefined && requestTokensOf(context) > context.input.inputBudget,
     canCompact: ({ context }) => canCompact(context.messages, keepLastOf(context)),
     summarizes: ({ context }) => context.input.compaction !== undefined,
+    unbudgeted: ({ context }) => !context.input.budgeted || targetOf(context).price === undefined,
     isSummary: ({ context }) => context.call === 'summary',
     overflowOnce: ({ context, event }) => errorOf(event).code === 'context_overflow' && !context.overflowRetried && context.call === 'turn',
     wantsTools: ({ event }) => outputOf(event).content.some((b) => b.type === 'tool_use'),
@@ -284,6 +327,7 @@ export const agentMachine = setup({
     rng: input.seed,
     seq: 0,
     pending: null,
+    reservation: null,
     admission: null,
     lease: null,
     tools: null,
@@ -309,11 +353,30 @@ export const agentMachine = setup({
       initial: 'waiting',
       states: {
         waiting: {
-          initial: 'budget',
+          initial: 'fits',
           states: {
-            /** Will the next request fit? If not, compact first. */
-            budget: {
-              always: [{ guard: 'overBudget', target: '#agent.active.compacting' }, { target: 'admission' }],
+            /** Will the next request fit the context window? If not, compact first. */
+            fits: {
+              always: [{ guard: 'overBudget', target: '#agent.active.compacting' }, { target: 'reserve' }],
+            },
+            /** With a budget, the call's worst-case cost is reserved before anything is sent. */
+            reserve: {
+              always: [{ guard: 'unbudgeted', target: 'admission' }, { target: 'reserving' }],
+            },
+            reserving: {
+              entry: 'requestReservation',
+              on: {
+                'LEDGER.RESERVED': {
+                  guard: 'isPending',
+                  target: 'admission',
+                  actions: assign({ reservation: ({ event }) => event.reservationId, pending: null }),
+                },
+                'LEDGER.DENIED': {
+                  guard: 'isPending',
+                  target: '#agent.failed',
+                  actions: assign({ pending: null, error: ({ event }) => event.error }),
+                },
+              },
             },
             admission: {
               entry: 'requestAdmission',

@@ -5,6 +5,7 @@
  */
 import type { AnyActorRef } from 'xstate';
 import { SUMMARY_SYSTEM, summaryMessages } from './compaction.js';
+import { worstCaseUsd, type Price } from './cost.js';
 import { toErrorInfo } from './errors.js';
 import type {
   AgentStatus,
@@ -12,6 +13,7 @@ import type {
   BreakerReply,
   ErrorInfo,
   LeaseReply,
+  LedgerReply,
   Message,
   ModelCallInput,
   ModelCallOutput,
@@ -47,7 +49,13 @@ export interface AgentInput {
    */
   inputBudget?: number;
   /** The model that writes compaction summaries; without one, compaction truncates (marked). */
-  compaction?: { provider: string; model: string; maxTokens: number };
+  compaction?: CallTarget;
+  /** The plan's name of the task's model (budgets per model are kept by it). */
+  modelName?: string;
+  /** Price of the task's model, USD per million tokens. */
+  price?: Price;
+  /** The run has budgets: every priced call reserves its worst case with the ledger first. */
+  budgeted?: boolean;
   /** Messages kept at the end when compacting. Default 4. */
   keepLast?: number;
   /** Estimated tokens of the tool definitions sent with every turn (they count against the budget). */
@@ -72,7 +80,9 @@ export interface AgentContext {
   rng: number;
   seq: number;
   /** The breaker admission or lease request now outstanding. */
-  pending: { kind: 'admission' | 'lease'; requestId: string } | null;
+  pending: { kind: 'reservation' | 'admission' | 'lease'; requestId: string } | null;
+  /** A budget reservation held for the current call, not yet settled. */
+  reservation: string | null;
   /** A breaker admission held and not yet reported. */
   admission: { requestId: string; probe: boolean } | null;
   lease: { leaseId: string; keyId: string } | null;
@@ -92,10 +102,21 @@ export type AgentEvent =
   | { type: 'CANCEL'; reason?: string }
   | BreakerReply
   | LeaseReply
-  | ToolBusReply;
+  | ToolBusReply
+  | LedgerReply;
+
+/** Where a call goes and what it may cost. */
+export interface CallTarget {
+  provider: string;
+  model: string;
+  maxTokens: number;
+  /** The plan's name of the model. */
+  modelName?: string;
+  price?: Price;
+}
 
 /** The provider and model of the call the agent is making now (a summary may use another model). */
-export function targetOf(ctx: AgentContext): { provider: string; model: string; maxTokens: number } {
+export function targetOf(ctx: AgentContext): CallTarget {
   return ctx.call === 'summary' && ctx.input.compaction ? ctx.input.compaction : ctx.input;
 }
 export const poolOf = (system: { get(id: string): AnyActorRef | undefined }, ctx: AgentContext) => system.get(`pool:${targetOf(ctx).provider}`);
@@ -163,3 +184,11 @@ export const requestTokensOf = (ctx: AgentContext) =>
 
 export const errorOf = (event: unknown) => toErrorInfo((event as { error?: unknown }).error);
 export const outputOf = (event: unknown) => (event as { output: ModelCallOutput }).output;
+
+/**
+ * What a call reserves: its worst case, with the input estimate (about 4 characters a token)
+ * given a quarter more room and a little fixed slack, since the server's count may differ.
+ */
+export function reservationUsd(price: Price, estimatedInputTokens: number, maxTokens: number): number {
+  return worstCaseUsd(price, Math.ceil(estimatedInputTokens * 1.25) + 16, maxTokens);
+}

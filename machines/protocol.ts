@@ -332,5 +332,5 @@ export type RunEvent =
   | { type: 'run:completed'; status: RunStatus };
 
 export type KeyState = 'ready' | 'saturated' | 'backoff' | 'revoked';
-export type RunStatus = 'completed' | 'partial' | 'failed' | 'cancelled';
+export type RunStatus = 'completed' | 'partial' | 'failed' | 'cancelled' | 'budget_exceeded';
 export type TaskStatus = 'pending' | 'queued' | 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';

@@ -6,6 +6,7 @@
  *
  * Ready order: higher priority first, then the longer remaining critical path, then FIFO.
  */
+import type { Price } from './cost.js';
 import { Heap } from './heap.js';
 import type { ToolBusStats } from './toolBusBook.js';
 import type { AttemptReport, ErrorInfo, Message, RunStatus, TaskStatus, Usage } from './protocol.js';
@@ -32,6 +33,8 @@ export interface SupervisedTask {
   timeoutMs: number;
   /** Most input tokens one request may carry (context window less maxTokens, or the task's cap). */
   inputBudget?: number;
+  /** The model's price, USD per million tokens (plan or built-in). */
+  price?: Price;
   /** Estimated tokens of its tools' definitions, sent with every turn. */
   toolTokens?: number;
 }

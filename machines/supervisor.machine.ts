@@ -31,6 +31,8 @@ import { deriveSeed } from './random.js';
 import { RunTable, type RunResult, type SupervisedTask } from './runTable.js';
 import { AgentSlots } from './slots.js';
 import { toolBusMachine, type ToolBusInput, type ToolBusStats } from './toolBus.machine.js';
+import { ledgerMachine, type LedgerBudgets } from './ledger.machine.js';
+import type { CallTarget } from './agentContext.js';
 
 export interface SupervisorInput {
   runId: string;
@@ -45,7 +47,9 @@ export interface SupervisorInput {
   backoff: { baseMs: number; maxMs: number };
   seed: number;
   /** The model that writes compaction summaries, if the plan names one. */
-  compaction?: { provider: string; model: string; maxTokens: number };
+  compaction?: CallTarget;
+  /** Budgets: with any, a ledger joins the run and every priced call reserves its worst case. */
+  budgets?: LedgerBudgets;
   /** Messages an agent keeps at the end when it compacts. */
   keepLast?: number;
 }
@@ -64,7 +68,7 @@ export interface SupervisorContext {
   keepLast: number | undefined;
   startedAt: number;
   /** What the run's infrastructure is made of (spawned once, at the start). */
-  infra: Pick<SupervisorInput, 'providers' | 'routes' | 'toolBus'>;
+  infra: Pick<SupervisorInput, 'providers' | 'routes' | 'toolBus' | 'budgets'>;
   /** Why the run stopped early, if it did. */
   stop: { status: Extract<RunStatus, 'failed' | 'cancelled'>; reason: string } | null;
   result: RunResult | null;
@@ -94,8 +98,10 @@ function crashReport(slots: AgentSlots, actorId: string, error: unknown): Attemp
   };
 }
 
-function runStatusOf(ctx: SupervisorContext): RunStatus {
+function runStatusOf(ctx: SupervisorContext, runBudgetDenied: boolean): RunStatus {
   if (ctx.stop) return ctx.stop.status;
+  // The run budget ran out: what completed is kept, the rest could not be paid for.
+  if (runBudgetDenied && ctx.table.counts.completed < ctx.table.size) return 'budget_exceeded';
   const c = ctx.table.counts;
   if (c.completed === ctx.table.size) return 'completed';
   return c.completed === 0 && ctx.table.size > 0 ? 'failed' : 'partial';
@@ -114,6 +120,7 @@ export const supervisorMachine = setup({
     pool: poolMachine,
     breaker: breakerMachine,
     toolBus: toolBusMachine,
+    ledger: ledgerMachine,
   },
   actions: {
     /** Where run events go: `src/` provides it. */
@@ -128,6 +135,7 @@ export const supervisorMachine = setup({
         enqueue.spawnChild('breaker', { id: `breaker:${r.route}`, systemId: `breaker:${r.route}`, input: r });
       }
       enqueue.spawnChild('toolBus', { id: 'toolBus', systemId: 'toolBus', input: input.toolBus });
+      if (input.budgets) enqueue.spawnChild('ledger', { id: 'ledger', systemId: 'ledger', input: { budgets: input.budgets } });
     }),
 
     /** The first ready tasks. (`run:started` is the runtime's to say, before the actor starts.) */
@@ -161,6 +169,9 @@ export const supervisorMachine = setup({
         };
         // A system prompt may place dependency outputs too; unplaced ones go only to the prompt.
         if (spec.inputBudget !== undefined) input.inputBudget = spec.inputBudget;
+        input.modelName = spec.modelName;
+        if (spec.price) input.price = spec.price;
+        if (context.infra.budgets) input.budgeted = true;
         if (spec.toolTokens) input.toolTokens = spec.toolTokens;
         if (context.compaction) input.compaction = context.compaction;
         if (context.keepLast !== undefined) input.keepLast = context.keepLast;
@@ -221,7 +232,8 @@ export const supervisorMachine = setup({
     }),
 
     finish: enqueueActions(({ context, enqueue, self }) => {
-      const status = runStatusOf(context);
+      const ledger = self.getSnapshot().children.ledger?.getSnapshot() as { context?: { runDenied?: boolean } } | undefined;
+      const status = runStatusOf(context, ledger?.context?.runDenied === true);
       const result = context.table.result(context.runId, status, Math.max(0, nowOf(self) - context.startedAt));
       // The bus's counters, as they stand at the end (a copy: the bus updates its own in place).
       const bus = self.getSnapshot().children.toolBus?.getSnapshot() as { context?: { stats?: ToolBusStats } } | undefined;
@@ -250,7 +262,7 @@ export const supervisorMachine = setup({
     compaction: input.compaction,
     keepLast: input.keepLast,
     startedAt: nowOf(self),
-    infra: { providers: input.providers, routes: input.routes, toolBus: input.toolBus },
+    infra: { providers: input.providers, routes: input.routes, toolBus: input.toolBus, budgets: input.budgets },
     stop: null,
     result: null,
   }),

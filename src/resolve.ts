@@ -9,6 +9,9 @@ import type { Keyring } from './keys.js';
 import { criticalPathRanks, type Plan } from './plan/index.js';
 import { contextWindowOf } from './models.js';
 import type { BusTool } from '../machines/protocol.js';
+import type { CallTarget } from '../machines/agentContext.js';
+import type { LedgerBudgets } from '../machines/ledger.machine.js';
+import { priceOf } from './cost/prices.js';
 
 export interface BreakerOptions {
   /** Consecutive server-side failures that open the breaker. Default 5. */
@@ -70,6 +73,8 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
     const window = contextWindowOf(model.model, model.contextTokens) - task.maxTokens;
     task.inputBudget = Math.max(1, Math.min(window, t.maxInputTokens ?? Infinity));
     if (t.tools.length > 0 && opts.toolTokens) task.toolTokens = opts.toolTokens(t.tools);
+    const price = priceOf(model.model, model.price);
+    if (price) task.price = price;
     return task;
   });
 
@@ -88,6 +93,7 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
       ...(opts.shareTools === false ? { share: false } : {}),
     },
     ...(compactionOf(plan) ? { compaction: compactionOf(plan)! } : {}),
+    ...(budgetsOf(plan) ? { budgets: budgetsOf(plan)! } : {}),
     keepLast: plan.compaction.keepLast,
     maxInFlight: d.maxInFlight,
     onFailure: d.onFailure,
@@ -96,10 +102,21 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
   };
 }
 
-/** The compaction model's route, when the plan names one. */
-function compactionOf(plan: Plan): { provider: string; model: string; maxTokens: number } | undefined {
+/** The compaction model's route and price, when the plan names one. */
+function compactionOf(plan: Plan): CallTarget | undefined {
   const name = plan.compaction.model;
   if (name === undefined) return undefined;
   const m = plan.models[name]!;
-  return { provider: m.provider, model: m.model, maxTokens: m.maxTokens };
+  const price = priceOf(m.model, m.price);
+  return { provider: m.provider, model: m.model, maxTokens: m.maxTokens, modelName: name, ...(price ? { price } : {}) };
+}
+
+/** The run's budgets, when the plan has any: run, per model, per task. */
+function budgetsOf(plan: Plan): LedgerBudgets | undefined {
+  const perTaskUsd = Object.fromEntries(plan.tasks.filter((t) => t.budgetUsd !== undefined).map((t) => [t.id, t.budgetUsd!]));
+  const budgets: LedgerBudgets = {};
+  if (plan.budget?.usd !== undefined) budgets.runUsd = plan.budget.usd;
+  if (plan.budget?.perModel) budgets.perModelUsd = plan.budget.perModel;
+  if (Object.keys(perTaskUsd).length > 0) budgets.perTaskUsd = perTaskUsd;
+  return Object.keys(budgets).length > 0 ? budgets : undefined;
 }

@@ -19,6 +19,8 @@ import { keyMachine } from '../machines/key.machine.js';
 import { poolMachine } from '../machines/pool.machine.js';
 import { breakerMachine } from '../machines/breaker.machine.js';
 import { toolBusMachine } from '../machines/toolBus.machine.js';
+import { ledgerMachine } from '../machines/ledger.machine.js';
+import { priceOf } from './cost/prices.js';
 import type { ErrorInfo, ModelCallInput, ModelCallOutput, RunEvent, ToolBatchInput, ToolExecInput, ToolResult } from '../machines/protocol.js';
 import type { RunResult } from '../machines/runTable.js';
 import { supervisorMachine, type SupervisorInput } from '../machines/supervisor.machine.js';
@@ -150,7 +152,10 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
             runId,
             tasks: input.tasks.length,
             models: Object.fromEntries(
-              Object.entries(plan.models).map(([name, m]) => [name, { provider: m.provider, model: m.model, ...(m.price ? { price: m.price } : {}) }]),
+              Object.entries(plan.models).map(([name, m]) => {
+                const price = priceOf(m.model, m.price);
+                return [name, { provider: m.provider, model: m.model, ...(price ? { price } : {}) }];
+              }),
             ),
             keys: Object.fromEntries(input.providers.flatMap((p) => p.keys.map((k) => [k.keyId, k.limits]))),
             maxInFlight: input.maxInFlight,
@@ -231,6 +236,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
       pool: poolMachine.provide({ actions: { report }, actors: { key: keyMachine.provide({ actions: { report } }) } }),
       breaker: breakerMachine.provide({ actions: { report } }),
       toolBus: toolBusMachine.provide({ actions: { report }, actors: { executeTool, executeBatch } }),
+      ledger: ledgerMachine.provide({ actions: { report } }),
     },
   });
 }
@@ -239,7 +245,8 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
 function priced(result: RunResult, plan: Plan): RunResult {
   let total: number | null = null;
   for (const task of Object.values(result.tasks)) {
-    task.costUsd = costOf(task.usage, plan.models[task.model]?.price);
+    const model = plan.models[task.model];
+    task.costUsd = costOf(task.usage, model ? priceOf(model.model, model.price) : undefined);
     if (task.costUsd !== null) total = (total ?? 0) + task.costUsd;
   }
   result.totals.costUsd = total === null ? null : Math.round(total * 1e8) / 1e8;

@@ -98,8 +98,10 @@ export interface PlanDefaults {
 }
 
 export interface PlanBudget {
-  /** Cap on the run's spend in USD (validated now; reservations against it come with the cost guard). */
-  usd: number;
+  /** Cap on the run's spend in USD: every model call reserves its worst case against it first. */
+  usd?: number;
+  /** Caps per model (the plan's model names), in USD. */
+  perModel?: Record<string, number>;
 }
 
 export interface TaskSpec {
@@ -122,6 +124,8 @@ export interface TaskSpec {
   maxTokens?: number;
   /** Most input tokens one request of this task may carry (beside the model's context window). */
   maxInputTokens?: number;
+  /** Cap on this task's spend in USD, across its attempts. */
+  budgetUsd?: number;
 }
 
 /** A value given inline, or read from an environment variable (for secrets). */
@@ -276,8 +280,11 @@ export const DefaultsSchema = z
   // prefault (not default): an absent section is parsed as `{}`, so the field defaults apply.
   .prefault({});
 
+const usd = () => z.number().gt(0, { error: 'must be greater than 0' });
+
 export const BudgetSchema = z.strictObject({
-  usd: z.number().gt(0, { error: 'must be greater than 0' }),
+  usd: usd().optional(),
+  perModel: z.record(z.string(), usd()).optional(),
 });
 
 export const TaskIdSchema = z
@@ -299,6 +306,7 @@ export const TaskSchema = z.strictObject({
   timeoutMs: positiveInt().optional(),
   maxTokens: positiveInt().optional(),
   maxInputTokens: positiveInt().optional(),
+  budgetUsd: usd().optional(),
 });
 
 const EnvValueSchema = z.union([z.string(), z.strictObject({ env: z.string().regex(ENV_NAME_PATTERN, { error: 'must be an environment variable name' }) })], {

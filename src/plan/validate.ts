@@ -12,6 +12,7 @@
 import { issue, nearest, plainMessages, structuralIssues } from './issues.js';
 import { DEFAULT_MODEL_MAX_TOKENS, ENV_NAME_PATTERN, PlanSchema, type Plan } from './schema.js';
 import { findCycles } from './ranks.js';
+import { builtInPrice } from '../cost/prices.js';
 
 /** One problem in a plan: where (`tasks[3].deps[0]`) and what. */
 export interface PlanIssue {
@@ -60,7 +61,13 @@ export function validatePlan(raw: unknown, opts: ValidateOptions = {}): Validati
     const providers = isRecord(raw.providers) ? raw.providers : undefined;
     const models = isRecord(raw.models) ? raw.models : undefined;
     if (providers) checkProviders(providers, env, issues);
-    if (models) checkModels(models, providers, isRecord(raw.budget), issues);
+    const hasBudget = isRecord(raw.budget) || (Array.isArray(raw.tasks) && raw.tasks.some((t) => isRecord(t) && t.budgetUsd !== undefined));
+    if (models) checkModels(models, providers, hasBudget, issues);
+    if (isRecord(raw.budget) && isRecord(raw.budget.perModel) && models) {
+      for (const name of Object.keys(raw.budget.perModel)) {
+        if (!Object.hasOwn(models, name)) issues.push(issue(['budget', 'perModel', name], unknown('model', name, Object.keys(models))));
+      }
+    }
     const servers = isRecord(raw.tools) && isRecord(raw.tools.servers) ? new Set(Object.keys(raw.tools.servers)) : new Set<string>();
     if (Array.isArray(raw.tasks)) {
       checkTasks(raw.tasks, models, opts.tools ? new Set(opts.tools) : undefined, servers, issues);
@@ -159,8 +166,8 @@ function checkModels(
         else fallbacks[i].push(target);
       });
     }
-    if (hasBudget && m.price === undefined) {
-      out.push(issue(['models', name, 'price'], 'required when the plan has a budget (USD per million tokens)'));
+    if (hasBudget && m.price === undefined && typeof m.model === 'string' && builtInPrice(m.model) === undefined) {
+      out.push(issue(['models', name, 'price'], `required when the plan has a budget: "${m.model}" is not in the built-in price table (USD per million tokens)`));
     }
     const maxTokens = m.maxTokens ?? DEFAULT_MODEL_MAX_TOKENS;
     if (typeof m.contextTokens === 'number' && typeof maxTokens === 'number' && maxTokens >= m.contextTokens) {

@@ -273,12 +273,15 @@ describe('references', () => {
     ]);
   });
 
-  it('requires a price on every model when there is a budget', () => {
+  it('requires a price when there is a budget, unless the model is in the built-in price table', () => {
     const raw = basePlan();
     delete raw.models.fast.price;
+    raw.models.fast.model = 'my-private-model';
     expect(validatePlan(raw, { env: ENV }).ok).toBe(true);
     raw.budget = { usd: 2 };
-    expect(lines(raw)).toEqual(['models.fast.price: required when the plan has a budget (USD per million tokens)']);
+    expect(lines(raw)).toEqual(['models.fast.price: required when the plan has a budget: "my-private-model" is not in the built-in price table (USD per million tokens)']);
+    raw.models.fast.model = 'claude-haiku-4-5';
+    expect(validatePlan(raw, { env: ENV }).ok).toBe(true);
   });
 
   it('requires room for input: maxTokens below contextTokens', () => {

@@ -1,0 +1,62 @@
+/**
+ * Budgets the model cannot overrun: every call reserves its worst case with the ledger before it
+ * is sent; a call that does not fit is never sent. A 100-task plan whose calls would cost about
+ * $2 stops at or under its $0.50 budget, keeping every task that completed.
+ */
+import { describe, expect, it } from 'vitest';
+import { createSwarm, type RunEvent } from '../../src/index.js';
+
+const plan = (budget: Record<string, unknown>, taskBudget?: number) => ({
+  providers: { p: { type: 'sim' } },
+  models: {
+    // $100 per million output tokens: 200 output tokens cost $0.02 a call, 100 calls $2.
+    pricey: { provider: 'p', model: 'sim-pricey', maxTokens: 256, price: { input: 1, output: 100 } },
+  },
+  defaults: { maxInFlight: 5 },
+  budget,
+  tasks: Array.from({ length: 100 }, (_, i) => ({
+    id: `t${i}`,
+    model: 'pricey',
+    prompt: `Task ${i}. [[sim:length 200]]`,
+    ...(taskBudget !== undefined && i === 0 ? { budgetUsd: taskBudget } : {}),
+  })),
+});
+
+describe('budgets', () => {
+  it('a $0.50 run budget on $2 of work stops at or under $0.50 and keeps what completed', async () => {
+    const swarm = createSwarm();
+    const run = swarm.run(plan({ usd: 0.5 }));
+    const events: RunEvent[] = [];
+    run.events.on('*', (_t, e) => events.push(e as RunEvent));
+    const result = await run.result;
+    await swarm.close();
+
+    expect(result.status).toBe('budget_exceeded');
+    expect(result.totals.costUsd).toBeLessThanOrEqual(0.5);
+    expect(result.totals.costUsd).toBeGreaterThan(0.3); // it did spend most of it
+    const done = Object.values(result.tasks).filter((t) => t.status === 'completed');
+    const denied = Object.values(result.tasks).filter((t) => t.status === 'failed');
+    expect(done.length).toBeGreaterThan(10);
+    expect(done.every((t) => t.output!.length > 0)).toBe(true);
+    expect(denied.length + done.length).toBe(100);
+    expect(denied.every((t) => t.error!.code === 'budget_exceeded' && t.requests === 0)).toBe(true);
+    // A denied call was never sent: one request per completed task, none for the others.
+    expect(result.totals.requests).toBe(done.length);
+    expect(events.filter((e) => e.type === 'budget:denied').length).toBe(denied.length);
+  });
+
+  it('a task budget stops that task alone; a per-model budget names its model', async () => {
+    const swarm = createSwarm();
+    const small = await swarm.run(plan({ usd: 100 }, 0.001)).result;
+    expect(small.tasks.t0).toMatchObject({ status: 'failed', error: { code: 'budget_exceeded' } });
+    expect(small.tasks.t0!.error!.message).toMatch(/task "t0" budget exceeded/);
+    expect(small.status).toBe('partial');
+    expect(small.totals.completed).toBe(99);
+
+    const perModel = await swarm.run(plan({ perModel: { pricey: 0.1 } })).result;
+    await swarm.close();
+    expect(perModel.totals.costUsd).toBeLessThanOrEqual(0.1);
+    const failed = Object.values(perModel.tasks).find((t) => t.status === 'failed')!;
+    expect(failed.error!.message).toMatch(/model "pricey"/);
+  });
+});
