@@ -76,7 +76,8 @@ export function demoIntro(plan: Record<string, unknown>): string {
   };
   const providers = Object.entries(p.providers ?? {}).map(([name, spec]) => {
     const limits = Object.entries(spec.limits ?? {}).map(([k, v]) => `${k} ${v}`).join(', ');
-    return `${name} (${spec.type}, ${spec.keys?.length ?? 0} keys${limits ? `, each ${limits}` : ''})`;
+    const keys = spec.keys?.length ?? 0;
+    return `${name} (${spec.type}, ${keys} key${keys === 1 ? '' : 's'}${limits ? `, each ${limits}` : ''})`;
   });
   return [
     `catalog demo: ${p.tasks?.length ?? 0} tasks (120 products: extract with a catalog tool -> classify -> translate de/fr/es -> SEO -> review; then one report)`,

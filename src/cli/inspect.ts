@@ -227,7 +227,8 @@ class SocketAdapter {
     this.state = 'closed';
     if (this.warned) return;
     this.warned = true;
-    const reason = error instanceof Error ? error.message : String(error);
+    // undici's WebSocket error events often carry an empty message: say what failed instead.
+    const reason = (error instanceof Error ? error.message : String(error)) || 'nothing listens there';
     try {
       this.onError?.(new Error(`inspector: no connection to ${this.url} (${reason}); the run goes on without inspection`));
     } catch {

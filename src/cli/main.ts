@@ -27,7 +27,7 @@ Usage:
   swarmstate report <events.ndjson> [--out <file.html>] [--result <result.json>]
   swarmstate sim [--port 8787] [--seed <n>] [--keys k1,k2 --rpm <n>] [--fault-rate <x>]
   swarmstate demo [--json] [--events <file.ndjson>] [--report <file.html>] [--seed <n>] [--quiet]
-                  [--inspect] [--real]
+                  [--inspect [--inspect-url <ws://...>]] [--real]
   swarmstate --help | --version
 
 Commands:
@@ -178,7 +178,14 @@ interface RunFlags {
 }
 
 async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
-  if (flags.events) await writeFile(flags.events, '');
+  if (flags.events) {
+    try {
+      await writeFile(flags.events, '');
+    } catch (error) {
+      io.err.write(`swarmstate: cannot write --events ${flags.events}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}\n`);
+      return EXIT.invalid;
+    }
+  }
   // Loaded only when asked for: the inspector is a dependency most runs never touch.
   const inspector = flags.inspect
     ? (await import('./inspect.js')).attachInspector({ url: flags.inspect, onError: (e: Error) => void io.err.write(`inspect: ${e.message}\n`) })
@@ -228,8 +235,13 @@ async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.Writabl
     await inspector?.stop();
   }
   if (flags.report) {
-    await writeFile(flags.report, buildReport({ events: seen, result }));
-    if (!flags.json) io.err.write(`report: ${flags.report}\n`);
+    try {
+      await writeFile(flags.report, buildReport({ events: seen, result }));
+      if (!flags.json) io.err.write(`report: ${flags.report}\n`);
+    } catch (error) {
+      // The run's result still goes out: a report that cannot be written loses nothing else.
+      io.err.write(`swarmstate: cannot write --report ${flags.report}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}\n`);
+    }
   }
   if (flags.json) io.out.write(JSON.stringify(result) + '\n');
   else io.out.write(formatSummaryTable(result, seen) + '\n');

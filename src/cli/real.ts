@@ -134,7 +134,8 @@ export function realPlan<P>(plan: P, env: Record<string, string | undefined>): {
   }
   if (directives > 0) notes.push(`removed ${directives} [[sim:...]] directives from the prompts (the model decides its tool calls and lengths)`);
   if (caps > 0) notes.push(`${caps} tasks use their model's maxTokens instead of a cap sized for the simulator`);
-  if (out.defaults && (out.defaults.taskTimeoutMs ?? 0) < REAL_TASK_TIMEOUT_MS) {
+  // Unset means the plan default (600 s), which is already long enough for real models.
+  if (out.defaults && out.defaults.taskTimeoutMs !== undefined && out.defaults.taskTimeoutMs < REAL_TASK_TIMEOUT_MS) {
     out.defaults.taskTimeoutMs = REAL_TASK_TIMEOUT_MS;
     notes.push(`tasks time out after ${REAL_TASK_TIMEOUT_MS / 1000} s`);
   }
