@@ -353,15 +353,18 @@ export const agentMachine = setup({
       initial: 'waiting',
       states: {
         waiting: {
-          initial: 'fits',
+          initial: 'checking',
           states: {
-            /** Will the next request fit the context window? If not, compact first. */
-            fits: {
-              always: [{ guard: 'overBudget', target: '#agent.active.compacting' }, { target: 'reserve' }],
-            },
-            /** With a budget, the call's worst-case cost is reserved before anything is sent. */
-            reserve: {
-              always: [{ guard: 'unbudgeted', target: 'admission' }, { target: 'reserving' }],
+            /**
+             * Before anything is sent: will the request fit the context window (if not, compact
+             * first), and with a budget, its worst-case cost is reserved.
+             */
+            checking: {
+              always: [
+                { guard: 'overBudget', target: '#agent.active.compacting' },
+                { guard: 'unbudgeted', target: 'admission' },
+                { target: 'reserving' },
+              ],
             },
             reserving: {
               entry: 'requestReservation',

@@ -113,6 +113,8 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       const runId = nanoid(12);
       const events = createEmitter<RunEvents>();
       const report = (_: unknown, event: RunEvent) => {
+        // Nobody listening: no stamped copy to make (the hot path of a big run).
+        if (!events.all.has(event.type) && !events.all.has('*')) return;
         try {
           events.emit(event.type, { ...event, at: clock.now() } as never);
         } catch {
