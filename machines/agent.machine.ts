@@ -1,7 +1,8 @@
 /**
  * One sub-agent: one attempt at one task, with a context of its own.
  *
- *   idle -START-> waiting.admission -ADMITTED-> waiting.lease -GRANTED-> running
+ *   idle -START-> waiting.checking -> (compacting) -> reserving -RESERVED-> admission
+ *        -ADMITTED-> lease -GRANTED-> running
  *   running -reply with tool calls-> tools -all results-> waiting (next turn)
  *   running -final reply-> done
  *   running -retryable error-> backoff -> waiting          -fatal error-> failed
@@ -9,8 +10,9 @@
  *
  * The machine decides; `src/` does: the model call is the `callModel` actor, the route's breaker
  * (`breaker:<provider>/<model>`), the key pool (`pool:<provider>`) and the tool bus (`toolBus`)
- * are actors found in the system by id. Whatever the agent holds (an admission, a lease request,
- * a lease) it gives back on the way out, so a cancelled agent never wedges a key or a breaker.
+ * are actors found in the system by id, and so is the run's `ledger` when it has budgets.
+ * Whatever the agent holds (a reservation, an admission, a lease request, a lease) it gives back
+ * on the way out, so a cancelled agent never wedges a key, a breaker or a budget.
  */
 import { assign, enqueueActions, fromPromise, not, setup } from 'xstate';
 import {

@@ -1,6 +1,6 @@
 /**
  * The supervisor owns one run: it spawns the run's infrastructure (a key pool per provider, a
- * breaker per route, the tool bus), then runs the DAG: ready tasks go out as agents, up to
+ * breaker per route, the tool bus, and a ledger when the plan has budgets), then runs the DAG: ready tasks go out as agents, up to
  * `maxInFlight` at once, best first (priority, then critical path, then FIFO); each attempt's end
  * unlocks dependents, retries the task, or skips what depended on it.
  *

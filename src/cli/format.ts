@@ -89,6 +89,8 @@ export function formatEventLine(event: RunEvent): string | undefined {
       return `skipped  ${event.taskId} (${event.reason})`;
     case 'task:compacted':
       return `compact  ${event.taskId} attempt ${event.attempt}: ${event.mode}, ${plural(event.removed, 'message')} removed, ${formatInt(event.tokensBefore)} -> ${formatInt(event.tokensAfter)} tokens`;
+    case 'budget:denied':
+      return `budget   ${event.taskId} refused $${event.amountUsd} by the ${event.budget} budget (limit $${event.limitUsd}, spent $${event.spentUsd})`;
     case 'tool:denied':
       return `denied   ${event.taskId} tool "${event.name}" (${event.reason})`;
     case 'key:backoff':

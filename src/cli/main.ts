@@ -1,6 +1,6 @@
 /**
- * The `swarmstate` command. Exit codes: 0 every task completed; 1 the run ended partial, failed
- * or cancelled; 2 an invalid plan, config or command line (every problem listed on stderr).
+ * The `swarmstate` command. Exit codes: 0 every task completed; 1 the run ended partial, failed,
+ * cancelled or over budget; 2 an invalid plan, config or command line (every problem listed on stderr).
  */
 import { readFile, writeFile, appendFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -53,7 +53,7 @@ Options:
   -h, --help         This help.
   -v, --version      The version.
 
-Exit codes: 0 all tasks completed, 1 partial/failed/cancelled, 2 invalid plan or usage.
+Exit codes: 0 all tasks completed, 1 partial/failed/cancelled/budget_exceeded, 2 invalid plan or usage.
 Docs: docs/cli.md, docs/plan-format.md`;
 
 export async function main(argv: string[], io = { out: process.stdout, err: process.stderr }): Promise<number> {

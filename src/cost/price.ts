@@ -1,7 +1,7 @@
 /**
- * From token usage to dollars, for results and reports: the plan's price for the model, else the
- * built-in table's (src/cost/prices.ts, once present). A model without any price has an unknown
- * cost (null), never a made-up zero.
+ * From token usage to dollars, for results and reports. Callers pass the price `priceOf` picked
+ * (the plan's, else the built-in table's). A model without any price has an unknown cost (null),
+ * never a made-up zero.
  */
 import { costOfUsage } from '../../machines/cost.js';
 import type { Usage } from '../../machines/protocol.js';

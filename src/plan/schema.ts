@@ -75,7 +75,7 @@ export interface ModelSpec {
   model: string;
   /** Default output cap of a call; a task's `maxTokens` overrides it. */
   maxTokens: number;
-  /** Required when the plan has a budget. */
+  /** USD per million tokens. Default: the built-in table (src/cost/prices.ts); required with a budget when the model is not in it. */
   price?: ModelPrice;
   /** Names of other entries in `models` to try, in order, when this route is unavailable (validated now; routing to them is planned: the cost-guard issue). */
   fallback: string[];

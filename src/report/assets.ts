@@ -26,7 +26,7 @@ h3{font-size:13px;margin:16px 0 6px;color:var(--muted);font-weight:600;text-tran
 .sub{color:var(--muted);font-size:13px}
 .sub code{font-size:12px}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;color:#fff;background:#7d848e}
-.badge.completed{background:#3f9c62}.badge.partial{background:#e3a21a}.badge.failed{background:#d64541}.badge.cancelled{background:#5f6b7a}
+.badge.completed{background:#3f9c62}.badge.partial{background:#e3a21a}.badge.failed{background:#d64541}.badge.cancelled{background:#5f6b7a}.badge.budgetexceeded{background:#b5482a}
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(135px,1fr));gap:10px;margin-top:16px}
 .card{background:var(--panel);border:1px solid var(--line);border-radius:8px;padding:10px 12px}
 .card .k{font-size:12px;color:var(--muted)}
