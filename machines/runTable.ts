@@ -124,7 +124,14 @@ export class RunTable {
   /** Task ids that were ready at the start, in no particular order. */
   readonly initiallyReady: string[] = [];
 
-  constructor(tasks: readonly SupervisedTask[]) {
+  /** Per-model caps on tasks running at once (the plan's model names). */
+  private readonly caps: Map<string, number>;
+  private readonly runningByModel = new Map<string, number>();
+  /** Ready tasks set aside because their model was at its cap, best first. */
+  private readonly parked = new Map<string, TaskRecord[]>();
+
+  constructor(tasks: readonly SupervisedTask[], modelCaps: Readonly<Record<string, number>> = {}) {
+    this.caps = new Map(Object.entries(modelCaps));
     for (const spec of tasks) {
       this.records.set(spec.id, {
         spec,
@@ -182,7 +189,13 @@ export class RunTable {
 
   /** Takes the best ready task and marks it running with a new attempt. */
   startNext(): { spec: SupervisedTask; attempt: number; retriesLeft: number } | undefined {
-    const record = this.ready.pop();
+    let record = this.ready.pop();
+    // A task whose model is at its cap waits aside (in the order it came out) for a free slot.
+    while (record && this.atCap(record.spec.modelName)) {
+      const list = this.parked.get(record.spec.modelName) ?? this.parked.set(record.spec.modelName, []).get(record.spec.modelName)!;
+      list.push(record);
+      record = this.ready.pop();
+    }
     if (!record) return undefined;
     this.move(record, 'running');
     record.attempts += 1;
@@ -232,7 +245,9 @@ export class RunTable {
   /** Marks every task that has not started cancelled (queued first, then pending). */
   cancelNotStarted(): string[] {
     const out: string[] = [];
-    for (const record of this.ready.drain()) {
+    const parked = [...this.parked.values()].flat();
+    this.parked.clear();
+    for (const record of [...this.ready.drain(), ...parked]) {
       this.move(record, 'cancelled');
       out.push(record.spec.id);
     }
@@ -299,10 +314,24 @@ export class RunTable {
   }
 
   private move(record: TaskRecord, to: TaskStatus): void {
-    this.counts[record.status] -= 1;
+    const from = record.status;
+    this.counts[from] -= 1;
     this.counts[to] += 1;
-    if (!isFinal(record.status) && isFinal(to)) this.open -= 1;
+    if (!isFinal(from) && isFinal(to)) this.open -= 1;
     record.status = to;
+    const model = record.spec.modelName;
+    if (to === 'running') this.runningByModel.set(model, (this.runningByModel.get(model) ?? 0) + 1);
+    if (from === 'running') {
+      this.runningByModel.set(model, this.runningByModel.get(model)! - 1);
+      // A slot of this model is free: the best task that waited for one goes back to the queue.
+      const next = this.parked.get(model)?.shift();
+      if (next) this.ready.push(next);
+    }
+  }
+
+  private atCap(model: string): boolean {
+    const cap = this.caps.get(model);
+    return cap !== undefined && (this.runningByModel.get(model) ?? 0) >= cap;
   }
 
   /** Every task downstream of a failed one is skipped, once each: O(edges) over the whole run. */

@@ -43,6 +43,8 @@ export interface SupervisorInput {
   /** The tool bus: its tools and its batching, caching and timeout settings. */
   toolBus: ToolBusInput;
   maxInFlight: number;
+  /** Caps per model (the plan's model names) on tasks running at once, beside maxInFlight. */
+  modelMaxInFlight?: Record<string, number>;
   onFailure: 'continue' | 'fail-fast';
   backoff: { baseMs: number; maxMs: number };
   seed: number;
@@ -150,7 +152,8 @@ export const supervisorMachine = setup({
       let inFlight = context.inFlight;
       const table = context.table;
       while (inFlight < context.maxInFlight && table.readyCount > 0) {
-        const next = table.startNext()!;
+        const next = table.startNext();
+        if (!next) break; // every ready task's model is at its cap
         const { spec, attempt } = next;
         const input: AgentInput = {
           taskId: spec.id,
@@ -252,7 +255,7 @@ export const supervisorMachine = setup({
   id: 'supervisor',
   context: ({ input, self }) => ({
     runId: input.runId,
-    table: new RunTable(input.tasks),
+    table: new RunTable(input.tasks, input.modelMaxInFlight),
     slots: new AgentSlots(),
     inFlight: 0,
     maxInFlight: input.maxInFlight,

@@ -96,6 +96,7 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
     ...(budgetsOf(plan) ? { budgets: budgetsOf(plan)! } : {}),
     keepLast: plan.compaction.keepLast,
     maxInFlight: d.maxInFlight,
+    ...(modelCapsOf(plan) ? { modelMaxInFlight: modelCapsOf(plan)! } : {}),
     onFailure: d.onFailure,
     backoff: opts.backoff,
     seed: opts.seed,
@@ -119,4 +120,10 @@ function budgetsOf(plan: Plan): LedgerBudgets | undefined {
   if (plan.budget?.perModel) budgets.perModelUsd = plan.budget.perModel;
   if (Object.keys(perTaskUsd).length > 0) budgets.perTaskUsd = perTaskUsd;
   return Object.keys(budgets).length > 0 ? budgets : undefined;
+}
+
+/** Per-model caps on tasks in flight, when any model has one. */
+function modelCapsOf(plan: Plan): Record<string, number> | undefined {
+  const caps = Object.entries(plan.models).flatMap(([name, m]) => (m.maxInFlight === undefined ? [] : [[name, m.maxInFlight] as const]));
+  return caps.length > 0 ? Object.fromEntries(caps) : undefined;
 }

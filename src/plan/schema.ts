@@ -79,6 +79,8 @@ export interface ModelSpec {
   price?: ModelPrice;
   /** Names of other entries in `models` to try, in order, when this route is unavailable (validated now; routing to them is planned: the cost-guard issue). */
   fallback: string[];
+  /** Tasks on this model running at once, beside the run's `maxInFlight`. Default: no cap of its own. */
+  maxInFlight?: number;
   /** Context window in tokens: a request that would not fit is compacted first. Default: built in per model (src/models.ts). */
   contextTokens?: number;
 }
@@ -267,6 +269,7 @@ export const ModelSchema = z.strictObject({
   price: PriceSchema.optional(),
   fallback: z.array(z.string().min(1, { error: 'must not be empty' })).default([]),
   contextTokens: positiveInt().optional(),
+  maxInFlight: positiveInt().optional(),
 });
 
 export const DefaultsSchema = z

@@ -163,6 +163,37 @@ describe('supervisor', () => {
     expect(order).toEqual(['urgent', 'long', 'low', 'fifo1']);
   });
 
+  it('holds each model to its own cap beside maxInFlight, keeping the queue order', () => {
+    const tasks = [
+      ...Array.from({ length: 6 }, (_, i) => task(`big${i}`, [], { modelName: 'big', priority: 1 })),
+      ...Array.from({ length: 6 }, (_, i) => task(`small${i}`, [], { modelName: 'small' })),
+    ];
+    const running = new Map<string, number>();
+    let maxBig = 0;
+    const machine = supervisorMachine.provide({
+      actions: {
+        report: (_, e: RunEvent) => {
+          const model = e.type === 'task:started' ? e.model : undefined;
+          if (model) running.set(model, (running.get(model) ?? 0) + 1);
+          if (e.type === 'task:started' && e.model === 'big') maxBig = Math.max(maxBig, running.get('big')!);
+          if (e.type === 'task:completed') {
+            const m = e.taskId.startsWith('big') ? 'big' : 'small';
+            running.set(m, running.get(m)! - 1);
+          }
+        },
+      },
+      actors: { agent: fakeAgent(() => ({ outcome: 'ok', delayMs: 10 })) },
+    });
+    const clock = new SimulatedClock();
+    const actor = createActor(machine, { input: inputFor(tasks, { maxInFlight: 4, modelMaxInFlight: { big: 2 } }), clock }).start();
+    // Right away: 2 big (its cap, although big tasks come first) and 2 small fill the 4 slots.
+    const children = () => Object.keys(actor.getSnapshot().children).filter((id) => id.startsWith('agent:')).length;
+    expect(children()).toBe(4);
+    for (let i = 0; i < 100 && actor.getSnapshot().status === 'active'; i++) clock.increment(5);
+    expect(actor.getSnapshot().output!.status).toBe('completed');
+    expect(maxBig).toBe(2);
+  });
+
   it('retries a retryable failure as a new attempt, up to maxRetries', () => {
     const attempts: number[] = [];
     const { actor } = runWith(inputFor([task('a', [], { maxRetries: 2 })]), (input) => {
