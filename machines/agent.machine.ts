@@ -14,7 +14,7 @@
  * Whatever the agent holds (a reservation, an admission, a lease request, a lease) it gives back
  * on the way out, so a cancelled agent never wedges a key, a breaker or a budget.
  */
-import { assign, enqueueActions, fromPromise, not, setup } from 'xstate';
+import { assign, enqueueActions, fromPromise, not, setup, type AnyActorRef } from 'xstate';
 import {
   breakerOf,
   callFacts,
@@ -26,6 +26,9 @@ import {
   reportOf,
   requestIdOf,
   reservationUsd,
+  routeOf,
+  OVERLOADS_BEFORE_FALLBACK,
+  type CallTarget,
   requestTokensOf,
   targetOf,
   type AgentContext,
@@ -43,6 +46,20 @@ import { enqueueReport } from './report.js';
 import { estimateRequestTokens, textOf } from './tokens.js';
 
 export type { AgentContext, AgentEvent, AgentInput } from './agentContext.js';
+
+/** A breaker that refuses calls now (open; half-open still lets a probe through). */
+const isOpen = (breaker: AnyActorRef | undefined) => (breaker?.getSnapshot() as { value?: unknown } | undefined)?.value === 'open';
+
+function fallbackEvent(context: AgentContext, from: CallTarget, to: CallTarget, reason: string): RunEvent {
+  return {
+    type: 'task:fallback',
+    taskId: context.input.taskId,
+    attempt: context.input.attempt,
+    from: from.modelName ?? routeOf(from),
+    to: to.modelName ?? routeOf(to),
+    reason,
+  };
+}
 
 export const agentMachine = setup({
   types: {} as {
@@ -85,7 +102,20 @@ export const agentMachine = setup({
       const seq = context.seq + 1;
       const requestId = requestIdOf(context, seq);
       enqueue.assign({ seq, pending: { kind: 'admission', requestId } });
-      const breaker = breakerOf(system, context);
+      let breaker = breakerOf(system, context);
+      // The route is down (its breaker open): move to the first fallback whose breaker is not.
+      if (context.call === 'turn' && isOpen(breaker)) {
+        const fallbacks = context.input.fallbacks ?? [];
+        for (let i = context.routeIndex; i < fallbacks.length; i++) {
+          const candidate = system.get(`breaker:${routeOf(fallbacks[i]!)}`);
+          if (isOpen(candidate)) continue;
+          const from = targetOf(context);
+          enqueue.assign({ routeIndex: i + 1, overloads: 0 });
+          enqueueReport(enqueue, fallbackEvent(context, from, fallbacks[i]!, 'breaker open'));
+          breaker = candidate;
+          break;
+        }
+      }
       // A closed breaker admits everyone and keeps no record of it, so the round trip is skipped:
       // the same answer, without two messages on every call's hot path. A route without a
       // breaker (machines used on their own) is not guarded at all.
@@ -200,6 +230,13 @@ export const agentMachine = setup({
       // A revoked key is nobody's fault: the next key can be tried at once.
       const delayMs = error.code === 'auth' ? 0 : backoffDelay(context.retries, r, { ...context.input.backoff, floorMs });
       enqueue.assign({ rng, backoffMs: delayMs, retries: context.retries + 1 });
+      // Overloaded again and again: the next try goes to the model's next fallback, if any.
+      const overloads = error.code === 'overloaded' && context.call === 'turn' ? context.overloads + 1 : 0;
+      const fallbacks = context.input.fallbacks ?? [];
+      if (overloads >= OVERLOADS_BEFORE_FALLBACK && context.routeIndex < fallbacks.length) {
+        enqueue.assign({ routeIndex: context.routeIndex + 1, overloads: 0 });
+        enqueueReport(enqueue, fallbackEvent(context, targetOf(context), fallbacks[context.routeIndex]!, `${overloads} overload errors in a row`));
+      } else enqueue.assign({ overloads });
       enqueueReport(enqueue, {
         type: 'task:retry',
         taskId: context.input.taskId,
@@ -330,6 +367,8 @@ export const agentMachine = setup({
     seq: 0,
     pending: null,
     reservation: null,
+    routeIndex: 0,
+    overloads: 0,
     admission: null,
     lease: null,
     tools: null,

@@ -56,6 +56,11 @@ export interface AgentInput {
   price?: Price;
   /** The run has budgets: every priced call reserves its worst case with the ledger first. */
   budgeted?: boolean;
+  /**
+   * The model's fallbacks, in order: used when its route's breaker is open, or after
+   * OVERLOADS_BEFORE_FALLBACK overload errors in a row on it.
+   */
+  fallbacks?: CallTarget[];
   /** Messages kept at the end when compacting. Default 4. */
   keepLast?: number;
   /** Estimated tokens of the tool definitions sent with every turn (they count against the budget). */
@@ -83,6 +88,10 @@ export interface AgentContext {
   pending: { kind: 'reservation' | 'admission' | 'lease'; requestId: string } | null;
   /** A budget reservation held for the current call, not yet settled. */
   reservation: string | null;
+  /** Which route the task's turns use: 0 its model, i > 0 its i-th fallback. */
+  routeIndex: number;
+  /** Overload errors in a row on the current route. */
+  overloads: number;
   /** A breaker admission held and not yet reported. */
   admission: { requestId: string; probe: boolean } | null;
   lease: { leaseId: string; keyId: string } | null;
@@ -117,8 +126,15 @@ export interface CallTarget {
 
 /** The provider and model of the call the agent is making now (a summary may use another model). */
 export function targetOf(ctx: AgentContext): CallTarget {
-  return ctx.call === 'summary' && ctx.input.compaction ? ctx.input.compaction : ctx.input;
+  if (ctx.call === 'summary' && ctx.input.compaction) return ctx.input.compaction;
+  return ctx.routeIndex > 0 ? ctx.input.fallbacks![ctx.routeIndex - 1]! : ctx.input;
 }
+
+/** Overload errors in a row on one route before the task moves to its next fallback. */
+export const OVERLOADS_BEFORE_FALLBACK = 2;
+
+/** The route `<provider>/<model>` of a target. */
+export const routeOf = (t: CallTarget) => `${t.provider}/${t.model}`;
 export const poolOf = (system: { get(id: string): AnyActorRef | undefined }, ctx: AgentContext) => system.get(`pool:${targetOf(ctx).provider}`);
 export const breakerOf = (system: { get(id: string): AnyActorRef | undefined }, ctx: AgentContext) => {
   const t = targetOf(ctx);
@@ -141,6 +157,10 @@ export function reportOf(ctx: AgentContext): AttemptReport {
   };
   if (ctx.output !== undefined) report.output = ctx.output;
   if (ctx.error !== undefined) report.error = ctx.error;
+  if (ctx.routeIndex > 0) {
+    const t = ctx.input.fallbacks![ctx.routeIndex - 1]!;
+    report.servedBy = t.modelName ?? routeOf(t);
+  }
   return report;
 }
 

@@ -281,6 +281,8 @@ export interface AttemptReport {
   turns: number;
   /** The conversation so far: kept on failure so nothing is lost. */
   messages: Message[];
+  /** The plan's model that served the last turn, when a fallback took over. */
+  servedBy?: string;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -304,6 +306,7 @@ export type RunEvent =
   | { type: 'task:completed'; taskId: string; attempt: number; output: string; usage: Usage }
   | { type: 'task:failed'; taskId: string; attempt: number; error: ErrorInfo; willRetry: boolean }
   | { type: 'task:skipped'; taskId: string; reason: string }
+  | { type: 'task:fallback'; taskId: string; attempt: number; from: string; to: string; reason: string }
   | { type: 'task:compacted'; taskId: string; attempt: number; mode: 'summary' | 'truncation'; removed: number; tokensBefore: number; tokensAfter: number }
   | { type: 'task:cancelled'; taskId: string }
   | { type: 'model:request'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string }

@@ -6,6 +6,7 @@
  *
  * Ready order: higher priority first, then the longer remaining critical path, then FIFO.
  */
+import type { CallTarget } from './agentContext.js';
 import type { Price } from './cost.js';
 import { Heap } from './heap.js';
 import type { ToolBusStats } from './toolBusBook.js';
@@ -35,6 +36,8 @@ export interface SupervisedTask {
   inputBudget?: number;
   /** The model's price, USD per million tokens (plan or built-in). */
   price?: Price;
+  /** Its model's fallbacks, in order. */
+  fallbacks?: CallTarget[];
   /** Estimated tokens of its tools' definitions, sent with every turn. */
   toolTokens?: number;
 }
@@ -54,6 +57,8 @@ export interface TaskResult {
   retries: number;
   /** The conversation of the last attempt, kept when the task failed. */
   transcript?: Message[];
+  /** The fallback model that served it, when its own model's route was down or overloaded. */
+  servedBy?: string;
   /** What its calls cost in USD; null when the model has no price. Filled in by the runtime. */
   costUsd?: number | null;
 }
@@ -96,6 +101,7 @@ interface TaskRecord {
   output?: string;
   error?: ErrorInfo;
   transcript?: Message[];
+  servedBy?: string;
 }
 
 /** What settling an attempt did to the run. */
@@ -212,6 +218,7 @@ export class RunTable {
     record.usage = addUsage(record.usage, report.usage);
     record.requests += report.requests;
     record.retries += report.retries;
+    if (report.servedBy !== undefined) record.servedBy = report.servedBy;
     if (report.status === 'completed') {
       record.output = report.output ?? '';
       delete record.error;
@@ -288,6 +295,7 @@ export class RunTable {
       if (r.output !== undefined && status === 'completed') task.output = r.output;
       if (r.error !== undefined && status !== 'completed') task.error = r.error;
       if (r.transcript !== undefined && status === 'failed') task.transcript = r.transcript;
+      if (r.servedBy !== undefined) task.servedBy = r.servedBy;
       tasks[r.spec.id] = task;
       totals.requests += r.requests;
       totals.retries += r.retries;

@@ -173,6 +173,7 @@ export const supervisorMachine = setup({
         // A system prompt may place dependency outputs too; unplaced ones go only to the prompt.
         if (spec.inputBudget !== undefined) input.inputBudget = spec.inputBudget;
         input.modelName = spec.modelName;
+        if (spec.fallbacks?.length) input.fallbacks = spec.fallbacks;
         if (spec.price) input.price = spec.price;
         if (context.infra.budgets) input.budgeted = true;
         if (spec.toolTokens) input.toolTokens = spec.toolTokens;

@@ -75,6 +75,7 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
     if (t.tools.length > 0 && opts.toolTokens) task.toolTokens = opts.toolTokens(t.tools);
     const price = priceOf(model.model, model.price);
     if (price) task.price = price;
+    if (model.fallback.length > 0) task.fallbacks = model.fallback.map((name) => targetOfModel(plan, name, t.maxTokens));
     return task;
   });
 
@@ -126,4 +127,11 @@ function budgetsOf(plan: Plan): LedgerBudgets | undefined {
 function modelCapsOf(plan: Plan): Record<string, number> | undefined {
   const caps = Object.entries(plan.models).flatMap(([name, m]) => (m.maxInFlight === undefined ? [] : [[name, m.maxInFlight] as const]));
   return caps.length > 0 ? Object.fromEntries(caps) : undefined;
+}
+
+/** A plan model as a call target (a fallback keeps the task's own maxTokens cap, if it set one). */
+function targetOfModel(plan: Plan, name: string, maxTokens: number | undefined): CallTarget {
+  const m = plan.models[name]!;
+  const price = priceOf(m.model, m.price);
+  return { provider: m.provider, model: m.model, maxTokens: maxTokens ?? m.maxTokens, modelName: name, ...(price ? { price } : {}) };
 }

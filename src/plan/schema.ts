@@ -77,7 +77,7 @@ export interface ModelSpec {
   maxTokens: number;
   /** USD per million tokens. Default: the built-in table (src/cost/prices.ts); required with a budget when the model is not in it. */
   price?: ModelPrice;
-  /** Names of other entries in `models` to try, in order, when this route is unavailable (validated now; routing to them is planned: the cost-guard issue). */
+  /** Other entries in `models` to use, in order, when this model's route is down (breaker open) or keeps answering overloaded. */
   fallback: string[];
   /** Tasks on this model running at once, beside the run's `maxInFlight`. Default: no cap of its own. */
   maxInFlight?: number;

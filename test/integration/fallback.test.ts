@@ -1,0 +1,43 @@
+/**
+ * Routing around an outage: a model's fallbacks take over when its route's breaker is open, or
+ * after overload errors in a row; the switch is an event and shows in the result.
+ */
+import { describe, expect, it } from 'vitest';
+import { createSwarm, type RunEvent } from '../../src/index.js';
+
+const plan = (tasks: number) => ({
+  providers: {
+    down: { type: 'sim', sim: { faults: { http529: 1 } } }, // every call: 529 overloaded
+    up: { type: 'sim' },
+  },
+  models: {
+    main: { provider: 'down', model: 'sim-main', fallback: ['backup'] },
+    backup: { provider: 'up', model: 'sim-backup' },
+  },
+  defaults: { maxInFlight: 2, maxRetries: 6 },
+  tasks: Array.from({ length: tasks }, (_, i) => ({ id: `t${i}`, model: 'main', prompt: `task ${i} [[sim:reply done-${i}]]` })),
+});
+
+describe('fallback routes', () => {
+  it('moves to the fallback after overload errors in a row, and once the breaker opens, at admission', async () => {
+    const swarm = createSwarm({ backoff: { baseMs: 1, maxMs: 5 }, breaker: { failureThreshold: 3, cooldownMs: 60_000 } });
+    const run = swarm.run(plan(8));
+    const events: RunEvent[] = [];
+    run.events.on('*', (_t, e) => events.push(e as RunEvent));
+    const result = await run.result;
+    await swarm.close();
+
+    expect(result.status).toBe('completed');
+    for (let i = 0; i < 8; i++) expect(result.tasks[`t${i}`]).toMatchObject({ status: 'completed', output: `done-${i}`, model: 'main', servedBy: 'backup' });
+    const fallbacks = events.filter((e): e is Extract<RunEvent, { type: 'task:fallback' }> => e.type === 'task:fallback');
+    expect(fallbacks.every((f) => f.from === 'main' && f.to === 'backup')).toBe(true);
+    const reasons = new Set(fallbacks.map((f) => f.reason));
+    expect(reasons).toContain('2 overload errors in a row');
+    expect(reasons).toContain('breaker open');
+    expect(events.some((e) => e.type === 'breaker:open' && e.route === 'down/sim-main')).toBe(true);
+    // Once the breaker is open no task calls the dead route: later tasks go straight to the fallback.
+    const lastOpen = events.findIndex((e) => e.type === 'breaker:open');
+    const deadCallsAfter = events.slice(lastOpen + 1).filter((e) => e.type === 'model:request' && e.provider === 'down');
+    expect(deadCallsAfter).toEqual([]);
+  });
+});
