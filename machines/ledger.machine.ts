@@ -15,7 +15,7 @@
  * The bookkeeping lives in a mutable {@link LedgerBook} held by reference in context (see
  * ledgerBook.ts): every event is O(1).
  */
-import { enqueueActions, setup } from 'xstate';
+import { enqueueActions, setup, type AnyActorRef } from 'xstate';
 import { LedgerBook, denialMessage } from './ledgerBook.js';
 import type { LedgerInput } from './ledgerBook.js';
 import type { ErrorInfo, LedgerEvent, LedgerReply, RunEvent } from './protocol.js';
@@ -32,6 +32,11 @@ export interface LedgerContext {
    * supervisor reports the run as over budget. Task and model denials do not set it.
    */
   runDenied: boolean;
+  /**
+   * Requests that could fit once outstanding reservations settle (they may cost less than the
+   * worst case they hold), in arrival order; answered as settlements make room.
+   */
+  waiting: Reserve[];
 }
 
 type Reserve = Extract<LedgerEvent, { type: 'LEDGER.RESERVE' }>;
@@ -40,6 +45,27 @@ function invalidAmount(event: Reserve): ErrorInfo {
   const message = `reservation ${event.reservationId} of task "${event.taskId}" asked for ${String(event.amountUsd)} USD: an amount must be a finite, non-negative number`;
   return { code: 'internal', retryable: false, message, model: event.model };
 }
+
+/** Grants or refuses one request now, and tells its agent. */
+function answer(context: LedgerContext, e: Reserve, enqueue: EnqueueLike): void {
+  const outcome = context.book.reserve(e.reservationId, e.taskId, e.model, e.amountUsd);
+  let reply: LedgerReply;
+  if (outcome.kind === 'reserved') reply = { type: 'LEDGER.RESERVED', reservationId: e.reservationId };
+  else if (outcome.kind === 'invalid') reply = { type: 'LEDGER.DENIED', reservationId: e.reservationId, error: invalidAmount(e) };
+  else {
+    const { denial } = outcome;
+    const error: ErrorInfo = { code: 'budget_exceeded', retryable: false, message: denialMessage(denial), model: e.model };
+    reply = { type: 'LEDGER.DENIED', reservationId: e.reservationId, error };
+    const { taskId, model, amountUsd, budget, limitUsd, spentUsd, reservedUsd } = denial;
+    enqueueReport(enqueue, { type: 'budget:denied', taskId, model, amountUsd, budget, limitUsd, spentUsd, reservedUsd });
+    // Bookkeeping held by reference, like the book: set where it is decided.
+    if (budget === 'run') context.runDenied = true;
+  }
+  enqueue.sendTo(e.replyTo, reply);
+}
+
+type EnqueueLike = { sendTo: (to: AnyActorRef, event: LedgerReply) => void };
+
 
 /**
  * The ledger of one run. Spawn it with systemId `ledger`; agents send it LedgerEvents and get
@@ -62,19 +88,31 @@ export const ledgerMachine = setup({
     report: (_, _event: RunEvent) => {},
     reserve: enqueueActions(({ context, event, enqueue }) => {
       const e = event as Reserve;
-      const outcome = context.book.reserve(e.reservationId, e.taskId, e.model, e.amountUsd);
-      let reply: LedgerReply;
-      if (outcome.kind === 'reserved') reply = { type: 'LEDGER.RESERVED', reservationId: e.reservationId };
-      else if (outcome.kind === 'invalid') reply = { type: 'LEDGER.DENIED', reservationId: e.reservationId, error: invalidAmount(e) };
-      else {
-        const { denial } = outcome;
-        const error: ErrorInfo = { code: 'budget_exceeded', retryable: false, message: denialMessage(denial), model: e.model };
-        reply = { type: 'LEDGER.DENIED', reservationId: e.reservationId, error };
-        const { taskId, model, amountUsd, budget, limitUsd, spentUsd, reservedUsd } = denial;
-        enqueueReport(enqueue, { type: 'budget:denied', taskId, model, amountUsd, budget, limitUsd, spentUsd, reservedUsd });
-        if (budget === 'run' && !context.runDenied) enqueue.assign({ runDenied: true });
+      // A repeat of an outstanding reservation is answered at once (it is not charged twice).
+      if (context.book.isOpen(e.reservationId)) return answer(context, e, enqueue);
+      const verdict = context.book.verdict(e.taskId, e.model, e.amountUsd);
+      // Room held by outstanding reservations may come back when they settle below their worst
+      // case: such a request waits, and so does everyone behind it (FIFO, no starvation).
+      if (verdict !== 'never' && (verdict === 'later' || context.waiting.length > 0)) {
+        context.waiting.push(e);
+        return;
       }
-      enqueue.sendTo(e.replyTo, reply);
+      answer(context, e, enqueue);
+    }),
+    /** After a settle or release: answer the waiting requests that can be answered now, in order. */
+    drain: enqueueActions(({ context, enqueue }) => {
+      while (context.waiting.length > 0) {
+        const head = context.waiting[0]!;
+        if (!context.book.isOpen(head.reservationId) && context.book.verdict(head.taskId, head.model, head.amountUsd) === 'later') return;
+        context.waiting.shift();
+        answer(context, head, enqueue);
+      }
+    }),
+    /** A request released while it waits (its agent went away) leaves the queue unanswered. */
+    dropWaiting: enqueueActions(({ context, event }) => {
+      const id = (event as Extract<LedgerEvent, { type: 'LEDGER.RELEASE' }>).reservationId;
+      const i = context.waiting.findIndex((w) => w.reservationId === id);
+      if (i >= 0) context.waiting.splice(i, 1);
     }),
     // enqueueActions like `reserve`, so the book changes while the transition resolves, as in the pool.
     settle: enqueueActions(({ context, event }) => {
@@ -87,15 +125,15 @@ export const ledgerMachine = setup({
   },
 }).createMachine({
   id: 'ledger',
-  context: ({ input }) => ({ book: new LedgerBook(input.budgets), runDenied: false }),
+  context: ({ input }) => ({ book: new LedgerBook(input.budgets), runDenied: false, waiting: [] }),
   initial: 'open',
   states: {
     /** Always open: a denied reservation says nothing of a smaller one, or of the next settlement. */
     open: {
       on: {
         'LEDGER.RESERVE': { actions: 'reserve' },
-        'LEDGER.SETTLE': { actions: 'settle' },
-        'LEDGER.RELEASE': { actions: 'release' },
+        'LEDGER.SETTLE': { actions: ['settle', 'drain'] },
+        'LEDGER.RELEASE': { actions: ['dropWaiting', 'release', 'drain'] },
       },
     },
   },

@@ -129,6 +129,22 @@ export class LedgerBook {
   }
 
   /**
+   * Whether `amountUsd` fits now, could fit once outstanding reservations settle (they may cost
+   * less than they hold), or can never fit (settled spend alone leaves no room). Changes nothing.
+   */
+  verdict(taskId: string, model: string, amountUsd: number): 'now' | 'later' | 'never' {
+    if (!isAmount(amountUsd)) return 'never'; // reserve() refuses it at once, with its own reason
+    const amount = toNanos(amountUsd);
+    let verdict: 'now' | 'later' = 'now';
+    for (const account of [this.runAccount, this.peek(this.tasks, this.taskLimits, taskId), this.peek(this.models, this.modelLimits, model)]) {
+      if (account.limit === undefined) continue;
+      if (account.spent + amount > account.limit) return 'never';
+      if (account.spent + account.reserved + amount > account.limit) verdict = 'later';
+    }
+    return verdict;
+  }
+
+  /**
    * Holds `amountUsd` against the run's, the task's and the model's budgets if it fits in all
    * three, counting settled spend and every outstanding reservation. A reservation id already
    * outstanding is granted again without being charged twice.
@@ -139,7 +155,11 @@ export class LedgerBook {
     const amount = toNanos(amountUsd);
     const accounts: Reservation['accounts'] = [this.runAccount, this.accountOf(this.tasks, this.taskLimits, taskId), this.accountOf(this.models, this.modelLimits, model)];
     const kinds: BudgetKind[] = ['run', 'task', 'model'];
-    for (let i = 0; i < accounts.length; i++) {
+    // Name the budget that can never fit (settled spend alone leaves no room) before one that
+    // only lacks room now: that is the budget to raise.
+    const never = accounts.findIndex((a) => a.limit !== undefined && a.spent + amount > a.limit);
+    const order = never >= 0 ? [never] : [0, 1, 2];
+    for (const i of order) {
       const account = accounts[i]!;
       if (account.limit === undefined || account.spent + account.reserved + amount <= account.limit) continue;
       this.counts.denied++;
@@ -176,9 +196,19 @@ export class LedgerBook {
     return true;
   }
 
+  /** Whether a reservation with this id is outstanding (a repeat of it is answered at once). */
+  isOpen(reservationId: string): boolean {
+    return this.open.has(reservationId);
+  }
+
   /** Reservations neither settled nor released yet. */
   get outstanding(): number {
     return this.open.size;
+  }
+
+  /** An account as it stands, without opening one for a name not seen yet. */
+  private peek(accounts: Map<string, Account>, limits: Map<string, number>, name: string): Account {
+    return accounts.get(name) ?? newAccount(limits.get(name));
   }
 
   run(): AccountView {

@@ -13,23 +13,38 @@ function harness(budgets: LedgerBudgets) {
   const machine = ledgerMachine.provide({ actions: { report: (_, e: RunEvent) => void reports.push(e) } });
   const ledger = createActor(machine, { input: { budgets } }).start();
   const book = () => ledger.getSnapshot().context.book;
+  /** The replies `send` caused. */
+  const repliesOf = (send: () => void) => {
+    const before = replies.length;
+    send();
+    return replies.slice(before);
+  };
+  const sendReserve = (reservationId: string, taskId: string, model: string, amountUsd: number) =>
+    repliesOf(() => ledger.send({ type: 'LEDGER.RESERVE', reservationId, taskId, model, amountUsd, replyTo: agent }));
   return {
     ledger,
     replies,
     reports,
     book,
     runDenied: () => ledger.getSnapshot().context.runDenied,
-    /** Sends a reservation and returns the one reply it got. */
+    /** The ids of the requests waiting for room, head first. */
+    waiting: () => ledger.getSnapshot().context.waiting.map((w) => w.reservationId),
+    sendReserve,
+    /** Sends a reservation that must be answered at once, and returns that one reply. */
     reserve: (reservationId: string, taskId: string, model: string, amountUsd: number) => {
-      const before = replies.length;
-      ledger.send({ type: 'LEDGER.RESERVE', reservationId, taskId, model, amountUsd, replyTo: agent });
-      expect(replies.length).toBe(before + 1);
-      const reply = replies[before]!;
-      expect(reply.reservationId).toBe(reservationId);
-      return reply;
+      const answered = sendReserve(reservationId, taskId, model, amountUsd);
+      expect(answered.map((r) => r.reservationId)).toEqual([reservationId]);
+      return answered[0]!;
     },
-    settle: (reservationId: string, actualUsd: number) => ledger.send({ type: 'LEDGER.SETTLE', reservationId, actualUsd }),
-    release: (reservationId: string) => ledger.send({ type: 'LEDGER.RELEASE', reservationId }),
+    /** Sends a reservation that must wait: no reply, and it joins the end of the queue. */
+    wait: (reservationId: string, taskId: string, model: string, amountUsd: number) => {
+      expect(sendReserve(reservationId, taskId, model, amountUsd)).toEqual([]);
+      expect(ledger.getSnapshot().context.waiting.at(-1)?.reservationId).toBe(reservationId);
+    },
+    /** Settles, and returns the replies to waiting requests it caused, in order. */
+    settle: (reservationId: string, actualUsd: number) => repliesOf(() => ledger.send({ type: 'LEDGER.SETTLE', reservationId, actualUsd })),
+    /** Releases (a reservation or a waiting request), and returns the replies it caused. */
+    release: (reservationId: string) => repliesOf(() => ledger.send({ type: 'LEDGER.RELEASE', reservationId })),
   };
 }
 
@@ -38,31 +53,41 @@ const denialOf = (reply: LedgerReply) => {
   return reply.error;
 };
 
+/** Replies as `[id, type]` pairs, easy to compare in order. */
+const answers = (replies: LedgerReply[]) => replies.map((r) => [r.reservationId, r.type]);
+
 describe('ledgerMachine: budgets', () => {
-  it('grants within the run budget, counting outstanding reservations, and denies past it', () => {
+  it('grants what fits now, holds what would fit once reservations close until one is released, and denies what never fits', () => {
     const h = harness({ runUsd: 1 });
     expect(h.reserve('r1', 't1', 'sonnet', 0.6).type).toBe('LEDGER.RESERVED');
     expect(h.reserve('r2', 't2', 'sonnet', 0.4).type).toBe('LEDGER.RESERVED');
     expect(h.book().run()).toEqual({ limitUsd: 1, spentUsd: 0, reservedUsd: 1 });
-    expect(denialOf(h.reserve('r3', 't3', 'sonnet', 0.01))).toMatchObject({ code: 'budget_exceeded', retryable: false });
-    expect(h.runDenied()).toBe(true);
-    h.release('r2');
+    // 0.01 fits the budget, not next to $1 held: it waits, and waiting is no denial.
+    h.wait('r3', 't3', 'sonnet', 0.01);
+    expect(h.runDenied()).toBe(false);
+    expect(h.reports).toEqual([]);
+    expect(answers(h.release('r2'))).toEqual([['r3', 'LEDGER.RESERVED']]);
+    expect(h.waiting()).toEqual([]);
+    expect(h.book().run()).toEqual({ limitUsd: 1, spentUsd: 0, reservedUsd: 0.61 });
     h.settle('r1', 0.5);
-    expect(h.book().run()).toEqual({ limitUsd: 1, spentUsd: 0.5, reservedUsd: 0 });
-    expect(h.reserve('r4', 't3', 'sonnet', 0.5).type).toBe('LEDGER.RESERVED');
-    expect(h.reserve('r5', 't3', 'sonnet', 0.000001).type).toBe('LEDGER.DENIED');
+    h.settle('r3', 0.01);
+    expect(h.book().run()).toEqual({ limitUsd: 1, spentUsd: 0.51, reservedUsd: 0 });
+    expect(h.reserve('r4', 't3', 'sonnet', 0.49).type).toBe('LEDGER.RESERVED');
+    h.settle('r4', 0.49);
+    expect(denialOf(h.reserve('r5', 't3', 'sonnet', 0.000001))).toMatchObject({ code: 'budget_exceeded', retryable: false });
+    expect(h.runDenied()).toBe(true);
   });
 
-  it("denies by a task's budget without touching other tasks or the run flag", () => {
+  it("denies by a task's budget what that task can never afford, without touching other tasks or the run flag", () => {
     const h = harness({ runUsd: 10, perTaskUsd: { a: 0.5 } });
     expect(h.reserve('a1', 'a', 'sonnet', 0.4).type).toBe('LEDGER.RESERVED');
-    const error = denialOf(h.reserve('a2', 'a', 'sonnet', 0.2));
+    const error = denialOf(h.reserve('a2', 'a', 'sonnet', 0.6));
     expect(error.message).toContain('task "a" budget exceeded');
     expect(h.reserve('b1', 'b', 'sonnet', 0.2).type).toBe('LEDGER.RESERVED');
     expect(h.runDenied()).toBe(false);
     expect(h.book().task('a')).toEqual({ limitUsd: 0.5, spentUsd: 0, reservedUsd: 0.4 });
     expect(h.book().task('b')).toEqual({ spentUsd: 0, reservedUsd: 0.2 });
-    expect(h.reports).toEqual([{ type: 'budget:denied', taskId: 'a', model: 'sonnet', amountUsd: 0.2, budget: 'task', limitUsd: 0.5, spentUsd: 0, reservedUsd: 0.4 }]);
+    expect(h.reports).toEqual([{ type: 'budget:denied', taskId: 'a', model: 'sonnet', amountUsd: 0.6, budget: 'task', limitUsd: 0.5, spentUsd: 0, reservedUsd: 0.4 }]);
   });
 
   it("denies by a model's budget, shared by every task on that model", () => {
@@ -76,12 +101,27 @@ describe('ledgerMachine: budgets', () => {
     expect(h.reports.map((e) => e.type === 'budget:denied' && e.budget)).toEqual(['model']);
   });
 
-  it('names the run budget first when several are exceeded, and reports the numbers', () => {
+  it('names the run budget first when several can never fit, and reports the numbers', () => {
     const h = harness({ runUsd: 1, perTaskUsd: { t: 0.1 }, perModelUsd: { m: 0.1 } });
     h.reserve('r1', 'x', 'y', 0.9);
+    h.settle('r1', 0.9);
     denialOf(h.reserve('r2', 't', 'm', 0.2));
-    expect(h.reports).toEqual([{ type: 'budget:denied', taskId: 't', model: 'm', amountUsd: 0.2, budget: 'run', limitUsd: 1, spentUsd: 0, reservedUsd: 0.9 }]);
+    expect(h.reports).toEqual([{ type: 'budget:denied', taskId: 't', model: 'm', amountUsd: 0.2, budget: 'run', limitUsd: 1, spentUsd: 0.9, reservedUsd: 0 }]);
     expect(h.runDenied()).toBe(true);
+  });
+
+  // FAILS with the current machine (a bug): the denial names the first budget short of room now
+  // (the run's, full of reservations) instead of the one that can never fit (the task's), so a task
+  // over its own budget marks the whole run as over budget, and the message says to raise the
+  // wrong budget. Fix: in LedgerBook.reserve(), deny by the first budget where spent + amount >
+  // limit when there is one, and only otherwise by the first where spent + reserved + amount > limit.
+  it('names the budget that can never fit, not one that only lacks room now, and leaves the run flag alone', () => {
+    const h = harness({ runUsd: 1, perTaskUsd: { t: 0.1 } });
+    h.reserve('r1', 'x', 'm', 0.95);
+    const error = denialOf(h.reserve('r2', 't', 'm', 0.2)); // run: later (0.2 <= 1 < 0.95 + 0.2); task: never (0.2 > 0.1)
+    expect(h.reports).toEqual([{ type: 'budget:denied', taskId: 't', model: 'm', amountUsd: 0.2, budget: 'task', limitUsd: 0.1, spentUsd: 0, reservedUsd: 0 }]);
+    expect(error.message).toContain('task "t" budget exceeded');
+    expect(h.runDenied()).toBe(false);
   });
 
   it('tracks spend without a cap when no budget applies', () => {
@@ -105,6 +145,99 @@ describe('ledgerMachine: budgets', () => {
     const h = harness({ perTaskUsd: { constructor: 0.1 }, perModelUsd: {} });
     expect(h.reserve('r1', 'toString', '__proto__', 1).type).toBe('LEDGER.RESERVED');
     expect(h.reserve('r2', 'constructor', 'hasOwnProperty', 0.2).type).toBe('LEDGER.DENIED');
+  });
+});
+
+describe('ledgerMachine: waiting for room', () => {
+  it('grants a waiting request when a settlement below the worst case makes room, with no denial reported', () => {
+    const h = harness({ runUsd: 1 });
+    h.reserve('r1', 't1', 'm', 0.8);
+    h.wait('r2', 't2', 'm', 0.5);
+    expect(answers(h.settle('r1', 0.3))).toEqual([['r2', 'LEDGER.RESERVED']]);
+    expect(h.book().run()).toEqual({ limitUsd: 1, spentUsd: 0.3, reservedUsd: 0.5 });
+    expect(h.book().counts).toMatchObject({ reserved: 2, denied: 0 });
+    expect(h.reports).toEqual([]);
+    expect(h.runDenied()).toBe(false);
+  });
+
+  it('denies a waiting request once the settlement used up the room it waited for, and reports that denial', () => {
+    const h = harness({ runUsd: 1 });
+    h.reserve('r1', 't1', 'm', 0.8);
+    h.wait('r2', 't2', 'm', 0.5);
+    const [reply, ...more] = h.settle('r1', 0.7);
+    expect(more).toEqual([]);
+    expect(reply!.reservationId).toBe('r2');
+    expect(denialOf(reply!)).toMatchObject({ code: 'budget_exceeded', message: expect.stringMatching(/^run budget exceeded: limit \$1, spent \$0\.7, reserved \$0, asked \$0\.5 /) });
+    expect(h.reports).toEqual([{ type: 'budget:denied', taskId: 't2', model: 'm', amountUsd: 0.5, budget: 'run', limitUsd: 1, spentUsd: 0.7, reservedUsd: 0 }]);
+    expect(h.runDenied()).toBe(true);
+    expect(h.waiting()).toEqual([]);
+    expect(h.book().outstanding).toBe(0);
+  });
+
+  it('answers in arrival order: a small request that would fit now waits behind a big one, whatever its task', () => {
+    const h = harness({ runUsd: 1 });
+    h.reserve('r1', 't1', 'm', 0.5);
+    h.reserve('r2', 't2', 'm', 0.4);
+    h.wait('big', 't3', 'm', 0.6);
+    h.wait('small', 't4', 'm', 0.05); // 0.9 + 0.05 fits, but 'big' came first
+    // What can never fit is no reason to wait: denied at once, past the queue.
+    expect(denialOf(h.reserve('huge', 't5', 'm', 1.5)).code).toBe('budget_exceeded');
+    // Releasing r2 is not room enough for the head (0.5 + 0.6 > 1): draining stops there.
+    expect(h.release('r2')).toEqual([]);
+    expect(h.waiting()).toEqual(['big', 'small']);
+    expect(answers(h.settle('r1', 0.3))).toEqual([
+      ['big', 'LEDGER.RESERVED'],
+      ['small', 'LEDGER.RESERVED'],
+    ]);
+    expect(h.book().run()).toEqual({ limitUsd: 1, spentUsd: 0.3, reservedUsd: 0.65 });
+  });
+
+  it('drops a request released while it waits, with no reply, and answers the next in line', () => {
+    const h = harness({ runUsd: 1 });
+    h.reserve('r1', 't1', 'm', 0.9);
+    h.wait('w1', 't2', 'm', 0.5);
+    h.wait('w2', 't3', 'm', 0.05);
+    expect(answers(h.release('w1'))).toEqual([['w2', 'LEDGER.RESERVED']]);
+    expect(h.waiting()).toEqual([]);
+    // Nothing was held for w1, so nothing was released from the book.
+    expect(h.book().counts).toMatchObject({ reserved: 2, released: 0 });
+    expect(h.book().outstanding).toBe(2);
+    h.settle('r1', 0.1);
+    h.settle('w2', 0.05);
+    h.release('w1');
+    expect(h.replies.filter((r) => r.reservationId === 'w1')).toEqual([]);
+    expect(h.book().run()).toEqual({ limitUsd: 1, spentUsd: 0.15, reservedUsd: 0 });
+  });
+
+  it('sets the run flag only on a denial by the run budget: not while waiting on it, not on a task denial', () => {
+    const h = harness({ runUsd: 1, perTaskUsd: { t: 0.3 } });
+    h.reserve('r1', 'x', 'm', 0.9);
+    h.wait('w1', 'y', 'm', 0.5); // waits on the run budget
+    expect(h.runDenied()).toBe(false);
+    expect(answers(h.settle('r1', 0.2))).toEqual([['w1', 'LEDGER.RESERVED']]);
+    h.settle('w1', 0.1);
+    expect(h.reserve('t1', 't', 'm', 0.3).type).toBe('LEDGER.RESERVED');
+    h.settle('t1', 0.3);
+    expect(denialOf(h.reserve('t2', 't', 'm', 0.05)).message).toContain('task "t" budget exceeded'); // run: 0.6 + 0.05 fits, task: 0.35 > 0.3
+    expect(h.runDenied()).toBe(false);
+    expect(denialOf(h.reserve('r2', 'x', 'm', 0.5)).message).toContain('run budget exceeded'); // 0.6 + 0.5 > 1
+    expect(h.runDenied()).toBe(true);
+    expect(h.reports.map((e) => e.type === 'budget:denied' && e.budget)).toEqual(['task', 'run']);
+  });
+
+  it('keeps a request waiting only while some reservation is outstanding: the last close answers the whole queue', () => {
+    const h = harness({ runUsd: 1, perTaskUsd: { t: 0.5 } });
+    h.reserve('r1', 't', 'm', 0.5);
+    h.wait('w1', 't', 'm', 0.4);
+    h.wait('w2', 'u', 'm', 0.7);
+    h.wait('w3', 'u', 'm', 0.1);
+    // r1 at its worst case leaves no room for w1 ever; w2 and w3 then fit in turn, or not.
+    expect(answers(h.settle('r1', 0.5))).toEqual([
+      ['w1', 'LEDGER.DENIED'],
+      ['w2', 'LEDGER.DENIED'],
+      ['w3', 'LEDGER.RESERVED'],
+    ]);
+    expect(h.waiting()).toEqual([]);
   });
 });
 
@@ -137,9 +270,25 @@ describe('ledgerMachine: settle and release', () => {
 
   it('answers a repeated reservation id again without charging it twice', () => {
     const h = harness({ runUsd: 1 });
+    expect(h.reserve('r1', 't', 'm', 0.4).type).toBe('LEDGER.RESERVED');
+    expect(h.reserve('r1', 't', 'm', 0.4).type).toBe('LEDGER.RESERVED');
+    expect(h.book().run().reservedUsd).toBe(0.4);
+    expect(h.book().counts.reserved).toBe(1);
+  });
+
+  // FAILS with the current machine (a bug): `reserve` asks verdict() before the book sees the id
+  // is already outstanding, and 0.6 + 0.6 > 1 says 'later', so the repeat waits. Once r1 settles
+  // below its worst case, the drain grants the repeat as a NEW reservation r1 that nobody will
+  // settle: its room stays held and the run never gets back to outstanding 0. Fix: in the
+  // `reserve` action (and in `drain`), answer at once a request whose id is outstanding (e.g. a
+  // LedgerBook.isOpen(id), or verdict() taking the id and saying 'now' for an open one).
+  it('answers a repeated id of an outstanding reservation at once, even when its amount would not fit next to itself', () => {
+    const h = harness({ runUsd: 1 });
     expect(h.reserve('r1', 't', 'm', 0.6).type).toBe('LEDGER.RESERVED');
-    expect(h.reserve('r1', 't', 'm', 0.6).type).toBe('LEDGER.RESERVED');
-    expect(h.book().run().reservedUsd).toBe(0.6);
+    expect(h.sendReserve('r1', 't', 'm', 0.6).map((r) => r.type)).toEqual(['LEDGER.RESERVED']);
+    expect(h.waiting()).toEqual([]);
+    expect(h.settle('r1', 0.2)).toEqual([]);
+    expect(h.book().outstanding).toBe(0);
     expect(h.book().counts.reserved).toBe(1);
   });
 
@@ -156,6 +305,18 @@ describe('ledgerMachine: settle and release', () => {
     expect(h.reports).toEqual([]);
     expect(h.runDenied()).toBe(false);
   });
+
+  // FAILS with the current machine (a bug): verdict() says 'now' for a nonsense amount, and
+  // anything but 'never' waits behind a non-empty queue, so the caller bug is answered only when
+  // the queue drains (and never if its agent gives up first). Fix: verdict() returns 'never' for
+  // an amount that is not a finite, non-negative number (reserve() then refuses it as 'invalid').
+  it('refuses a nonsense amount at once even while others wait', () => {
+    const h = harness({ runUsd: 1 });
+    h.reserve('r1', 't', 'm', 0.6);
+    h.wait('w1', 't', 'm', 0.6);
+    expect(h.sendReserve('bad', 't', 'm', Number.NaN).map((r) => r.type === 'LEDGER.DENIED' && r.error.code)).toEqual(['internal']);
+    expect(h.waiting()).toEqual(['w1']);
+  });
 });
 
 describe('ledgerMachine: denial message', () => {
@@ -164,13 +325,13 @@ describe('ledgerMachine: denial message', () => {
     h.reserve('r1', 'review/api', 'sonnet', 1.25);
     h.settle('r1', 0.75);
     h.reserve('r2', 'review/api', 'sonnet', 0.5);
-    const error = denialOf(h.reserve('r3', 'review/api', 'sonnet', 0.812345));
+    const error = denialOf(h.reserve('r3', 'review/api', 'sonnet', 1.312345)); // 0.75 + 1.312345 > 2: never fits
     expect(error).toEqual({
       code: 'budget_exceeded',
       retryable: false,
       model: 'sonnet',
       message:
-        'task "review/api" budget exceeded: limit $2, spent $0.75, reserved $0.5, asked $0.812345 ' +
+        'task "review/api" budget exceeded: limit $2, spent $0.75, reserved $0.5, asked $1.312345 ' +
         '(the worst case of a call of task "review/api" on model "sonnet"). Raise that budget, or lower the call\'s maxTokens.',
     });
   });
@@ -190,10 +351,21 @@ describe('ledgerMachine: scale', () => {
     expect(book.run()).toEqual({ limitUsd: 10_000, spentUsd: 2_500, reservedUsd: 0 });
     expect(book.task('t0')).toEqual({ spentUsd: 50, reservedUsd: 0 });
   });
+
+  it('queues 10,000 requests behind one big reservation and grants them all, in order, when it is released', () => {
+    const h = harness({ runUsd: 1 });
+    h.reserve('big', 't', 'm', 1);
+    for (let i = 0; i < 10_000; i++) h.sendReserve(`w${i}`, `t${i % 100}`, 'm', 0.0001);
+    expect(h.waiting().length).toBe(10_000);
+    const granted = h.release('big');
+    expect(granted.length).toBe(10_000);
+    expect(granted.every((r, i) => r.type === 'LEDGER.RESERVED' && r.reservationId === `w${i}`)).toBe(true);
+    expect(h.book().run()).toEqual({ limitUsd: 1, spentUsd: 0, reservedUsd: 1 });
+  });
 });
 
 // ---------------------------------------------------------------------------------------------
-// Property: concurrent agents never push settled spend over a budget
+// Property: concurrent agents never push settled spend over a budget, and waiting ends
 // ---------------------------------------------------------------------------------------------
 
 const TASKS = ['a', 'b', 'c', 'd'];
@@ -201,7 +373,8 @@ const MODELS = ['opus', 'haiku'];
 const AGENTS = 6;
 /** Amounts are whole micro-dollars, so the reference model below is exact integer arithmetic. */
 const micros = (max: number) => fc.integer({ min: 0, max });
-const optionalLimit = fc.option(micros(3_000_000), { nil: undefined });
+/** Tight limits run out within a few calls; loose ones leave many reservations outstanding, so requests wait. */
+const optionalLimit = fc.option(fc.oneof(micros(3_000_000), micros(30_000_000)), { nil: undefined });
 
 const budgetsArb = fc.record({
   run: optionalLimit,
@@ -216,29 +389,45 @@ const stepArb = fc.record({
   amount: micros(1_500_000),
   /** actual = floor(amount x fraction / 1000) / 1000 of the reservation: never above it. */
   fraction: fc.nat(1000),
+  /** What a holding agent does; a waiting agent gives up ('fail': released by the supervisor) or keeps waiting. */
   end: fc.constantFrom('settle', 'release', 'fail'),
   extra: fc.constantFrom('none', 'none', 'settle', 'release', 'unknown'),
 });
 
-interface Held {
+/** One request as the reference sees it. */
+interface Request {
   id: string;
+  agent: number;
+  task: string;
+  model: string;
   amount: number;
   keys: string[];
 }
 
+/** An agent is idle, waiting for an answer to a request, or holding a granted reservation. */
+type AgentState = { kind: 'idle' } | { kind: 'waiting'; request: Request } | { kind: 'holding'; request: Request };
+
+/** The answer the reference expects, in the shape of the reply and its `budget:denied` report. */
+interface Expected {
+  reservationId: string;
+  type: LedgerReply['type'];
+  report?: RunEvent;
+}
+
 describe('ledgerMachine: property', () => {
-  it('never lets settled spend exceed a budget; every reservation closes exactly once; reserved ends at 0', () => {
+  it('answers as a FIFO reference does; never lets settled spend exceed a budget; every reservation closes once; nothing waits once agents settle', () => {
+    // size 'medium': fast-check's default ('small') makes runs of a handful of steps, too short for queues to form.
     fc.assert(
-      fc.property(budgetsArb, fc.array(stepArb, { maxLength: 150 }), (limits, steps) => {
-        const toUsd = (m: number | undefined) => (m === undefined ? undefined : m / 1e6);
+      fc.property(budgetsArb, fc.array(stepArb, { maxLength: 150, size: 'medium' }), (limits, steps) => {
+        const usd = (m: number) => m / 1e6;
         const budgets: LedgerBudgets = {
-          perTaskUsd: Object.fromEntries(TASKS.flatMap((t, i) => (limits.tasks[i] === undefined ? [] : [[t, toUsd(limits.tasks[i])!]]))),
-          perModelUsd: Object.fromEntries(MODELS.flatMap((m, i) => (limits.models[i] === undefined ? [] : [[m, toUsd(limits.models[i])!]]))),
+          perTaskUsd: Object.fromEntries(TASKS.flatMap((t, i) => (limits.tasks[i] === undefined ? [] : [[t, usd(limits.tasks[i]!)]]))),
+          perModelUsd: Object.fromEntries(MODELS.flatMap((m, i) => (limits.models[i] === undefined ? [] : [[m, usd(limits.models[i]!)]]))),
         };
-        if (limits.run !== undefined) budgets.runUsd = toUsd(limits.run)!;
+        if (limits.run !== undefined) budgets.runUsd = usd(limits.run);
         const h = harness(budgets);
 
-        // The reference: exact integer micro-dollars per budget key.
+        // The reference: exact integer micro-dollars per budget key, and the FIFO queue.
         const limit = new Map<string, number>();
         if (limits.run !== undefined) limit.set('run', limits.run);
         TASKS.forEach((t, i) => limits.tasks[i] !== undefined && limit.set(`task:${t}`, limits.tasks[i]!));
@@ -246,20 +435,73 @@ describe('ledgerMachine: property', () => {
         const spent = new Map<string, number>();
         const reserved = new Map<string, number>();
         const add = (map: Map<string, number>, keys: string[], n: number) => keys.forEach((k) => map.set(k, (map.get(k) ?? 0) + n));
+        const verdict = (r: Request): 'now' | 'later' | 'never' => {
+          let v: 'now' | 'later' = 'now';
+          for (const k of r.keys) {
+            if (!limit.has(k)) continue;
+            if ((spent.get(k) ?? 0) + r.amount > limit.get(k)!) return 'never';
+            if ((spent.get(k) ?? 0) + (reserved.get(k) ?? 0) + r.amount > limit.get(k)!) v = 'later';
+          }
+          return v;
+        };
 
-        const holding: Array<Held | undefined> = new Array(AGENTS).fill(undefined);
+        const agents: AgentState[] = Array.from({ length: AGENTS }, () => ({ kind: 'idle' }));
+        const queue: Request[] = [];
+        const expected: Expected[] = [];
         const closed = new Map<string, number>();
+        const gaveUp = new Set<string>();
+        const sent: string[] = [];
         let granted = 0;
+        let denied = 0;
+        let runDenied = false;
         let seq = 0;
+        let seen = 0;
 
-        const close = (held: Held, how: 'settle' | 'release', actual: number) => {
-          if (how === 'settle') h.settle(held.id, actual / 1e6), add(spent, held.keys, actual);
-          else h.release(held.id);
-          add(reserved, held.keys, -held.amount);
-          closed.set(held.id, (closed.get(held.id) ?? 0) + 1);
+        /** Answers `r` now, as the ledger must: grant it, or deny it by the first budget it can never fit. */
+        const answer = (r: Request) => {
+          if (verdict(r) === 'never') {
+            const k = r.keys.find((key) => limit.has(key) && (spent.get(key) ?? 0) + r.amount > limit.get(key)!)!;
+            const budget = k === 'run' ? 'run' : k.startsWith('task:') ? 'task' : 'model';
+            const report: RunEvent = { type: 'budget:denied', taskId: r.task, model: r.model, amountUsd: usd(r.amount), budget, limitUsd: usd(limit.get(k)!), spentUsd: usd(spent.get(k) ?? 0), reservedUsd: usd(reserved.get(k) ?? 0) };
+            expected.push({ reservationId: r.id, type: 'LEDGER.DENIED', report });
+            agents[r.agent] = { kind: 'idle' };
+            runDenied ||= budget === 'run';
+            denied++;
+          } else {
+            expected.push({ reservationId: r.id, type: 'LEDGER.RESERVED' });
+            add(reserved, r.keys, r.amount);
+            agents[r.agent] = { kind: 'holding', request: r };
+            granted++;
+          }
+        };
+        const drain = () => {
+          while (queue.length > 0 && verdict(queue[0]!) !== 'later') answer(queue.shift()!);
+        };
+        const close = (r: Request, how: 'settle' | 'release', actual: number) => {
+          if (how === 'settle') h.settle(r.id, usd(actual)), add(spent, r.keys, actual);
+          else h.release(r.id);
+          add(reserved, r.keys, -r.amount);
+          closed.set(r.id, (closed.get(r.id) ?? 0) + 1);
+          agents[r.agent] = { kind: 'idle' };
+          drain();
         };
 
         const check = () => {
+          // Every reply so far, in order, is the one the reference expects.
+          const got = h.replies.slice(seen).map((r) => ({ reservationId: r.reservationId, type: r.type, code: r.type === 'LEDGER.DENIED' ? r.error.code : undefined }));
+          const want = expected.slice(seen).map((e) => ({ reservationId: e.reservationId, type: e.type, code: e.type === 'LEDGER.DENIED' ? 'budget_exceeded' : undefined }));
+          expect(got).toEqual(want);
+          seen = h.replies.length;
+          // budget:denied only for actual denials, naming the budget that can never fit.
+          expect(h.reports).toEqual(expected.flatMap((e) => (e.report ? [e.report] : [])));
+          expect(h.runDenied()).toBe(runDenied);
+          expect(h.waiting()).toEqual(queue.map((r) => r.id));
+          // A head waits only while something is outstanding that may come back.
+          const head = h.ledger.getSnapshot().context.waiting[0];
+          if (head) {
+            expect(h.book().verdict(head.taskId, head.model, head.amountUsd)).toBe('later');
+            expect(h.book().outstanding).toBeGreaterThan(0);
+          }
           const views: Array<[string, ReturnType<LedgerBook['run']> | undefined]> = [
             ['run', h.book().run()],
             ...TASKS.map((t): [string, ReturnType<LedgerBook['run']> | undefined] => [`task:${t}`, h.book().task(t)]),
@@ -267,54 +509,73 @@ describe('ledgerMachine: property', () => {
           ];
           for (const [key, view] of views) {
             const spentUsd = view?.spentUsd ?? 0;
-            if (limit.has(key)) expect(spentUsd, key).toBeLessThanOrEqual(limit.get(key)! / 1e6);
+            if (limit.has(key)) expect(spentUsd, key).toBeLessThanOrEqual(usd(limit.get(key)!));
             expect(Math.round(spentUsd * 1e6), key).toBe(spent.get(key) ?? 0);
             expect(Math.round((view?.reservedUsd ?? 0) * 1e6), key).toBe(reserved.get(key) ?? 0);
           }
         };
 
         for (const step of steps) {
-          const held = holding[step.agent];
-          if (held === undefined) {
+          const state = agents[step.agent]!;
+          if (state.kind === 'idle') {
             const task = TASKS[step.task]!;
             const model = MODELS[step.model]!;
-            const id = `agent${step.agent}.${seq++}`;
-            const keys = ['run', `task:${task}`, `model:${model}`];
-            const fits = keys.every((k) => !limit.has(k) || (spent.get(k) ?? 0) + (reserved.get(k) ?? 0) + step.amount <= limit.get(k)!);
-            const reply = h.reserve(id, task, model, step.amount / 1e6);
-            expect(reply.type).toBe(fits ? 'LEDGER.RESERVED' : 'LEDGER.DENIED');
-            if (fits) {
-              holding[step.agent] = { id, amount: step.amount, keys };
-              add(reserved, keys, step.amount);
-              granted++;
-            } else expect(denialOf(reply).code).toBe('budget_exceeded');
+            const r: Request = { id: `agent${step.agent}.${seq++}`, agent: step.agent, task, model, amount: step.amount, keys: ['run', `task:${task}`, `model:${model}`] };
+            sent.push(r.id);
+            h.sendReserve(r.id, task, model, usd(r.amount));
+            const v = verdict(r);
+            if (v !== 'never' && (v === 'later' || queue.length > 0)) {
+              queue.push(r);
+              agents[step.agent] = { kind: 'waiting', request: r };
+            } else answer(r);
+          } else if (state.kind === 'waiting') {
+            if (step.end === 'fail') {
+              // The agent died while it waited: the supervisor releases for it, and no answer comes.
+              h.release(state.request.id);
+              queue.splice(queue.indexOf(state.request), 1);
+              gaveUp.add(state.request.id);
+              agents[step.agent] = { kind: 'idle' };
+              drain();
+            } else if (step.extra === 'unknown') h.settle(`ghost${seq}`, 1), h.release(`ghost${seq}`); // drains, changes nothing
           } else {
             // 'fail': the agent died before sending the call; the supervisor releases for it.
-            const actual = Math.floor((held.amount * step.fraction) / 1000);
-            close(held, step.end === 'settle' ? 'settle' : 'release', actual);
-            holding[step.agent] = undefined;
-            if (step.extra === 'settle') h.settle(held.id, held.amount / 1e6);
-            if (step.extra === 'release') h.release(held.id);
+            const r = state.request;
+            close(r, step.end === 'settle' ? 'settle' : 'release', Math.floor((r.amount * step.fraction) / 1000));
+            if (step.extra === 'settle') h.settle(r.id, usd(r.amount));
+            if (step.extra === 'release') h.release(r.id);
             if (step.extra === 'unknown') h.settle(`ghost${seq}`, 1), h.release(`ghost${seq}`);
           }
           check();
         }
 
-        // The run ends: every agent still holding one settles it.
-        holding.forEach((held) => held && close(held, 'settle', held.amount));
-        check();
+        // The run ends: every agent holding a reservation settles it at its worst case, and the
+        // waiting ones are answered as that frees room (and settle in turn if granted).
+        for (let holder = agents.find((a) => a.kind === 'holding'); holder?.kind === 'holding'; holder = agents.find((a) => a.kind === 'holding')) {
+          close(holder.request, 'settle', holder.request.amount);
+          check();
+        }
+        // Nothing waits forever: with nothing outstanding, every head was 'now' or 'never'.
+        expect(queue).toEqual([]);
+        expect(h.waiting()).toEqual([]);
+        expect(agents.every((a) => a.kind === 'idle')).toBe(true);
+
         const { counts, outstanding } = { counts: h.book().counts, outstanding: h.book().outstanding };
         expect(outstanding).toBe(0);
         expect(counts.reserved).toBe(granted);
+        expect(counts.denied).toBe(denied);
         expect(counts.settled + counts.released).toBe(granted);
         expect([...closed.values()].every((n) => n === 1)).toBe(true);
         expect(closed.size).toBe(granted);
         expect(h.book().run().reservedUsd).toBe(0);
         for (const t of TASKS) expect(h.book().task(t)?.reservedUsd ?? 0).toBe(0);
         for (const m of MODELS) expect(h.book().model(m)?.reservedUsd ?? 0).toBe(0);
-        expect(h.replies.length).toBe(seq);
+        // At most one reply per request: exactly one, unless released while it waited.
+        const replyCount = new Map<string, number>();
+        for (const r of h.replies) replyCount.set(r.reservationId, (replyCount.get(r.reservationId) ?? 0) + 1);
+        for (const id of sent) expect(replyCount.get(id) ?? 0, id).toBe(gaveUp.has(id) ? 0 : 1);
+        expect(h.replies.length).toBe(sent.length - gaveUp.size);
       }),
-      { seed: 42, numRuns: 300 },
+      { seed: 42, numRuns: 200 },
     );
   });
 });
