@@ -12,6 +12,12 @@
  * as no call costs more than it reserved, settled spend never exceeds a budget, however many
  * agents run at once.
  *
+ * A request that would fit once outstanding reservations settle (they usually cost less than the
+ * worst case they hold) waits instead of being refused, FIFO, and so does every request behind
+ * it: each settle or release answers the head of the queue while it can be answered. Only a
+ * request that settled spend alone leaves no room for is refused at once. Nothing waits forever:
+ * a head can only lack room while some reservation is outstanding.
+ *
  * The bookkeeping lives in a mutable {@link LedgerBook} held by reference in context (see
  * ledgerBook.ts): every event is O(1).
  */

@@ -240,7 +240,8 @@ export type BudgetKind = 'run' | 'task' | 'model';
 
 /**
  * Reserve the worst-case cost of a call before sending it, then settle it at its actual cost, or
- * release it when the call was never sent. Every reservation is answered exactly once.
+ * release it when the call was never sent. Every reservation is answered at most once: exactly
+ * once, unless it is released while it still waits for room.
  */
 export type LedgerEvent =
   | {
