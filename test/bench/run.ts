@@ -146,6 +146,26 @@ server's 8 slots are the bottleneck, wall time fell about in proportion to the e
   },
 };
 
+benches.budget = () => {
+  const r = child('test/bench/budget.ts', []) as unknown as Record<string, number | string>;
+  const n = (k: string) => Number(r[k]);
+  console.log(`budget: spent $${n('spentUsd').toFixed(4)} of $${n('budgetUsd')}, ${r.completed} completed, ${r.refused} refused`);
+  const ok = n('spentUsd') <= n('budgetUsd') && n('completedWithOutput') === n('completed') && n('requests') === n('completed');
+  writeSection(
+    'budget',
+    `## Budget (issue 6)
+
+100 independent tasks on the embedded simulator whose calls cost about $0.02 each (200 output
+tokens at $100 per million), about $${n('wouldCostUsd').toFixed(2)} in all, under a $${n('budgetUsd')} run budget, \`maxInFlight\` 5.
+Every call reserves its worst case (256 output tokens, input estimate with a margin) before it is
+sent; a request that only outstanding reservations block waits for them to settle. ${machineLine()}.
+
+| budget | would cost | spent | completed (all with output) | refused, never sent | requests | status | met |
+|---:|---:|---:|---:|---:|---:|---|---|
+| $${n('budgetUsd')} | $${n('wouldCostUsd').toFixed(2)} | $${n('spentUsd').toFixed(4)} | ${r.completed} (${r.completedWithOutput}) | ${r.refused} | ${r.requests} | ${r.status} | ${ok ? 'yes' : '**NO**'} |`,
+  );
+};
+
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 for (const name of wanted.length ? wanted : Object.keys(benches)) {
   const bench = benches[name];
