@@ -39,7 +39,19 @@ import {
 import { canCompact, compact } from './compaction.js';
 import { costOfUsage } from './cost.js';
 import { breakerVerdictOf, errorInfo, isKeyScoped, leaseOutcomeOf, toErrorInfo } from './errors.js';
-import type { AttemptReport, BreakerEvent, ContentBlock, LeaseEvent, LedgerEvent, ModelCallInput, ModelCallOutput, RunEvent, ToolBusEvent } from './protocol.js';
+import type {
+  AttemptReport,
+  BreakerEvent,
+  ContentBlock,
+  DispatchDecision,
+  DispatchInfo,
+  LeaseEvent,
+  LedgerEvent,
+  ModelCallInput,
+  ModelCallOutput,
+  RunEvent,
+  ToolBusEvent,
+} from './protocol.js';
 import { addUsage, ZERO_USAGE } from './protocol.js';
 import { backoffDelay, nextRandom } from './random.js';
 import { enqueueReport } from './report.js';
@@ -61,6 +73,32 @@ function fallbackEvent(context: AgentContext, from: CallTarget, to: CallTarget, 
   };
 }
 
+/** What the dispatch hook sees of the call about to be sent. */
+function dispatchInfoOf(context: AgentContext): DispatchInfo {
+  const target = targetOf(context);
+  const estimatedInputTokens = requestTokensOf(context);
+  const info: DispatchInfo = {
+    taskId: context.input.taskId,
+    attempt: context.input.attempt,
+    turn: context.turn,
+    call: context.call,
+    model: target.modelName ?? routeOf(target),
+    provider: target.provider,
+    modelId: target.model,
+    messageCount: context.messages.length,
+    estimatedInputTokens,
+    maxTokens: target.maxTokens,
+    depth: 0,
+  };
+  if (target.price) info.estimatedCostUsd = reservationUsd(target.price, estimatedInputTokens, target.maxTokens);
+  return info;
+}
+
+function deniedError(context: AgentContext, decision: DispatchDecision) {
+  const reason = decision.action === 'deny' ? decision.reason : 'denied';
+  return errorInfo('dispatch_denied', `task "${context.input.taskId}": the beforeDispatch hook denied the call: ${reason}`);
+}
+
 export const agentMachine = setup({
   types: {} as {
     context: AgentContext;
@@ -72,10 +110,37 @@ export const agentMachine = setup({
     callModel: fromPromise<ModelCallOutput, ModelCallInput>(async () => {
       throw errorInfo('internal', 'no callModel actor provided');
     }),
+    /** The run's beforeDispatch hook (src provides it when the run has one). */
+    beforeDispatch: fromPromise<DispatchDecision, DispatchInfo>(async () => ({ action: 'allow' })),
   },
   actions: {
     /** Where run events go: `src/` provides it. */
     report: (_, _event: RunEvent) => {},
+
+    /** Applies a hook's decision (a rewrite holds for this call only) and records it as an event. */
+    recordDecision: enqueueActions(({ context, event, enqueue }, params?: DispatchDecision) => {
+      const decision = params ?? (event as unknown as { output: DispatchDecision }).output;
+      const from = targetOf(context);
+      if (decision.action === 'rewrite') {
+        const override: NonNullable<AgentContext['override']> = {};
+        if (decision.target) override.target = decision.target;
+        if (decision.maxTokens !== undefined) override.maxTokens = decision.maxTokens;
+        if (decision.messages) override.messages = decision.messages;
+        enqueue.assign({ override });
+      }
+      enqueueReport(enqueue, {
+        type: 'dispatch:decision',
+        taskId: context.input.taskId,
+        attempt: context.input.attempt,
+        turn: context.turn,
+        model: from.modelName ?? routeOf(from),
+        decision: decision.action,
+        ...(decision.action !== 'allow' && decision.reason ? { reason: decision.reason } : {}),
+        ...(decision.action === 'rewrite' && decision.target ? { to: decision.target.modelName ?? routeOf(decision.target) } : {}),
+        ...(decision.action === 'rewrite' && decision.maxTokens !== undefined ? { maxTokens: decision.maxTokens } : {}),
+        ...(decision.action === 'rewrite' && decision.messages ? { messages: decision.messages.length } : {}),
+      });
+    }),
 
     requestReservation: enqueueActions(({ context, enqueue, self, system }) => {
       const seq = context.seq + 1;
@@ -175,7 +240,7 @@ export const agentMachine = setup({
         enqueue.sendTo(system.get('ledger')!, settle);
       }
       enqueueReport(enqueue, { type: 'model:response', ...callFacts(context, lease.keyId), usage: out.usage });
-      enqueue.assign({ lease: null, admission: null, reservation: null, usage: addUsage(context.usage, out.usage) });
+      enqueue.assign({ lease: null, admission: null, reservation: null, override: null, usage: addUsage(context.usage, out.usage) });
     }),
 
     /** The model's reply joins the conversation: the turn is done. */
@@ -219,7 +284,7 @@ export const agentMachine = setup({
         enqueue.sendTo(system.get('ledger')!, release);
       }
       enqueueReport(enqueue, { type: 'model:error', ...callFacts(context, lease.keyId), error });
-      enqueue.assign({ lease: null, admission: null, reservation: null });
+      enqueue.assign({ lease: null, admission: null, reservation: null, override: null });
     }),
 
     /** Full-jitter exponential backoff; a route-level Retry-After is a floor, a key-level one is the key's. */
@@ -346,6 +411,7 @@ export const agentMachine = setup({
     canCompact: ({ context }) => canCompact(context.messages, keepLastOf(context)),
     summarizes: ({ context }) => context.input.compaction !== undefined,
     unbudgeted: ({ context }) => !context.input.budgeted || targetOf(context).price === undefined,
+    hooked: ({ context }) => context.input.hooked === true,
     isSummary: ({ context }) => context.call === 'summary',
     overflowOnce: ({ context, event }) => errorOf(event).code === 'context_overflow' && !context.overflowRetried && context.call === 'turn',
     wantsTools: ({ event }) => outputOf(event).content.some((b) => b.type === 'tool_use'),
@@ -367,6 +433,7 @@ export const agentMachine = setup({
     seq: 0,
     pending: null,
     reservation: null,
+    override: null,
     routeIndex: 0,
     overloads: 0,
     admission: null,
@@ -403,9 +470,37 @@ export const agentMachine = setup({
             checking: {
               always: [
                 { guard: 'overBudget', target: '#agent.active.compacting' },
+                { guard: 'hooked', target: 'hook' },
                 { guard: 'unbudgeted', target: 'admission' },
                 { target: 'reserving' },
               ],
+            },
+            /** The dispatch contract: the run's hook allows, denies or rewrites the call. */
+            hook: {
+              invoke: {
+                id: 'beforeDispatch',
+                src: 'beforeDispatch',
+                input: ({ context }) => dispatchInfoOf(context),
+                onDone: [
+                  {
+                    guard: ({ event }) => event.output.action === 'deny',
+                    target: '#agent.failed',
+                    actions: ['recordDecision', assign({ error: ({ context, event }) => deniedError(context, event.output) })],
+                  },
+                  { target: 'decided', actions: 'recordDecision' },
+                ],
+                // A hook that throws denies.
+                onError: {
+                  target: '#agent.failed',
+                  actions: [
+                    { type: 'recordDecision', params: ({ event }) => ({ action: 'deny', reason: `the hook threw: ${toErrorInfo(event.error).message}` }) },
+                    assign({ error: ({ context, event }) => deniedError(context, { action: 'deny', reason: `the hook threw: ${toErrorInfo(event.error).message}` }) }),
+                  ],
+                },
+              },
+            },
+            decided: {
+              always: [{ guard: 'unbudgeted', target: 'admission' }, { target: 'reserving' }],
             },
             reserving: {
               entry: 'requestReservation',

@@ -61,6 +61,8 @@ export interface AgentInput {
    * OVERLOADS_BEFORE_FALLBACK overload errors in a row on it.
    */
   fallbacks?: CallTarget[];
+  /** The run has a beforeDispatch hook: every call asks it first (allow, deny or rewrite). */
+  hooked?: boolean;
   /** Messages kept at the end when compacting. Default 4. */
   keepLast?: number;
   /** Estimated tokens of the tool definitions sent with every turn (they count against the budget). */
@@ -88,6 +90,8 @@ export interface AgentContext {
   pending: { kind: 'reservation' | 'admission' | 'lease'; requestId: string } | null;
   /** A budget reservation held for the current call, not yet settled. */
   reservation: string | null;
+  /** What the dispatch hook changed for the call about to be sent (cleared once it is settled). */
+  override: { target?: CallTarget; maxTokens?: number; messages?: Message[] } | null;
   /** Which route the task's turns use: 0 its model, i > 0 its i-th fallback. */
   routeIndex: number;
   /** Overload errors in a row on the current route. */
@@ -126,6 +130,13 @@ export interface CallTarget {
 
 /** The provider and model of the call the agent is making now (a summary may use another model). */
 export function targetOf(ctx: AgentContext): CallTarget {
+  const base = ctx.override?.target ?? routedOf(ctx);
+  const maxTokens = ctx.override?.maxTokens;
+  return maxTokens === undefined ? base : { ...base, maxTokens };
+}
+
+/** The target before any hook's rewrite: the summary model, a fallback, or the task's model. */
+function routedOf(ctx: AgentContext): CallTarget {
   if (ctx.call === 'summary' && ctx.input.compaction) return ctx.input.compaction;
   return ctx.routeIndex > 0 ? ctx.input.fallbacks![ctx.routeIndex - 1]! : ctx.input;
 }
@@ -175,7 +186,7 @@ export function callInputOf(context: AgentContext): ModelCallInput {
     model: target.model,
     keyId: context.lease!.keyId,
     leaseId: context.lease!.leaseId,
-    messages: summary ? summaryMessages(context.messages, keepLastOf(context)) : context.messages,
+    messages: context.override?.messages ?? (summary ? summaryMessages(context.messages, keepLastOf(context)) : context.messages),
     tools: summary ? [] : context.input.tools,
     maxTokens: target.maxTokens,
   };

@@ -56,6 +56,7 @@ export type ErrorCode =
   | 'tool_error'
   | 'cancelled'
   | 'skipped'
+  | 'dispatch_denied'
   | 'internal';
 
 /** A serializable description of an error: what went wrong and the facts, never a secret. */
@@ -262,6 +263,47 @@ export type LedgerReply =
   | { type: 'LEDGER.DENIED'; reservationId: string; error: ErrorInfo };
 
 // ---------------------------------------------------------------------------------------------
+// The dispatch contract: what a `beforeDispatch` hook sees of a model call, and what it decides
+// ---------------------------------------------------------------------------------------------
+
+/** A model call about to be sent, as a hook sees it. */
+export interface DispatchInfo {
+  taskId: string;
+  attempt: number;
+  turn: number;
+  /** 'summary': a compaction summary call, not a turn of the task. */
+  call: 'turn' | 'summary';
+  /** The plan's model name (or the route when it has none). */
+  model: string;
+  provider: string;
+  modelId: string;
+  messageCount: number;
+  estimatedInputTokens: number;
+  maxTokens: number;
+  /** The call's worst case in USD, when its model has a price. */
+  estimatedCostUsd?: number;
+  /** What is left of the run budget (limit less spent and reserved), when there is one. */
+  budgetLeftUsd?: number;
+  /** How deep the task is in planner-made sub-tasks (0: a task of the plan). */
+  depth: number;
+}
+
+/** Where a rewritten call goes: another model of the plan, resolved by the runtime. */
+export interface DispatchTarget {
+  provider: string;
+  model: string;
+  maxTokens: number;
+  modelName?: string;
+  price?: { input: number; output: number; cacheWrite?: number; cacheRead?: number };
+}
+
+/** A hook's decision, as the agent applies it. */
+export type DispatchDecision =
+  | { action: 'allow' }
+  | { action: 'deny'; reason: string }
+  | { action: 'rewrite'; target?: DispatchTarget; maxTokens?: number; messages?: Message[]; reason?: string };
+
+// ---------------------------------------------------------------------------------------------
 // Supervisor <-> agent
 // ---------------------------------------------------------------------------------------------
 
@@ -308,6 +350,7 @@ export type RunEvent =
   | { type: 'task:failed'; taskId: string; attempt: number; error: ErrorInfo; willRetry: boolean }
   | { type: 'task:skipped'; taskId: string; reason: string }
   | { type: 'task:fallback'; taskId: string; attempt: number; from: string; to: string; reason: string }
+  | { type: 'dispatch:decision'; taskId: string; attempt: number; turn: number; model: string; decision: 'allow' | 'deny' | 'rewrite'; reason?: string; to?: string; maxTokens?: number; messages?: number }
   | { type: 'task:compacted'; taskId: string; attempt: number; mode: 'summary' | 'truncation'; removed: number; tokensBefore: number; tokensAfter: number }
   | { type: 'task:cancelled'; taskId: string }
   | { type: 'model:request'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string }

@@ -52,6 +52,8 @@ export interface SupervisorInput {
   compaction?: CallTarget;
   /** Budgets: with any, a ledger joins the run and every priced call reserves its worst case. */
   budgets?: LedgerBudgets;
+  /** The run has a beforeDispatch hook: every model call asks it first. */
+  hooked?: boolean;
   /** Messages an agent keeps at the end when it compacts. */
   keepLast?: number;
 }
@@ -67,6 +69,7 @@ export interface SupervisorContext {
   backoff: { baseMs: number; maxMs: number };
   seed: number;
   compaction: SupervisorInput['compaction'];
+  hooked: boolean;
   keepLast: number | undefined;
   startedAt: number;
   /** What the run's infrastructure is made of (spawned once, at the start). */
@@ -174,6 +177,7 @@ export const supervisorMachine = setup({
         if (spec.inputBudget !== undefined) input.inputBudget = spec.inputBudget;
         input.modelName = spec.modelName;
         if (spec.fallbacks?.length) input.fallbacks = spec.fallbacks;
+        if (context.hooked) input.hooked = true;
         if (spec.price) input.price = spec.price;
         if (context.infra.budgets) input.budgeted = true;
         if (spec.toolTokens) input.toolTokens = spec.toolTokens;
@@ -264,6 +268,7 @@ export const supervisorMachine = setup({
     backoff: input.backoff,
     seed: input.seed,
     compaction: input.compaction,
+    hooked: input.hooked === true,
     keepLast: input.keepLast,
     startedAt: nowOf(self),
     infra: { providers: input.providers, routes: input.routes, toolBus: input.toolBus, budgets: input.budgets },

@@ -34,6 +34,8 @@ export interface ResolveOptions {
   toolTokens?: (names: readonly string[]) => number;
   /** False turns off the bus's sharing and cache (for comparisons). Default true. */
   shareTools?: boolean;
+  /** The run has a beforeDispatch hook. */
+  hooked?: boolean;
   seed: number;
   backoff: { baseMs: number; maxMs: number };
   breaker?: BreakerOptions;
@@ -96,6 +98,7 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
     ...(compactionOf(plan) ? { compaction: compactionOf(plan)! } : {}),
     ...(budgetsOf(plan) ? { budgets: budgetsOf(plan)! } : {}),
     keepLast: plan.compaction.keepLast,
+    ...(opts.hooked ? { hooked: true } : {}),
     maxInFlight: d.maxInFlight,
     ...(modelCapsOf(plan) ? { modelMaxInFlight: modelCapsOf(plan)! } : {}),
     onFailure: d.onFailure,
@@ -128,6 +131,8 @@ function modelCapsOf(plan: Plan): Record<string, number> | undefined {
   const caps = Object.entries(plan.models).flatMap(([name, m]) => (m.maxInFlight === undefined ? [] : [[name, m.maxInFlight] as const]));
   return caps.length > 0 ? Object.fromEntries(caps) : undefined;
 }
+
+export { targetOfModel };
 
 /** A plan model as a call target (a fallback keeps the task's own maxTokens cap, if it set one). */
 function targetOfModel(plan: Plan, name: string, maxTokens: number | undefined): CallTarget {

@@ -21,7 +21,7 @@ import { breakerMachine } from '../machines/breaker.machine.js';
 import { toolBusMachine } from '../machines/toolBus.machine.js';
 import { ledgerMachine } from '../machines/ledger.machine.js';
 import { priceOf } from './cost/prices.js';
-import type { ErrorInfo, ModelCallInput, ModelCallOutput, RunEvent, ToolBatchInput, ToolExecInput, ToolResult } from '../machines/protocol.js';
+import type { DispatchDecision, DispatchInfo, ErrorInfo, ModelCallInput, ModelCallOutput, RunEvent, ToolBatchInput, ToolExecInput, ToolResult } from '../machines/protocol.js';
 import type { RunResult } from '../machines/runTable.js';
 import { supervisorMachine, type SupervisorInput } from '../machines/supervisor.machine.js';
 import { costOf } from './cost/price.js';
@@ -31,7 +31,8 @@ import { ProviderError, asProviderError } from './providers/errors.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { fromWire, toolNaming, toWire } from './providers/toolNames.js';
 import type { Provider, ToolSpec } from './providers/types.js';
-import { resolveRun, type BreakerOptions } from './resolve.js';
+import { resolveRun, targetOfModel, type BreakerOptions } from './resolve.js';
+import { decisionOf, loadHookModule, type BeforeDispatch, type Hooks } from './hooks.js';
 import type { ToolDefinition } from './tools/local.js';
 import { RunTools } from './tools/registry.js';
 
@@ -59,6 +60,11 @@ export interface SwarmOptions {
   env?: Record<string, string | undefined>;
   /** Retry backoff: full jitter over base * 2^retry, capped. Default 500 ms / 30 s. */
   backoff?: { baseMs: number; maxMs: number };
+  /**
+   * Code that sees every model call before it is sent: allow, deny, or rewrite it (another model
+   * of the plan, a smaller maxTokens, trimmed messages). A plan's `hooks.module` runs after it.
+   */
+  hooks?: Hooks;
   /** False turns off the tool bus's sharing and cache (to measure what they save). Default true. */
   shareTools?: boolean;
   /** Circuit breakers of every route. Default: open after 5 failures, 10 s cool-down doubling to 5 min. */
@@ -130,6 +136,11 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       const result = (async () => {
         await Promise.resolve();
         const runTools = await RunTools.open(plan, [...tools.values()], env);
+        const planHooks = plan.hooks ? await loadHookModule(plan.hooks.module, process.cwd()).catch(async (error: unknown) => {
+          await runTools.close();
+          throw new PlanValidationError([{ path: 'hooks.module', message: (error as Error).message }]);
+        }) : undefined;
+        const hooks = [options.hooks?.beforeDispatch, planHooks?.beforeDispatch].filter((h): h is BeforeDispatch => h !== undefined);
         try {
           const problems = runTools.problems(plan);
           if (problems.length > 0) throw new PlanValidationError(problems);
@@ -144,10 +155,17 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
             backoff: options.backoff ?? { baseMs: 500, maxMs: 30_000 },
             ...(options.breaker ? { breaker: options.breaker } : {}),
             ...(options.shareTools === false ? { shareTools: false } : {}),
+            ...(hooks.length > 0 ? { hooked: true } : {}),
           });
           const keyIdsOf = new Map(input.providers.map((p) => [p.name, p.keys.map((k) => k.keyId)]));
           const adapters = registry.forPlan(plan, (name) => keyIdsOf.get(name)!.map((id) => keyring.get(id).secret).filter((x) => x !== ''));
-          const machine = provideEffects(report, { keyring, adapters, runTools });
+          const budgetLeft = () => {
+            const book = actor?.system.get('ledger')?.getSnapshot().context.book as { run(): { limitUsd?: number; spentUsd: number; reservedUsd: number } } | undefined;
+            const run = book?.run();
+            return run?.limitUsd === undefined ? undefined : run.limitUsd - run.spentUsd - run.reservedUsd;
+          };
+          const beforeDispatch = dispatchHook(hooks, plan, budgetLeft);
+          const machine = provideEffects(report, { keyring, adapters, runTools, beforeDispatch });
           actor = createActor(machine, { input, clock, ...(options.inspect ? { inspect: options.inspect } : {}) });
           report(null, {
             type: 'run:started',
@@ -199,13 +217,32 @@ interface RunEffects {
   keyring: Keyring;
   adapters: Map<string, Provider>;
   runTools: RunTools;
+  beforeDispatch: ReturnType<typeof dispatchHook>;
+}
+
+/** The hooks as the agents' `beforeDispatch` actor: each in turn; the first that does not allow decides. */
+function dispatchHook(hooks: BeforeDispatch[], plan: Plan, budgetLeft: () => number | undefined) {
+  return fromPromise<DispatchDecision, DispatchInfo>(async ({ input }) => {
+    const left = budgetLeft();
+    const info: DispatchInfo = left === undefined ? input : { ...input, budgetLeftUsd: left };
+    for (const hook of hooks) {
+      let decision: DispatchDecision;
+      try {
+        decision = decisionOf(await hook(info), (name) => (plan.models[name] ? targetOfModel(plan, name, undefined) : undefined));
+      } catch (error) {
+        return { action: 'deny', reason: `the hook threw: ${(error as Error)?.message ?? String(error)}` };
+      }
+      if (decision.action !== 'allow') return decision;
+    }
+    return { action: 'allow' };
+  });
 }
 
 /**
  * The machines with this run's effects: a model call through the provider's adapter with the
  * lease's key, tool calls through the run's tools, and every report into the event stream.
  */
-function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools }: RunEffects) {
+function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch }: RunEffects) {
   const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal }) => {
     const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
     try {
@@ -234,7 +271,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
   return supervisorMachine.provide({
     actions: { report },
     actors: {
-      agent: agentMachine.provide({ actions: { report }, actors: { callModel } }),
+      agent: agentMachine.provide({ actions: { report }, actors: { callModel, beforeDispatch } }),
       pool: poolMachine.provide({ actions: { report }, actors: { key: keyMachine.provide({ actions: { report } }) } }),
       breaker: breakerMachine.provide({ actions: { report } }),
       toolBus: toolBusMachine.provide({ actions: { report }, actors: { executeTool, executeBatch } }),

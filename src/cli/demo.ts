@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The package's root folder (the one with package.json), from src/cli (tsx) or dist/src/cli (the build). */
@@ -48,8 +48,10 @@ export async function loadPlanFile(path: string): Promise<Record<string, unknown
   return withPlanFolder(plan, dirname(resolve(path)));
 }
 
-/** Gives every stdio server without a `cwd` the plan's folder. */
+/** Gives every stdio server without a `cwd`, and a relative hook module, the plan's folder. */
 export function withPlanFolder<T>(plan: T, folder: string): T {
+  const hooks = (plan as { hooks?: { module?: unknown } } | null)?.hooks;
+  if (hooks && typeof hooks.module === 'string' && !isAbsolute(hooks.module)) hooks.module = resolve(folder, hooks.module);
   const servers = (plan as PlanJson | null)?.tools?.servers;
   if (servers && typeof servers === 'object') {
     for (const server of Object.values(servers)) {

@@ -165,7 +165,14 @@ export interface CompactionSpec {
   keepLast: number;
 }
 
+/** Code that sees every model call before it is sent (src/hooks.ts). */
+export interface HooksSpec {
+  /** A module exporting `beforeDispatch`; a relative path is read from the plan file's folder (CLI). */
+  module: string;
+}
+
 export interface Plan {
+  hooks?: HooksSpec;
   providers: Record<string, ProviderSpec>;
   models: Record<string, ModelSpec>;
   defaults: PlanDefaults;
@@ -369,6 +376,7 @@ export const PlanSchema = z.strictObject({
   }),
   defaults: DefaultsSchema,
   budget: BudgetSchema.optional(),
+  hooks: z.strictObject({ module: z.string().min(1, { error: 'must name a module' }) }).optional(),
   tools: ToolsSchema,
   compaction: CompactionSchema,
   tasks: z

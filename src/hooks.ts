@@ -1,0 +1,64 @@
+/**
+ * The dispatch contract's hooks: code of the embedder (`createSwarm({ hooks })`) or of the plan
+ * (`hooks.module`, a module exporting `beforeDispatch`) that sees every model call before it is
+ * sent and allows it, denies it, or rewrites it (another model of the plan, a smaller maxTokens,
+ * trimmed messages). A hook that throws denies; every decision is a `dispatch:decision` event.
+ *
+ * @example
+ * createSwarm({ hooks: { beforeDispatch: (call) =>
+ *   call.estimatedCostUsd !== undefined && call.estimatedCostUsd > 0.5 ? { action: 'rewrite', model: 'cheap' } : undefined } });
+ */
+import { pathToFileURL } from 'node:url';
+import { isAbsolute, resolve } from 'node:path';
+import type { DispatchDecision, DispatchInfo, Message } from '../machines/protocol.js';
+import type { CallTarget } from '../machines/agentContext.js';
+
+/** What a hook may answer. Nothing (or true) allows, false denies. */
+export type HookAnswer =
+  | void
+  | boolean
+  | { action: 'allow' }
+  | { action: 'deny'; reason?: string }
+  | { action: 'rewrite'; model?: string; maxTokens?: number; messages?: Message[]; reason?: string };
+
+export type BeforeDispatch = (call: DispatchInfo) => HookAnswer | Promise<HookAnswer>;
+
+export interface Hooks {
+  beforeDispatch?: BeforeDispatch;
+}
+
+/** The hook's answer as the agent applies it; a rewrite names a model of the plan, resolved here. */
+export function decisionOf(answer: HookAnswer, targetOf: (model: string) => CallTarget | undefined): DispatchDecision {
+  if (answer === undefined || answer === true) return { action: 'allow' };
+  if (answer === false) return { action: 'deny', reason: 'denied by the beforeDispatch hook' };
+  if (answer.action === 'allow') return { action: 'allow' };
+  if (answer.action === 'deny') return { action: 'deny', reason: answer.reason ?? 'denied by the beforeDispatch hook' };
+  if (answer.action === 'rewrite') {
+    const decision: DispatchDecision = { action: 'rewrite' };
+    if (answer.reason !== undefined) decision.reason = answer.reason;
+    if (answer.model !== undefined) {
+      const target = targetOf(answer.model);
+      if (!target) return { action: 'deny', reason: `the hook rewrote the call to model "${answer.model}", which the plan does not have` };
+      decision.target = target;
+    }
+    if (answer.maxTokens !== undefined) {
+      if (!Number.isInteger(answer.maxTokens) || answer.maxTokens < 1) return { action: 'deny', reason: `the hook asked for maxTokens ${String(answer.maxTokens)}` };
+      decision.maxTokens = answer.maxTokens;
+    }
+    if (answer.messages !== undefined) {
+      if (!Array.isArray(answer.messages) || answer.messages.length === 0) return { action: 'deny', reason: 'the hook trimmed the messages to nothing' };
+      decision.messages = answer.messages;
+    }
+    return decision;
+  }
+  return { action: 'deny', reason: 'the hook answered something that is not allow, deny or rewrite' };
+}
+
+/** Loads a plan's hook module (a path relative to `base`); its `beforeDispatch` export is the hook. */
+export async function loadHookModule(path: string, base: string): Promise<Hooks> {
+  const file = isAbsolute(path) ? path : resolve(base, path);
+  const mod = (await import(pathToFileURL(file).href)) as Partial<Hooks> & { default?: Partial<Hooks> };
+  const beforeDispatch = mod.beforeDispatch ?? mod.default?.beforeDispatch;
+  if (typeof beforeDispatch !== 'function') throw new Error(`hooks.module ${path}: exports no beforeDispatch function`);
+  return { beforeDispatch };
+}
