@@ -177,6 +177,15 @@ export const agentMachine = setup({
           const from = targetOf(context);
           enqueue.assign({ routeIndex: i + 1, overloads: 0 });
           enqueueReport(enqueue, fallbackEvent(context, from, fallbacks[i]!, 'breaker open'));
+          if (context.reservation) {
+            // The reservation was for the route left behind: give it back and check again
+            // (budget, hook) for the new one.
+            const release: LedgerEvent = { type: 'LEDGER.RELEASE', reservationId: context.reservation };
+            enqueue.sendTo(system.get('ledger')!, release);
+            enqueue.assign({ reservation: null, pending: null });
+            enqueue.raise({ type: 'AGENT.REROUTED' });
+            return;
+          }
           breaker = candidate;
           break;
         }
@@ -240,7 +249,7 @@ export const agentMachine = setup({
         enqueue.sendTo(system.get('ledger')!, settle);
       }
       enqueueReport(enqueue, { type: 'model:response', ...callFacts(context, lease.keyId), usage: out.usage });
-      enqueue.assign({ lease: null, admission: null, reservation: null, override: null, usage: addUsage(context.usage, out.usage) });
+      enqueue.assign({ lease: null, admission: null, reservation: null, override: null, overloads: 0, usage: addUsage(context.usage, out.usage) });
     }),
 
     /** The model's reply joins the conversation: the turn is done. */
@@ -520,6 +529,7 @@ export const agentMachine = setup({
             admission: {
               entry: 'requestAdmission',
               on: {
+                'AGENT.REROUTED': 'checking',
                 'BREAKER.ADMITTED': {
                   guard: 'isPending',
                   target: 'lease',

@@ -113,6 +113,8 @@ export interface AgentContext {
 export type AgentEvent =
   | { type: 'START' }
   | { type: 'CANCEL'; reason?: string }
+  /** Internal: the call moved to a fallback route after its budget was reserved; check again. */
+  | { type: 'AGENT.REROUTED' }
   | BreakerReply
   | LeaseReply
   | ToolBusReply

@@ -112,17 +112,19 @@ export type Settlement =
   | { kind: 'cancelled' }
   | { kind: 'stale' };
 
+/** Ready order: higher priority first, then the longer critical path, then FIFO. */
+const before = (a: TaskRecord, b: TaskRecord) =>
+  a.spec.priority !== b.spec.priority
+    ? a.spec.priority > b.spec.priority
+    : a.spec.rank !== b.spec.rank
+      ? a.spec.rank > b.spec.rank
+      : a.readySeq < b.readySeq;
+
 const isFinal = (s: TaskStatus) => s === 'completed' || s === 'failed' || s === 'skipped' || s === 'cancelled';
 
 export class RunTable {
   private readonly records = new Map<string, TaskRecord>();
-  private readonly ready = new Heap<TaskRecord>((a, b) =>
-    a.spec.priority !== b.spec.priority
-      ? a.spec.priority > b.spec.priority
-      : a.spec.rank !== b.spec.rank
-        ? a.spec.rank > b.spec.rank
-        : a.readySeq < b.readySeq,
-  );
+  private readonly ready = new Heap<TaskRecord>(before);
   private seq = 0;
   private open: number;
   readonly counts: Record<TaskStatus, number> = { pending: 0, queued: 0, running: 0, completed: 0, failed: 0, skipped: 0, cancelled: 0 };
@@ -134,7 +136,7 @@ export class RunTable {
   private readonly caps: Map<string, number>;
   private readonly runningByModel = new Map<string, number>();
   /** Ready tasks set aside because their model was at its cap, best first. */
-  private readonly parked = new Map<string, TaskRecord[]>();
+  private readonly parked = new Map<string, Heap<TaskRecord>>();
 
   constructor(tasks: readonly SupervisedTask[], modelCaps: Readonly<Record<string, number>> = {}) {
     this.caps = new Map(Object.entries(modelCaps));
@@ -198,8 +200,9 @@ export class RunTable {
     let record = this.ready.pop();
     // A task whose model is at its cap waits aside (in the order it came out) for a free slot.
     while (record && this.atCap(record.spec.modelName)) {
-      const list = this.parked.get(record.spec.modelName) ?? this.parked.set(record.spec.modelName, []).get(record.spec.modelName)!;
-      list.push(record);
+      const model = record.spec.modelName;
+      const parked = this.parked.get(model) ?? this.parked.set(model, new Heap<TaskRecord>(before)).get(model)!;
+      parked.push(record);
       record = this.ready.pop();
     }
     if (!record) return undefined;
@@ -218,7 +221,9 @@ export class RunTable {
     record.usage = addUsage(record.usage, report.usage);
     record.requests += report.requests;
     record.retries += report.retries;
+    // Only the last attempt's route counts: a retry on the task's own model clears it.
     if (report.servedBy !== undefined) record.servedBy = report.servedBy;
+    else delete record.servedBy;
     if (report.status === 'completed') {
       record.output = report.output ?? '';
       delete record.error;
@@ -252,7 +257,7 @@ export class RunTable {
   /** Marks every task that has not started cancelled (queued first, then pending). */
   cancelNotStarted(): string[] {
     const out: string[] = [];
-    const parked = [...this.parked.values()].flat();
+    const parked = [...this.parked.values()].flatMap((heap) => heap.drain());
     this.parked.clear();
     for (const record of [...this.ready.drain(), ...parked]) {
       this.move(record, 'cancelled');
@@ -332,7 +337,7 @@ export class RunTable {
     if (from === 'running') {
       this.runningByModel.set(model, this.runningByModel.get(model)! - 1);
       // A slot of this model is free: the best task that waited for one goes back to the queue.
-      const next = this.parked.get(model)?.shift();
+      const next = this.parked.get(model)?.pop();
       if (next) this.ready.push(next);
     }
   }

@@ -41,3 +41,23 @@ describe('fallback routes', () => {
     expect(deadCallsAfter).toEqual([]);
   });
 });
+
+describe('fallback routes with a budget', () => {
+  it('moves a reserved call to the fallback without leaking its reservation', async () => {
+    const p = plan(8) as ReturnType<typeof plan> & { budget?: unknown; models: Record<string, Record<string, unknown>> };
+    p.models.main!.price = { input: 1, output: 1 };
+    p.models.backup!.price = { input: 2, output: 2 };
+    p.budget = { usd: 1 };
+    const swarm = createSwarm({ backoff: { baseMs: 1, maxMs: 5 }, breaker: { failureThreshold: 3, cooldownMs: 60_000 } });
+    const run = swarm.run(p);
+    let ledgerBook: { outstanding: number } | undefined;
+    run.events.on('run:completed', () => {
+      ledgerBook = run.actor?.system.get('ledger')?.getSnapshot().context.book;
+    });
+    const result = await run.result;
+    await swarm.close();
+    expect(result.status).toBe('completed');
+    expect(Object.values(result.tasks).every((t) => t.servedBy === 'backup')).toBe(true);
+    expect(ledgerBook?.outstanding).toBe(0);
+  });
+});
