@@ -44,10 +44,12 @@ describe('fallback routes', () => {
 
 describe('fallback routes with a budget', () => {
   it('moves a reserved call to the fallback without leaking its reservation', async () => {
-    const p = plan(8) as ReturnType<typeof plan> & { budget?: unknown; models: Record<string, Record<string, unknown>> };
-    p.models.main!.price = { input: 1, output: 1 };
-    p.models.backup!.price = { input: 2, output: 2 };
-    p.budget = { usd: 1 };
+    const base = plan(8);
+    const p = {
+      ...base,
+      models: { main: { ...base.models.main, price: { input: 1, output: 1 } }, backup: { ...base.models.backup, price: { input: 2, output: 2 } } },
+      budget: { usd: 1 },
+    };
     const swarm = createSwarm({ backoff: { baseMs: 1, maxMs: 5 }, breaker: { failureThreshold: 3, cooldownMs: 60_000 } });
     const run = swarm.run(p);
     let ledgerBook: { outstanding: number } | undefined;
