@@ -26,6 +26,7 @@ import {
   reportOf,
   requestIdOf,
   reservationUsd,
+  handBack,
   routeOf,
   OVERLOADS_BEFORE_FALLBACK,
   type CallTarget,
@@ -169,7 +170,8 @@ export const agentMachine = setup({
       enqueue.assign({ seq, pending: { kind: 'admission', requestId } });
       let breaker = breakerOf(system, context);
       // The route is down (its breaker open): move to the first fallback whose breaker is not.
-      if (context.call === 'turn' && isOpen(breaker)) {
+      // (A call a hook sent to another model keeps that model: the hook chose it.)
+      if (context.call === 'turn' && !context.override?.target && isOpen(breaker)) {
         const fallbacks = context.input.fallbacks ?? [];
         for (let i = context.routeIndex; i < fallbacks.length; i++) {
           const candidate = system.get(`breaker:${routeOf(fallbacks[i]!)}`);
@@ -245,11 +247,21 @@ export const agentMachine = setup({
       }
       if (context.reservation) {
         // The reservation becomes what the call actually cost.
-        const settle: LedgerEvent = { type: 'LEDGER.SETTLE', reservationId: context.reservation, actualUsd: costOfUsage(out.usage, targetOf(context).price!) };
+        const price = targetOf(context).price;
+        const settle: LedgerEvent = { type: 'LEDGER.SETTLE', reservationId: context.reservation, actualUsd: price ? costOfUsage(out.usage, price) : Number.NaN };
         enqueue.sendTo(system.get('ledger')!, settle);
       }
       enqueueReport(enqueue, { type: 'model:response', ...callFacts(context, lease.keyId), usage: out.usage });
-      enqueue.assign({ lease: null, admission: null, reservation: null, override: null, overloads: 0, usage: addUsage(context.usage, out.usage) });
+      const price = targetOf(context).price;
+      enqueue.assign({
+        lease: null,
+        admission: null,
+        reservation: null,
+        override: null,
+        overloads: 0,
+        usage: addUsage(context.usage, out.usage),
+        ...(price ? { costUsd: context.costUsd + costOfUsage(out.usage, price) } : { unpricedCalls: context.unpricedCalls + 1 }),
+      });
     }),
 
     /** The model's reply joins the conversation: the turn is done. */
@@ -288,9 +300,14 @@ export const agentMachine = setup({
         enqueue.sendTo(breakerOf(system, context)!, report);
       }
       if (context.reservation) {
-        // A failed call is not billed (as far as the runtime can know): its reservation goes back.
-        const release: LedgerEvent = { type: 'LEDGER.RELEASE', reservationId: context.reservation };
-        enqueue.sendTo(system.get('ledger')!, release);
+        // Refused before processing (429, 401, 4xx, a 5xx status): not billed, the reservation goes
+        // back. Cut off after the server began (timeout, reset, an error mid-stream): it may have
+        // been billed, so the worst case it held counts as spent (NaN: the whole reservation).
+        const mayBeBilled = error.code === 'timeout' || error.code === 'network' || (error.code === 'overloaded' && error.status === undefined);
+        const msg: LedgerEvent = mayBeBilled
+          ? { type: 'LEDGER.SETTLE', reservationId: context.reservation, actualUsd: Number.NaN }
+          : { type: 'LEDGER.RELEASE', reservationId: context.reservation };
+        enqueue.sendTo(system.get('ledger')!, msg);
       }
       enqueueReport(enqueue, { type: 'model:error', ...callFacts(context, lease.keyId), error });
       enqueue.assign({ lease: null, admission: null, reservation: null, override: null });
@@ -378,30 +395,9 @@ export const agentMachine = setup({
 
     /** On the way out: withdraw what is requested, give back what is held. */
     giveBack: enqueueActions(({ context, enqueue, system }) => {
-      const pool = poolOf(system, context);
-      const breaker = breakerOf(system, context);
-      if (context.pending?.kind === 'admission' && breaker) {
-        const e: BreakerEvent = { type: 'BREAKER.WITHDRAW', requestId: context.pending.requestId };
-        enqueue.sendTo(breaker, e);
-      }
-      if (context.pending?.kind === 'lease' && pool) {
-        const e: LeaseEvent = { type: 'LEASE.CANCEL', requestId: context.pending.requestId };
-        enqueue.sendTo(pool, e);
-      }
-      const ledger = system.get('ledger');
-      const reservationId = context.reservation ?? (context.pending?.kind === 'reservation' ? context.pending.requestId : null);
-      if (reservationId && ledger) {
-        const e: LedgerEvent = { type: 'LEDGER.RELEASE', reservationId };
-        enqueue.sendTo(ledger, e);
-      }
-      if (context.admission && breaker) {
-        const e: BreakerEvent = { type: 'BREAKER.REPORT', requestId: context.admission.requestId, verdict: 'neutral' };
-        enqueue.sendTo(breaker, e);
-      }
-      if (context.lease && pool) {
-        // The call may have reached the server: its request slot stays spent.
-        const e: LeaseEvent = { type: 'LEASE.RELEASE', leaseId: context.lease.leaseId, keyId: context.lease.keyId, outcome: { kind: 'error' } };
-        enqueue.sendTo(pool, e);
+      for (const { to, event } of handBack(context)) {
+        const target = system.get(to);
+        if (target) enqueue.sendTo(target, event);
       }
       enqueue.assign({ pending: null, admission: null, lease: null, reservation: null });
     }),
@@ -445,6 +441,8 @@ export const agentMachine = setup({
     override: null,
     routeIndex: 0,
     overloads: 0,
+    costUsd: 0,
+    unpricedCalls: 0,
     admission: null,
     lease: null,
     tools: null,

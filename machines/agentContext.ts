@@ -9,6 +9,9 @@ import { worstCaseUsd, type Price } from './cost.js';
 import { toErrorInfo } from './errors.js';
 import type {
   AgentStatus,
+  BreakerEvent,
+  LeaseEvent,
+  LedgerEvent,
   AttemptReport,
   BreakerReply,
   ErrorInfo,
@@ -96,6 +99,10 @@ export interface AgentContext {
   routeIndex: number;
   /** Overload errors in a row on the current route. */
   overloads: number;
+  /** USD of the calls so far, each at the price of the model that served it. */
+  costUsd: number;
+  /** Calls whose model has no price. */
+  unpricedCalls: number;
   /** A breaker admission held and not yet reported. */
   admission: { requestId: string; probe: boolean } | null;
   lease: { leaseId: string; keyId: string } | null;
@@ -174,6 +181,8 @@ export function reportOf(ctx: AgentContext): AttemptReport {
     const t = ctx.input.fallbacks![ctx.routeIndex - 1]!;
     report.servedBy = t.modelName ?? routeOf(t);
   }
+  if (ctx.costUsd > 0 || ctx.unpricedCalls === 0) report.costUsd = ctx.costUsd;
+  if (ctx.unpricedCalls > 0) report.unpricedCalls = ctx.unpricedCalls;
   return report;
 }
 
@@ -224,4 +233,31 @@ export const outputOf = (event: unknown) => (event as { output: ModelCallOutput 
  */
 export function reservationUsd(price: Price, estimatedInputTokens: number, maxTokens: number): number {
   return worstCaseUsd(price, Math.ceil(estimatedInputTokens * 1.25) + 16, maxTokens);
+}
+
+/**
+ * What an agent must give back on its way out, as messages to actors by system id: the breaker
+ * admission or lease it still waits for, the admission, lease and reservation it holds. Pure, so
+ * the supervisor can hand them back for an agent that crashed and never reached a final state.
+ * A call that was sent (a lease is held) may have been billed: its reservation is settled at the
+ * worst case it held, not released; its key keeps the request slot.
+ */
+export function handBack(ctx: AgentContext): { to: string; event: BreakerEvent | LeaseEvent | LedgerEvent }[] {
+  const out: { to: string; event: BreakerEvent | LeaseEvent | LedgerEvent }[] = [];
+  const target = targetOf(ctx);
+  const pool = `pool:${target.provider}`;
+  const breaker = `breaker:${routeOf(target)}`;
+  if (ctx.pending?.kind === 'admission') out.push({ to: breaker, event: { type: 'BREAKER.WITHDRAW', requestId: ctx.pending.requestId } });
+  if (ctx.pending?.kind === 'lease') out.push({ to: pool, event: { type: 'LEASE.CANCEL', requestId: ctx.pending.requestId } });
+  if (ctx.pending?.kind === 'reservation') out.push({ to: 'ledger', event: { type: 'LEDGER.RELEASE', reservationId: ctx.pending.requestId } });
+  if (ctx.reservation) {
+    out.push({
+      to: 'ledger',
+      // NaN: the ledger counts the whole reservation as spent.
+      event: ctx.lease ? { type: 'LEDGER.SETTLE', reservationId: ctx.reservation, actualUsd: Number.NaN } : { type: 'LEDGER.RELEASE', reservationId: ctx.reservation },
+    });
+  }
+  if (ctx.admission) out.push({ to: breaker, event: { type: 'BREAKER.REPORT', requestId: ctx.admission.requestId, verdict: 'neutral' } });
+  if (ctx.lease) out.push({ to: pool, event: { type: 'LEASE.RELEASE', leaseId: ctx.lease.leaseId, keyId: ctx.lease.keyId, outcome: { kind: 'error' } } });
+  return out;
 }

@@ -326,6 +326,10 @@ export interface AttemptReport {
   messages: Message[];
   /** The plan's model that served the last turn, when a fallback took over. */
   servedBy?: string;
+  /** USD of its calls, each at the price of the model that served it (summaries, fallbacks, rewrites included). */
+  costUsd?: number;
+  /** Calls whose model has no price: their cost is unknown. */
+  unpricedCalls?: number;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -102,6 +102,8 @@ interface TaskRecord {
   error?: ErrorInfo;
   transcript?: Message[];
   servedBy?: string;
+  costUsd: number;
+  unpricedCalls: number;
 }
 
 /** What settling an attempt did to the run. */
@@ -151,6 +153,8 @@ export class RunTable {
         retries: 0,
         usage: ZERO_USAGE,
         requests: 0,
+        costUsd: 0,
+        unpricedCalls: 0,
       });
     }
     this.counts.pending = tasks.length;
@@ -219,6 +223,8 @@ export class RunTable {
     const record = this.records.get(report.taskId);
     if (!record || record.status !== 'running' || report.attempt !== record.attempts) return { kind: 'stale' };
     record.usage = addUsage(record.usage, report.usage);
+    if (report.costUsd !== undefined) record.costUsd += report.costUsd;
+    if (report.unpricedCalls) record.unpricedCalls += report.unpricedCalls;
     record.requests += report.requests;
     record.retries += report.retries;
     // Only the last attempt's route counts: a retry on the task's own model clears it.
@@ -301,6 +307,8 @@ export class RunTable {
       if (r.error !== undefined && status !== 'completed') task.error = r.error;
       if (r.transcript !== undefined && status === 'failed') task.transcript = r.transcript;
       if (r.servedBy !== undefined) task.servedBy = r.servedBy;
+      // Known only when every call was priced (a partly unknown total would mislead).
+      if (r.unpricedCalls === 0 && r.requests > 0) task.costUsd = Math.round(r.costUsd * 1e8) / 1e8;
       tasks[r.spec.id] = task;
       totals.requests += r.requests;
       totals.retries += r.retries;

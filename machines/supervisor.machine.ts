@@ -16,10 +16,12 @@ import {
   enqueueActions,
   setup,
   stopChild,
+  type AnyActorRef,
   type DoneActorEvent,
   type ErrorActorEvent,
 } from 'xstate';
-import { agentMachine, type AgentInput } from './agent.machine.js';
+import { agentMachine, type AgentContext, type AgentInput } from './agent.machine.js';
+import { handBack } from './agentContext.js';
 import { breakerMachine } from './breaker.machine.js';
 import { nowOf } from './clock.js';
 import { toErrorInfo } from './errors.js';
@@ -87,7 +89,7 @@ export type SupervisorEvent =
 const childIdOf = (eventType: string) => eventType.slice(eventType.indexOf('.actor.') + '.actor.'.length);
 
 /** The report of an agent actor that crashed: a failed attempt of whichever task held its slot. */
-function crashReport(slots: AgentSlots, actorId: string, error: unknown): AttemptReport {
+function crashReport(slots: AgentSlots, actorId: string, error: unknown, last: AgentContext | undefined): AttemptReport {
   const holder = slots.holder(actorId) ?? { taskId: '', attempt: 0 };
   const info = toErrorInfo(error);
   return {
@@ -95,12 +97,18 @@ function crashReport(slots: AgentSlots, actorId: string, error: unknown): Attemp
     attempt: holder.attempt,
     status: 'failed',
     error: { ...info, message: `agent crashed: ${info.message}` },
-    usage: { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0 },
-    requests: 0,
-    retries: 0,
-    turns: 0,
-    messages: [],
+    // What the agent had done before it crashed still counts (calls sent are paid for).
+    usage: last?.usage ?? { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0 },
+    requests: last?.requests ?? 0,
+    retries: last?.retries ?? 0,
+    turns: last?.turn ?? 0,
+    messages: last?.messages ?? [],
   };
+}
+
+/** The last context of a child agent (one that crashed keeps its last snapshot). */
+function lastContextOf(self: AnyActorRef, actorId: string): AgentContext | undefined {
+  return (self.getSnapshot().children[actorId]?.getSnapshot() as { context?: AgentContext } | undefined)?.context;
 }
 
 function runStatusOf(ctx: SupervisorContext, runBudgetDenied: boolean): RunStatus {
@@ -112,6 +120,43 @@ function runStatusOf(ctx: SupervisorContext, runBudgetDenied: boolean): RunStatu
   return c.completed === 0 && ctx.table.size > 0 ? 'failed' : 'partial';
 }
 
+
+/** What settleAttempt needs of enqueueActions' `enqueue`: run an action, assign context. */
+type Enqueue = ((action: unknown) => void) & { assign(values: Partial<SupervisorContext>): void };
+
+/** Records an agent's end: its task completes, retries, fails (skipping dependents) or is cancelled. */
+function settleAttempt(context: SupervisorContext, enqueue: Enqueue, report: AttemptReport, actorId: string): void {
+  enqueue(stopChild(actorId));
+  context.slots.release(actorId);
+  const table = context.table;
+  const settlement = table.settle(report, { retry: context.stop === null });
+  if (settlement.kind === 'stale') return;
+  enqueue.assign({ inFlight: context.inFlight - 1 });
+  switch (settlement.kind) {
+    case 'completed':
+      enqueueReport(enqueue, { type: 'task:completed', taskId: report.taskId, attempt: report.attempt, output: report.output ?? '', usage: report.usage });
+      for (const id of settlement.unlocked) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
+      break;
+    case 'retry':
+      enqueueReport(enqueue, { type: 'task:failed', taskId: report.taskId, attempt: report.attempt, error: report.error!, willRetry: true });
+      enqueueReport(enqueue, { type: 'task:queued', taskId: report.taskId });
+      break;
+    case 'cancelled':
+      enqueueReport(enqueue, { type: 'task:cancelled', taskId: report.taskId });
+      break;
+    case 'failed': {
+      const error = report.error ?? { code: 'internal' as const, message: 'failed', retryable: false };
+      enqueueReport(enqueue, { type: 'task:failed', taskId: report.taskId, attempt: report.attempt, error, willRetry: false });
+      for (const id of settlement.skipped) {
+        enqueueReport(enqueue, { type: 'task:skipped', taskId: id, reason: `depends on "${report.taskId}", which failed` });
+      }
+      if (context.onFailure === 'fail-fast' && context.stop === null) {
+        enqueue.assign({ stop: { status: 'failed', reason: `task "${report.taskId}" failed (fail-fast)` } });
+      }
+      break;
+    }
+  }
+}
 
 export const supervisorMachine = setup({
   types: {} as {
@@ -194,39 +239,23 @@ export const supervisorMachine = setup({
     }),
 
     /** Records an agent's end: its task completes, retries, fails (skipping dependents) or is cancelled. */
-    settle: enqueueActions(({ context, event, enqueue }, params: { report: AttemptReport; actorId: string }) => {
-      const { report, actorId } = params;
-      enqueue(stopChild(actorId));
-      context.slots.release(actorId);
-      const table = context.table;
-      const settlement = table.settle(report, { retry: context.stop === null });
-      if (settlement.kind === 'stale') return;
-      enqueue.assign({ inFlight: context.inFlight - 1 });
-      switch (settlement.kind) {
-        case 'completed':
-          enqueueReport(enqueue, { type: 'task:completed', taskId: report.taskId, attempt: report.attempt, output: report.output ?? '', usage: report.usage });
-          for (const id of settlement.unlocked) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
-          break;
-        case 'retry':
-          enqueueReport(enqueue, { type: 'task:failed', taskId: report.taskId, attempt: report.attempt, error: report.error!, willRetry: true });
-          enqueueReport(enqueue, { type: 'task:queued', taskId: report.taskId });
-          break;
-        case 'cancelled':
-          enqueueReport(enqueue, { type: 'task:cancelled', taskId: report.taskId });
-          break;
-        case 'failed': {
-          const error = report.error ?? { code: 'internal' as const, message: 'failed', retryable: false };
-          enqueueReport(enqueue, { type: 'task:failed', taskId: report.taskId, attempt: report.attempt, error, willRetry: false });
-          for (const id of settlement.skipped) {
-            enqueueReport(enqueue, { type: 'task:skipped', taskId: id, reason: `depends on "${report.taskId}", which failed` });
-          }
-          if (context.onFailure === 'fail-fast' && context.stop === null) {
-            enqueue.assign({ stop: { status: 'failed', reason: `task "${report.taskId}" failed (fail-fast)` } });
-          }
-          break;
-        }
+    settle: enqueueActions(({ context, enqueue }, params: { report: AttemptReport; actorId: string }) => {
+      settleAttempt(context, enqueue as unknown as Enqueue, params.report, params.actorId);
+    }),
+
+    /**
+     * An agent that crashed never reached a final state, so it gave nothing back: hand back for
+     * it what its last context says it held (lease, reservation, admission, pending requests),
+     * and record a failed attempt that keeps what it had done.
+     */
+    settleCrash: enqueueActions(({ context, event, enqueue, self, system }) => {
+      const actorId = childIdOf(event.type);
+      const last = lastContextOf(self, actorId);
+      for (const { to, event: message } of last ? handBack(last) : []) {
+        const target = system.get(to);
+        if (target) enqueue.sendTo(target, message);
       }
-      void event;
+      settleAttempt(context, enqueue as unknown as Enqueue, crashReport(context.slots, actorId, (event as ErrorActorEvent).error, last), actorId);
     }),
 
     /** Stops the run early: nothing new starts, agents in flight are cancelled and drain. */
@@ -301,7 +330,7 @@ export const supervisorMachine = setup({
           {
             guard: 'isAgent',
             actions: [
-              { type: 'settle', params: ({ context, event }) => ({ report: crashReport(context.slots, childIdOf(event.type), (event as ErrorActorEvent).error), actorId: childIdOf(event.type) }) },
+              'settleCrash',
               'dispatch',
             ],
           },
@@ -326,7 +355,7 @@ export const supervisorMachine = setup({
         'xstate.error.actor.*': [
           {
             guard: 'isAgent',
-            actions: { type: 'settle', params: ({ context, event }) => ({ report: crashReport(context.slots, childIdOf(event.type), (event as ErrorActorEvent).error), actorId: childIdOf(event.type) }) },
+            actions: 'settleCrash',
           },
           // Infrastructure failing while the run drains: already stopping; the error is handled.
           {},

@@ -284,8 +284,12 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
 function priced(result: RunResult, plan: Plan): RunResult {
   let total: number | null = null;
   for (const task of Object.values(result.tasks)) {
-    const model = plan.models[task.model];
-    task.costUsd = costOf(task.usage, model ? priceOf(model.model, model.price) : undefined);
+    // The agents priced each call at the model that served it; what they could not price (a task
+    // that never called, or a model without a price) is priced here from its usage, or unknown.
+    if (task.costUsd === undefined) {
+      const model = plan.models[task.model];
+      task.costUsd = task.requests === 0 ? 0 : costOf(task.usage, model ? priceOf(model.model, model.price) : undefined);
+    }
     if (task.costUsd !== null) total = (total ?? 0) + task.costUsd;
   }
   result.totals.costUsd = total === null ? null : Math.round(total * 1e8) / 1e8;

@@ -132,7 +132,7 @@ describe('swarmstate CLI', () => {
   it('progress off a terminal is one line per notable event, and the summary table goes to stdout', async () => {
     const r = await cli(['run', 'examples/plans/hello.json']);
     expect(r.code).toBe(0);
-    expect(r.stderr).toMatch(/^\[0\.\ds\] run \w+: 4 tasks/m);
+    expect(r.stderr).toMatch(/^\[0\.\ds\] run [\w-]+: 4 tasks/m); // run ids use nanoid's alphabet (with - and _)
     expect(r.stderr).toMatch(/run completed: 4\/4 done/);
     expect(r.stdout).toMatch(/^status +completed/m);
     expect(r.stdout).toMatch(/^total +4 +4 /m);

@@ -206,11 +206,18 @@ async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.Writabl
   const seen: TimedRunEvent[] = [];
   run.events.on('*', (_type, event) => void seen.push(event as TimedRunEvent));
   let writes: Promise<void> = Promise.resolve();
+  let eventsFailed = false;
   if (flags.events) {
     const file = flags.events;
     run.events.on('*', (_type, event) => {
       const line = JSON.stringify(event) + '\n';
-      writes = writes.then(() => appendFile(file, line));
+      writes = writes
+        .then(() => appendFile(file, line))
+        .catch((error: unknown) => {
+          // A disk that fills up must not take the run down: say so once, stop writing.
+          if (!eventsFailed) io.err.write(`swarmstate: writing ${file} failed: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}; events are no longer written\n`);
+          eventsFailed = true;
+        });
     });
   }
   const err = io.err as NodeJS.WritableStream & { isTTY?: boolean };

@@ -38,7 +38,15 @@ export class RunTools {
       const inputSchema = def.inputSchema ?? { type: 'object' };
       entries.set(def.name, {
         spec: { name: def.name, description: def.description ?? '', inputSchema },
-        bus: { name: def.name, server: 'local', shareable, readOnly: shareable || def.annotations?.readOnlyHint === true, batch: def.batchHandler !== undefined },
+        // Cached (and not clearing the cache) only when read-only: `shareable` alone means
+        // concurrent identical calls may share one run, not that results may be reused later.
+        bus: {
+          name: def.name,
+          server: 'local',
+          shareable,
+          readOnly: def.annotations?.readOnlyHint === true || shareableByPlan.has(def.name),
+          batch: def.batchHandler !== undefined,
+        },
         local: def,
         validate: createArgsValidator(inputSchema, def.name),
       });

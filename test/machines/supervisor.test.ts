@@ -260,6 +260,34 @@ describe('supervisor', () => {
     expect(snap.output!.tasks.b!.status).toBe('completed');
   });
 
+  it('hands back what a crashed agent held (its lease, its reservation) and keeps what it had done', () => {
+    const received: { to: string; type: string }[] = [];
+    const recorder = (to: string) =>
+      setup({}).createMachine({ on: { '*': { actions: ({ event }) => void received.push({ to, type: event.type }) } } });
+    // An agent that crashes while holding a lease and a reservation (its context says so).
+    const crashing = setup({
+      types: {} as { input: AgentInput },
+      actions: { crash: () => { throw new Error('agent bug'); } },
+    }).createMachine({
+      context: ({ input }) => ({
+        input, call: 'turn', routeIndex: 0, override: null, pending: null, admission: null,
+        lease: { leaseId: 'L1', keyId: 'p:k1' }, reservation: 'R1',
+        usage: { inputTokens: 7, outputTokens: 3, cacheWriteTokens: 0, cacheReadTokens: 0 }, requests: 1, retries: 0, turn: 0, messages: [],
+      }),
+      on: { START: { actions: 'crash' } },
+    }) as unknown as typeof agentMachine;
+    const machine = supervisorMachine.provide({
+      actors: { agent: crashing, pool: recorder('pool') as never, ledger: recorder('ledger') as never },
+    });
+    const actor = createActor(machine, { input: inputFor([task('a', [], { maxRetries: 0 })], { budgets: { runUsd: 1 } }), clock: new SimulatedClock() }).start();
+    const out = actor.getSnapshot().output!;
+    expect(out.tasks.a).toMatchObject({ status: 'failed', requests: 1, usage: { inputTokens: 7, outputTokens: 3 } });
+    expect(received).toEqual(expect.arrayContaining([
+      { to: 'pool', type: 'LEASE.RELEASE' },
+      { to: 'ledger', type: 'LEDGER.SETTLE' }, // the call was sent: its worst case counts
+    ]));
+  });
+
   it('cancels on request: queued tasks cancelled, in-flight agents cancelled, run ends cancelled', () => {
     const clock = new SimulatedClock();
     const machine = supervisorMachine.provide({ actors: { agent: fakeAgent(() => ({ outcome: 'ok', delayMs: 1000 })) } });
