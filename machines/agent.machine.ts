@@ -179,17 +179,15 @@ export const agentMachine = setup({
           const from = targetOf(context);
           enqueue.assign({ routeIndex: i + 1, overloads: 0 });
           enqueueReport(enqueue, fallbackEvent(context, from, fallbacks[i]!, 'breaker open'));
+          // Whatever was checked was for the route left behind: give back its reservation and check
+          // again (hook, budget) for the new one.
           if (context.reservation) {
-            // The reservation was for the route left behind: give it back and check again
-            // (budget, hook) for the new one.
             const release: LedgerEvent = { type: 'LEDGER.RELEASE', reservationId: context.reservation };
             enqueue.sendTo(system.get('ledger')!, release);
-            enqueue.assign({ reservation: null, pending: null });
-            enqueue.raise({ type: 'AGENT.REROUTED' });
-            return;
           }
-          breaker = candidate;
-          break;
+          enqueue.assign({ reservation: null, pending: null });
+          enqueue.raise({ type: 'AGENT.REROUTED' });
+          return;
         }
       }
       // A closed breaker admits everyone and keeps no record of it, so the round trip is skipped:
@@ -303,7 +301,8 @@ export const agentMachine = setup({
         // Refused before processing (429, 401, 4xx, a 5xx status): not billed, the reservation goes
         // back. Cut off after the server began (timeout, reset, an error mid-stream): it may have
         // been billed, so the worst case it held counts as spent (NaN: the whole reservation).
-        const mayBeBilled = error.code === 'timeout' || error.code === 'network' || (error.code === 'overloaded' && error.status === undefined);
+        const midStream = (error.code === 'overloaded' || error.code === 'server_error') && error.status === undefined;
+        const mayBeBilled = error.code === 'timeout' || error.code === 'network' || midStream;
         const msg: LedgerEvent = mayBeBilled
           ? { type: 'LEDGER.SETTLE', reservationId: context.reservation, actualUsd: Number.NaN }
           : { type: 'LEDGER.RELEASE', reservationId: context.reservation };

@@ -220,9 +220,11 @@ export function callFacts(context: AgentContext, keyId: string) {
 
 /** Estimated input tokens of the next request, as the lease and the budget see it. */
 export const requestTokensOf = (ctx: AgentContext) =>
-  ctx.call === 'summary'
-    ? estimateRequestTokens(SUMMARY_SYSTEM, summaryMessages(ctx.messages, keepLastOf(ctx)))
-    : estimateRequestTokens(ctx.input.system, ctx.messages) + (ctx.input.toolTokens ?? 0);
+  ctx.override?.messages
+    ? estimateRequestTokens(ctx.call === 'summary' ? SUMMARY_SYSTEM : ctx.input.system, ctx.override.messages) + (ctx.call === 'summary' ? 0 : (ctx.input.toolTokens ?? 0))
+    : ctx.call === 'summary'
+      ? estimateRequestTokens(SUMMARY_SYSTEM, summaryMessages(ctx.messages, keepLastOf(ctx)))
+      : estimateRequestTokens(ctx.input.system, ctx.messages) + (ctx.input.toolTokens ?? 0);
 
 export const errorOf = (event: unknown) => toErrorInfo((event as { error?: unknown }).error);
 export const outputOf = (event: unknown) => (event as { output: ModelCallOutput }).output;

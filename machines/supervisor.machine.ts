@@ -103,6 +103,7 @@ function crashReport(slots: AgentSlots, actorId: string, error: unknown, last: A
     retries: last?.retries ?? 0,
     turns: last?.turn ?? 0,
     messages: last?.messages ?? [],
+    ...(last ? { costUsd: last.costUsd, ...(last.unpricedCalls > 0 ? { unpricedCalls: last.unpricedCalls } : {}) } : {}),
   };
 }
 

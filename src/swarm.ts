@@ -228,7 +228,10 @@ function dispatchHook(hooks: BeforeDispatch[], plan: Plan, budgetLeft: () => num
     for (const hook of hooks) {
       let decision: DispatchDecision;
       try {
-        decision = decisionOf(await hook(info), (name) => (plan.models[name] ? targetOfModel(plan, name, undefined) : undefined));
+        decision = decisionOf(await hook(info), (name) => (plan.models[name] ? targetOfModel(plan, name, input.maxTokens) : undefined));
+        if (decision.action === 'rewrite' && decision.maxTokens !== undefined && decision.maxTokens > input.maxTokens) {
+          decision = { action: 'deny', reason: `the hook raised maxTokens from ${input.maxTokens} to ${decision.maxTokens}: a rewrite may only lower it` };
+        }
       } catch (error) {
         return { action: 'deny', reason: `the hook threw: ${(error as Error)?.message ?? String(error)}` };
       }

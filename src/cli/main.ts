@@ -211,8 +211,9 @@ async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.Writabl
     const file = flags.events;
     run.events.on('*', (_type, event) => {
       const line = JSON.stringify(event) + '\n';
+      if (eventsFailed) return;
       writes = writes
-        .then(() => appendFile(file, line))
+        .then(() => (eventsFailed ? undefined : appendFile(file, line)))
         .catch((error: unknown) => {
           // A disk that fills up must not take the run down: say so once, stop writing.
           if (!eventsFailed) io.err.write(`swarmstate: writing ${file} failed: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}; events are no longer written\n`);
