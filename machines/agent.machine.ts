@@ -27,6 +27,8 @@ import {
   requestIdOf,
   reservationUsd,
   handBack,
+  toolCallsOf,
+  toolCallInfosOf,
   routeOf,
   OVERLOADS_BEFORE_FALLBACK,
   type CallTarget,
@@ -46,6 +48,8 @@ import type {
   ContentBlock,
   DispatchDecision,
   DispatchInfo,
+  ToolCallDecision,
+  ToolCallInfo,
   LeaseEvent,
   LedgerEvent,
   ModelCallInput,
@@ -111,6 +115,8 @@ export const agentMachine = setup({
     callModel: fromPromise<ModelCallOutput, ModelCallInput>(async () => {
       throw errorInfo('internal', 'no callModel actor provided');
     }),
+    /** The run's beforeToolCall hook: one decision per call, in order (src provides it). */
+    beforeToolCall: fromPromise<ToolCallDecision[], ToolCallInfo[]>(async ({ input }) => input.map(() => ({ action: 'allow' as const }))),
     /** The run's beforeDispatch hook (src provides it when the run has one). */
     beforeDispatch: fromPromise<DispatchDecision, DispatchInfo>(async () => ({ action: 'allow' })),
   },
@@ -339,12 +345,7 @@ export const agentMachine = setup({
 
     /** One bus request per tool call; calls to tools the task may not use get an error result. */
     callTools: enqueueActions(({ context, enqueue, self, system }) => {
-      const last = context.messages[context.messages.length - 1]!;
-      // One call per tool_use id: a reply that repeats an id gets one result for it.
-      const seen = new Set<string>();
-      const calls = last.content.filter(
-        (b): b is Extract<ContentBlock, { type: 'tool_use' }> => b.type === 'tool_use' && !seen.has(b.id) && seen.add(b.id) !== undefined,
-      );
+      const calls = toolCallsOf(context);
       const wait: ToolWait = { order: calls.map((c) => c.id), results: {}, left: calls.length };
       const allowed = new Set(context.input.tools);
       const bus = system.get('toolBus');
@@ -356,10 +357,45 @@ export const agentMachine = setup({
           enqueueReport(enqueue, { type: 'tool:denied', taskId: context.input.taskId, name: call.name, reason });
           continue;
         }
-        const event: ToolBusEvent = { type: 'TOOL.CALL', callId: call.id, taskId: context.input.taskId, name: call.name, args: call.input, replyTo: self };
+        const decision = context.toolDecisions?.[call.id];
+        if (decision?.action === 'deny') {
+          wait.results[call.id] = { content: `tool "${call.name}" was denied: ${decision.reason}`, isError: true };
+          wait.left--;
+          enqueueReport(enqueue, { type: 'tool:denied', taskId: context.input.taskId, name: call.name, reason: decision.reason });
+          continue;
+        }
+        const args = decision?.action === 'rewrite' ? decision.args : call.input;
+        const event: ToolBusEvent = { type: 'TOOL.CALL', callId: call.id, taskId: context.input.taskId, name: call.name, args, replyTo: self };
         enqueue.sendTo(bus, event);
       }
-      enqueue.assign({ tools: wait });
+      enqueue.assign({ tools: wait, toolDecisions: null });
+    }),
+
+    /** Keeps the tool hook's decisions for callTools, and records each (a hook that throws denies all). */
+    recordToolDecisions: enqueueActions(({ context, event, enqueue }, params?: { error: string }) => {
+      const infos = toolCallInfosOf(context);
+      const output = params ? undefined : (event as unknown as { output?: ToolCallDecision[] }).output;
+      const decisions: Record<string, ToolCallDecision> = {};
+      infos.forEach((info, i) => {
+        const d = output?.[i];
+        const decision: ToolCallDecision = params
+          ? { action: 'deny', reason: `the hook threw: ${params.error}` }
+          : d && (d.action === 'allow' || d.action === 'deny' || d.action === 'rewrite')
+            ? d
+            : { action: 'deny', reason: 'the hook gave no decision for this call' };
+        decisions[info.callId] = decision;
+        enqueueReport(enqueue, {
+          type: 'tool:decision',
+          taskId: info.taskId,
+          attempt: info.attempt,
+          turn: info.turn,
+          callId: info.callId,
+          tool: info.tool,
+          decision: decision.action,
+          ...(decision.action !== 'allow' && decision.reason ? { reason: decision.reason } : {}),
+        });
+      });
+      enqueue.assign({ toolDecisions: decisions });
     }),
 
     recordToolResult: assign({
@@ -416,6 +452,7 @@ export const agentMachine = setup({
     summarizes: ({ context }) => context.input.compaction !== undefined,
     unbudgeted: ({ context }) => !context.input.budgeted || targetOf(context).price === undefined,
     hooked: ({ context }) => context.input.hooked === true,
+    toolHooked: ({ context }) => context.input.toolHooked === true,
     isSummary: ({ context }) => context.call === 'summary',
     overflowOnce: ({ context, event }) => errorOf(event).code === 'context_overflow' && !context.overflowRetried && context.call === 'turn',
     wantsTools: ({ event }) => outputOf(event).content.some((b) => b.type === 'tool_use'),
@@ -438,6 +475,7 @@ export const agentMachine = setup({
     pending: null,
     reservation: null,
     override: null,
+    toolDecisions: null,
     routeIndex: 0,
     overloads: 0,
     costUsd: 0,
@@ -601,10 +639,31 @@ export const agentMachine = setup({
           },
         },
         tools: {
-          entry: 'callTools',
-          always: { guard: 'toolsDone', target: 'nextTurn' },
-          on: {
-            'TOOL.RESULT': { actions: 'recordToolResult' },
+          initial: 'checking',
+          states: {
+            checking: {
+              always: [{ guard: 'toolHooked', target: 'hook' }, { target: 'calling' }],
+            },
+            /** Hooks also run before tool calls: each call is allowed, denied or given new arguments. */
+            hook: {
+              invoke: {
+                id: 'beforeToolCall',
+                src: 'beforeToolCall',
+                input: ({ context }) => toolCallInfosOf(context),
+                onDone: { target: 'calling', actions: 'recordToolDecisions' },
+                onError: {
+                  target: 'calling',
+                  actions: { type: 'recordToolDecisions', params: ({ event }) => ({ error: toErrorInfo(event.error).message }) },
+                },
+              },
+            },
+            calling: {
+              entry: 'callTools',
+              always: { guard: 'toolsDone', target: '#agent.active.nextTurn' },
+              on: {
+                'TOOL.RESULT': { actions: 'recordToolResult' },
+              },
+            },
           },
         },
         nextTurn: {

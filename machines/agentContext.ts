@@ -8,8 +8,11 @@ import { SUMMARY_SYSTEM, summaryMessages } from './compaction.js';
 import { worstCaseUsd, type Price } from './cost.js';
 import { toErrorInfo } from './errors.js';
 import type {
+  ToolCallDecision,
+  ToolCallInfo,
   AgentStatus,
   BreakerEvent,
+  ContentBlock,
   LeaseEvent,
   LedgerEvent,
   AttemptReport,
@@ -66,6 +69,8 @@ export interface AgentInput {
   fallbacks?: CallTarget[];
   /** The run has a beforeDispatch hook: every call asks it first (allow, deny or rewrite). */
   hooked?: boolean;
+  /** The run has a beforeToolCall hook: every tool call asks it first (allow, deny, new arguments). */
+  toolHooked?: boolean;
   /** Messages kept at the end when compacting. Default 4. */
   keepLast?: number;
   /** Estimated tokens of the tool definitions sent with every turn (they count against the budget). */
@@ -93,6 +98,8 @@ export interface AgentContext {
   pending: { kind: 'reservation' | 'admission' | 'lease'; requestId: string } | null;
   /** A budget reservation held for the current call, not yet settled. */
   reservation: string | null;
+  /** The tool hook's decisions for this turn's calls, by call id. */
+  toolDecisions: Record<string, ToolCallDecision> | null;
   /** What the dispatch hook changed for the call about to be sent (cleared once it is settled). */
   override: { target?: CallTarget; maxTokens?: number; messages?: Message[] } | null;
   /** Which route the task's turns use: 0 its model, i > 0 its i-th fallback. */
@@ -262,4 +269,19 @@ export function handBack(ctx: AgentContext): { to: string; event: BreakerEvent |
   if (ctx.admission) out.push({ to: breaker, event: { type: 'BREAKER.REPORT', requestId: ctx.admission.requestId, verdict: 'neutral' } });
   if (ctx.lease) out.push({ to: pool, event: { type: 'LEASE.RELEASE', leaseId: ctx.lease.leaseId, keyId: ctx.lease.keyId, outcome: { kind: 'error' } } });
   return out;
+}
+
+/** The tool calls of the model's last reply, one per tool_use id (a repeated id gets one call). */
+export function toolCallsOf(ctx: AgentContext): Extract<ContentBlock, { type: 'tool_use' }>[] {
+  const last = ctx.messages[ctx.messages.length - 1]!;
+  const seen = new Set<string>();
+  return last.content.filter((b): b is Extract<ContentBlock, { type: 'tool_use' }> => b.type === 'tool_use' && !seen.has(b.id) && seen.add(b.id) !== undefined);
+}
+
+/** What the tool hook sees: the calls the task may make (others are denied without asking). */
+export function toolCallInfosOf(ctx: AgentContext): ToolCallInfo[] {
+  const allowed = new Set(ctx.input.tools);
+  return toolCallsOf(ctx)
+    .filter((c) => allowed.has(c.name))
+    .map((c) => ({ taskId: ctx.input.taskId, attempt: ctx.input.attempt, turn: ctx.turn, callId: c.id, tool: c.name, args: c.input, depth: 0 }));
 }

@@ -288,6 +288,20 @@ export interface DispatchInfo {
   depth: number;
 }
 
+/** A tool call about to go to the bus, as a `beforeToolCall` hook sees it. */
+export interface ToolCallInfo {
+  taskId: string;
+  attempt: number;
+  turn: number;
+  callId: string;
+  tool: string;
+  args: unknown;
+  depth: number;
+}
+
+/** A hook's decision on one tool call: allow it, deny it (an error result), or change its arguments. */
+export type ToolCallDecision = { action: 'allow' } | { action: 'deny'; reason: string } | { action: 'rewrite'; args: unknown; reason?: string };
+
 /** Where a rewritten call goes: another model of the plan, resolved by the runtime. */
 export interface DispatchTarget {
   provider: string;
@@ -355,6 +369,7 @@ export type RunEvent =
   | { type: 'task:skipped'; taskId: string; reason: string }
   | { type: 'task:fallback'; taskId: string; attempt: number; from: string; to: string; reason: string }
   | { type: 'dispatch:decision'; taskId: string; attempt: number; turn: number; model: string; decision: 'allow' | 'deny' | 'rewrite'; reason?: string; to?: string; maxTokens?: number; messages?: number }
+  | { type: 'tool:decision'; taskId: string; attempt: number; turn: number; callId: string; tool: string; decision: 'allow' | 'deny' | 'rewrite'; reason?: string }
   | { type: 'task:compacted'; taskId: string; attempt: number; mode: 'summary' | 'truncation'; removed: number; tokensBefore: number; tokensAfter: number }
   | { type: 'task:cancelled'; taskId: string }
   | { type: 'model:request'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string }

@@ -56,6 +56,8 @@ export interface SupervisorInput {
   budgets?: LedgerBudgets;
   /** The run has a beforeDispatch hook: every model call asks it first. */
   hooked?: boolean;
+  /** The run has a beforeToolCall hook: every tool call asks it first. */
+  toolHooked?: boolean;
   /** Messages an agent keeps at the end when it compacts. */
   keepLast?: number;
 }
@@ -72,6 +74,7 @@ export interface SupervisorContext {
   seed: number;
   compaction: SupervisorInput['compaction'];
   hooked: boolean;
+  toolHooked: boolean;
   keepLast: number | undefined;
   startedAt: number;
   /** What the run's infrastructure is made of (spawned once, at the start). */
@@ -224,6 +227,7 @@ export const supervisorMachine = setup({
         input.modelName = spec.modelName;
         if (spec.fallbacks?.length) input.fallbacks = spec.fallbacks;
         if (context.hooked) input.hooked = true;
+        if (context.toolHooked) input.toolHooked = true;
         if (spec.price) input.price = spec.price;
         if (context.infra.budgets) input.budgeted = true;
         if (spec.toolTokens) input.toolTokens = spec.toolTokens;
@@ -299,6 +303,7 @@ export const supervisorMachine = setup({
     seed: input.seed,
     compaction: input.compaction,
     hooked: input.hooked === true,
+    toolHooked: input.toolHooked === true,
     keepLast: input.keepLast,
     startedAt: nowOf(self),
     infra: { providers: input.providers, routes: input.routes, toolBus: input.toolBus, budgets: input.budgets },

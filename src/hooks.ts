@@ -10,7 +10,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { isAbsolute, resolve } from 'node:path';
-import type { DispatchDecision, DispatchInfo, Message } from '../machines/protocol.js';
+import type { DispatchDecision, DispatchInfo, Message, ToolCallDecision, ToolCallInfo } from '../machines/protocol.js';
 import type { CallTarget } from '../machines/agentContext.js';
 
 /** What a hook may answer. Nothing (or true) allows, false denies. */
@@ -23,8 +23,25 @@ export type HookAnswer =
 
 export type BeforeDispatch = (call: DispatchInfo) => HookAnswer | Promise<HookAnswer>;
 
+/** What a tool hook may answer. Nothing (or true) allows, false denies. */
+export type ToolHookAnswer = void | boolean | { action: 'allow' } | { action: 'deny'; reason?: string } | { action: 'rewrite'; args: unknown; reason?: string };
+
+export type BeforeToolCall = (call: ToolCallInfo) => ToolHookAnswer | Promise<ToolHookAnswer>;
+
 export interface Hooks {
   beforeDispatch?: BeforeDispatch;
+  /** Sees every tool call before it goes to the tool bus: allow, deny (an error result), or new arguments. */
+  beforeToolCall?: BeforeToolCall;
+}
+
+/** A tool hook's answer as the agent applies it. */
+export function toolDecisionOf(answer: ToolHookAnswer): ToolCallDecision {
+  if (answer === undefined || answer === true) return { action: 'allow' };
+  if (answer === false) return { action: 'deny', reason: 'denied by the beforeToolCall hook' };
+  if (answer.action === 'allow') return { action: 'allow' };
+  if (answer.action === 'deny') return { action: 'deny', reason: answer.reason ?? 'denied by the beforeToolCall hook' };
+  if (answer.action === 'rewrite') return answer.reason === undefined ? { action: 'rewrite', args: answer.args } : { action: 'rewrite', args: answer.args, reason: answer.reason };
+  return { action: 'deny', reason: 'the hook answered something that is not allow, deny or rewrite' };
 }
 
 /** The hook's answer as the agent applies it; a rewrite names a model of the plan, resolved here. */
@@ -54,11 +71,14 @@ export function decisionOf(answer: HookAnswer, targetOf: (model: string) => Call
   return { action: 'deny', reason: 'the hook answered something that is not allow, deny or rewrite' };
 }
 
-/** Loads a plan's hook module (a path relative to `base`); its `beforeDispatch` export is the hook. */
+/** Loads a plan's hook module (a path relative to `base`): its `beforeDispatch` and `beforeToolCall` exports. */
 export async function loadHookModule(path: string, base: string): Promise<Hooks> {
   const file = isAbsolute(path) ? path : resolve(base, path);
   const mod = (await import(pathToFileURL(file).href)) as Partial<Hooks> & { default?: Partial<Hooks> };
   const beforeDispatch = mod.beforeDispatch ?? mod.default?.beforeDispatch;
-  if (typeof beforeDispatch !== 'function') throw new Error(`hooks.module ${path}: exports no beforeDispatch function`);
-  return { beforeDispatch };
+  const beforeToolCall = mod.beforeToolCall ?? mod.default?.beforeToolCall;
+  if (typeof beforeDispatch !== 'function' && typeof beforeToolCall !== 'function') {
+    throw new Error(`hooks.module ${path}: exports neither a beforeDispatch nor a beforeToolCall function`);
+  }
+  return { ...(typeof beforeDispatch === 'function' ? { beforeDispatch } : {}), ...(typeof beforeToolCall === 'function' ? { beforeToolCall } : {}) };
 }

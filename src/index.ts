@@ -16,8 +16,8 @@ export { createOpenAIProvider, type OpenAIProviderOptions } from './providers/op
 export { startSim, type SimOptions, type SimServer, type SimStats } from './sim/index.js';
 export type { Provider, ProviderKey, ProviderRequest, ToolSpec } from './providers/types.js';
 export type { ToolDefinition } from './tools/local.js';
-export type { BeforeDispatch, HookAnswer, Hooks } from './hooks.js';
-export type { DispatchInfo, DispatchDecision } from '../machines/protocol.js';
+export type { BeforeDispatch, BeforeToolCall, HookAnswer, Hooks, ToolHookAnswer } from './hooks.js';
+export type { DispatchInfo, DispatchDecision, ToolCallInfo, ToolCallDecision } from '../machines/protocol.js';
 export type { RunResult, RunTotals, TaskResult } from '../machines/runTable.js';
 export type { ErrorCode, ErrorInfo, RunEvent, RunStatus, TaskStatus, Usage, Message, ContentBlock } from '../machines/protocol.js';
 export { realClock, type TimedClock } from '../machines/clock.js';

@@ -36,6 +36,8 @@ export interface ResolveOptions {
   shareTools?: boolean;
   /** The run has a beforeDispatch hook. */
   hooked?: boolean;
+  /** The run has a beforeToolCall hook. */
+  toolHooked?: boolean;
   seed: number;
   backoff: { baseMs: number; maxMs: number };
   breaker?: BreakerOptions;
@@ -99,6 +101,7 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
     ...(budgetsOf(plan) ? { budgets: budgetsOf(plan)! } : {}),
     keepLast: plan.compaction.keepLast,
     ...(opts.hooked ? { hooked: true } : {}),
+    ...(opts.toolHooked ? { toolHooked: true } : {}),
     maxInFlight: d.maxInFlight,
     ...(modelCapsOf(plan) ? { modelMaxInFlight: modelCapsOf(plan)! } : {}),
     onFailure: d.onFailure,

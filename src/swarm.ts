@@ -21,7 +21,7 @@ import { breakerMachine } from '../machines/breaker.machine.js';
 import { toolBusMachine } from '../machines/toolBus.machine.js';
 import { ledgerMachine } from '../machines/ledger.machine.js';
 import { priceOf } from './cost/prices.js';
-import type { DispatchDecision, DispatchInfo, ErrorInfo, ModelCallInput, ModelCallOutput, RunEvent, ToolBatchInput, ToolExecInput, ToolResult } from '../machines/protocol.js';
+import type { DispatchDecision, DispatchInfo, ToolCallDecision, ToolCallInfo, ErrorInfo, ModelCallInput, ModelCallOutput, RunEvent, ToolBatchInput, ToolExecInput, ToolResult } from '../machines/protocol.js';
 import type { RunResult } from '../machines/runTable.js';
 import { supervisorMachine, type SupervisorInput } from '../machines/supervisor.machine.js';
 import { costOf } from './cost/price.js';
@@ -32,7 +32,7 @@ import { ProviderRegistry } from './providers/registry.js';
 import { fromWire, toolNaming, toWire } from './providers/toolNames.js';
 import type { Provider, ToolSpec } from './providers/types.js';
 import { resolveRun, targetOfModel, type BreakerOptions } from './resolve.js';
-import { decisionOf, loadHookModule, type BeforeDispatch, type Hooks } from './hooks.js';
+import { decisionOf, loadHookModule, toolDecisionOf, type BeforeDispatch, type BeforeToolCall, type Hooks } from './hooks.js';
 import type { ToolDefinition } from './tools/local.js';
 import { RunTools } from './tools/registry.js';
 
@@ -141,6 +141,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           throw new PlanValidationError([{ path: 'hooks.module', message: (error as Error).message }]);
         }) : undefined;
         const hooks = [options.hooks?.beforeDispatch, planHooks?.beforeDispatch].filter((h): h is BeforeDispatch => h !== undefined);
+        const toolHooks = [options.hooks?.beforeToolCall, planHooks?.beforeToolCall].filter((h): h is BeforeToolCall => h !== undefined);
         try {
           const problems = runTools.problems(plan);
           if (problems.length > 0) throw new PlanValidationError(problems);
@@ -156,6 +157,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
             ...(options.breaker ? { breaker: options.breaker } : {}),
             ...(options.shareTools === false ? { shareTools: false } : {}),
             ...(hooks.length > 0 ? { hooked: true } : {}),
+            ...(toolHooks.length > 0 ? { toolHooked: true } : {}),
           });
           const keyIdsOf = new Map(input.providers.map((p) => [p.name, p.keys.map((k) => k.keyId)]));
           const adapters = registry.forPlan(plan, (name) => keyIdsOf.get(name)!.map((id) => keyring.get(id).secret).filter((x) => x !== ''));
@@ -165,7 +167,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
             return run?.limitUsd === undefined ? undefined : run.limitUsd - run.spentUsd - run.reservedUsd;
           };
           const beforeDispatch = dispatchHook(hooks, plan, budgetLeft);
-          const machine = provideEffects(report, { keyring, adapters, runTools, beforeDispatch });
+          const machine = provideEffects(report, { keyring, adapters, runTools, beforeDispatch, beforeToolCall: toolHook(toolHooks) });
           actor = createActor(machine, { input, clock, ...(options.inspect ? { inspect: options.inspect } : {}) });
           report(null, {
             type: 'run:started',
@@ -218,6 +220,27 @@ interface RunEffects {
   adapters: Map<string, Provider>;
   runTools: RunTools;
   beforeDispatch: ReturnType<typeof dispatchHook>;
+  beforeToolCall: ReturnType<typeof toolHook>;
+}
+
+/** The tool hooks as the agents' `beforeToolCall` actor: per call, the first that does not allow decides. */
+function toolHook(hooks: BeforeToolCall[]) {
+  return fromPromise<ToolCallDecision[], ToolCallInfo[]>(({ input }) =>
+    Promise.all(
+      input.map(async (call): Promise<ToolCallDecision> => {
+        for (const hook of hooks) {
+          let decision: ToolCallDecision;
+          try {
+            decision = toolDecisionOf(await hook(call));
+          } catch (error) {
+            return { action: 'deny', reason: `the hook threw: ${(error as Error)?.message ?? String(error)}` };
+          }
+          if (decision.action !== 'allow') return decision;
+        }
+        return { action: 'allow' };
+      }),
+    ),
+  );
 }
 
 /** The hooks as the agents' `beforeDispatch` actor: each in turn; the first that does not allow decides. */
@@ -245,7 +268,7 @@ function dispatchHook(hooks: BeforeDispatch[], plan: Plan, budgetLeft: () => num
  * The machines with this run's effects: a model call through the provider's adapter with the
  * lease's key, tool calls through the run's tools, and every report into the event stream.
  */
-function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch }: RunEffects) {
+function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch, beforeToolCall }: RunEffects) {
   const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal }) => {
     const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
     try {
@@ -274,7 +297,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
   return supervisorMachine.provide({
     actions: { report },
     actors: {
-      agent: agentMachine.provide({ actions: { report }, actors: { callModel, beforeDispatch } }),
+      agent: agentMachine.provide({ actions: { report }, actors: { callModel, beforeDispatch, beforeToolCall } }),
       pool: poolMachine.provide({ actions: { report }, actors: { key: keyMachine.provide({ actions: { report } }) } }),
       breaker: breakerMachine.provide({ actions: { report } }),
       toolBus: toolBusMachine.provide({ actions: { report }, actors: { executeTool, executeBatch } }),

@@ -100,3 +100,47 @@ describe('beforeDispatch hooks', () => {
     await swarm.close();
   });
 });
+
+describe('beforeToolCall hooks', () => {
+  it('allow, deny (an error result the model reads) and new arguments, each recorded', async () => {
+    const calls: unknown[] = [];
+    const swarm = createSwarm({
+      tools: [{ name: 'lookup', inputSchema: { type: 'object' }, handler: async (args: unknown) => (calls.push(args), `found ${JSON.stringify(args)}`) }],
+      hooks: {
+        beforeToolCall: (call) => {
+          const sku = (call.args as { sku: string }).sku;
+          if (sku === 'secret') return { action: 'deny', reason: 'not for agents' };
+          if (sku === 'old') return { action: 'rewrite', args: { sku: 'new' } };
+          if (sku === 'boom') throw new Error('hook bug');
+          return undefined;
+        },
+      },
+    });
+    const run = swarm.run({
+      providers: { p: { type: 'sim' } },
+      models: { m: { provider: 'p', model: 'sim-m' } },
+      tasks: [
+        {
+          id: 't',
+          model: 'm',
+          tools: ['lookup'],
+          prompt: 'go [[sim:tool lookup {"sku":"a"}]] [[sim:tool lookup {"sku":"secret"}]] [[sim:tool lookup {"sku":"old"}]] [[sim:tool lookup {"sku":"boom"}]]',
+        },
+      ],
+    });
+    const events: RunEvent[] = [];
+    run.events.on('*', (_t, e) => events.push(e as RunEvent));
+    const result = await run.result;
+    await swarm.close();
+    expect(result.status).toBe('completed');
+    expect(calls).toEqual([{ sku: 'a' }, { sku: 'new' }]);
+    const decisions = events.filter((e): e is Extract<RunEvent, { type: 'tool:decision' }> => e.type === 'tool:decision').map((d) => [d.decision, d.reason]);
+    expect(decisions).toEqual([
+      ['allow', undefined],
+      ['deny', 'not for agents'],
+      ['rewrite', undefined],
+      ['deny', 'the hook threw: hook bug'],
+    ]);
+    expect(events.filter((e) => e.type === 'tool:denied').length).toBe(2);
+  });
+});

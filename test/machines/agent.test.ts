@@ -81,7 +81,7 @@ const ALL_STATES = [
   '{"active":{"waiting":"admission"}}',
   '{"active":{"waiting":"lease"}}',
   '{"active":"running"}',
-  '{"active":"tools"}',
+  '{"active":{"tools":"calling"}}',
   '{"active":"backoff"}',
   '"done"',
   '"failed"',
@@ -95,7 +95,7 @@ describe('agentMachine: graph', () => {
     const { paths, byValue } = shortestByValue(withInfrastructure());
     expect([...byValue.keys()].sort()).toEqual([...ALL_STATES].sort()); // nextTurn is transient: never at rest
     expect(stepTypes(byValue.get('{"active":"running"}')!)).toEqual(['START', 'BREAKER.ADMITTED', 'LEASE.GRANTED']);
-    expect(stepTypes(byValue.get('{"active":"tools"}')!)).toEqual(['START', 'BREAKER.ADMITTED', 'LEASE.GRANTED', 'xstate.done.actor.callModel']);
+    expect(stepTypes(byValue.get('{"active":{"tools":"calling"}}')!)).toEqual(['START', 'BREAKER.ADMITTED', 'LEASE.GRANTED', 'xstate.done.actor.callModel']);
     expect(stepTypes(byValue.get('{"active":"backoff"}')!)).toEqual(['START', 'BREAKER.ADMITTED', 'LEASE.GRANTED', 'xstate.error.actor.callModel']);
     const failures = new Set(paths.filter((p) => p.state.value === 'failed').map((p) => p.state.context.error?.code));
     // no_keys (denied), bad_request (fatal), server_error (retries spent), max_turns, task_timeout.
@@ -155,11 +155,11 @@ describe('agentMachine: a model call', () => {
     const id = h.start(agentInput({ tools: ['search', 'fail'] }));
     await h.advance(0);
     expect(h.toolCalls).toEqual([{ name: 'search', args: { q: 'a' } }, { name: 'fail', args: {} }]);
-    expect(h.agent(id).value).toEqual({ active: 'tools' });
+    expect(h.agent(id).value).toEqual({ active: { tools: 'calling' } });
     // The second call answers first: the order of the results is still the model's.
     pending.get('fail')!.reject(new Error('disk on fire'));
     await h.settle();
-    expect(h.agent(id).value).toEqual({ active: 'tools' });
+    expect(h.agent(id).value).toEqual({ active: { tools: 'calling' } });
     pending.get('search')!.resolve('a is 1');
     await h.advance(0);
     expect(h.calls).toHaveLength(2);
