@@ -196,9 +196,7 @@ export const agentMachine = setup({
           return;
         }
       }
-      // A closed breaker admits everyone and keeps no record of it, so the round trip is skipped:
-      // the same answer, without two messages on every call's hot path. A route without a
-      // breaker (machines used on their own) is not guarded at all.
+      // Closed (again) or no breaker: admitted without a round trip.
       if (!breaker || (breaker.getSnapshot() as { value?: unknown }).value === 'closed') {
         enqueue.raise({ type: 'BREAKER.ADMITTED', requestId, probe: false });
         return;
@@ -208,9 +206,20 @@ export const agentMachine = setup({
     }),
 
     requestLease: enqueueActions(({ context, enqueue, self, system }) => {
+      // A closed breaker admits everyone and keeps no record of it, so the common case asks it
+      // nothing (a route without a breaker is not guarded at all). Any other breaker state is
+      // asked first: raise to the admission step, which also moves to a fallback if it is open.
+      const breaker = context.admission ? undefined : breakerOf(system, context);
+      if (breaker && (breaker.getSnapshot() as { value?: unknown }).value !== 'closed') {
+        enqueue.raise({ type: 'AGENT.NEEDS_ADMISSION' });
+        return;
+      }
       const seq = context.seq + 1;
       const requestId = requestIdOf(context, seq);
       enqueue.assign({ seq, pending: { kind: 'lease', requestId } });
+      // Admitted by a closed breaker: the call's outcome is still reported to it (that is how it
+      // counts failures and opens).
+      if (breaker) enqueue.assign({ admission: { requestId, probe: false } });
       const pool = poolOf(system, context);
       if (!pool) {
         // Nobody to lease a key from: fail now rather than wait for the deadline.
@@ -515,7 +524,7 @@ export const agentMachine = setup({
               always: [
                 { guard: 'overBudget', target: '#agent.active.compacting' },
                 { guard: 'hooked', target: 'hook' },
-                { guard: 'unbudgeted', target: 'admission' },
+                { guard: 'unbudgeted', target: 'lease' },
                 { target: 'reserving' },
               ],
             },
@@ -544,14 +553,14 @@ export const agentMachine = setup({
               },
             },
             decided: {
-              always: [{ guard: 'unbudgeted', target: 'admission' }, { target: 'reserving' }],
+              always: [{ guard: 'unbudgeted', target: 'lease' }, { target: 'reserving' }],
             },
             reserving: {
               entry: 'requestReservation',
               on: {
                 'LEDGER.RESERVED': {
                   guard: 'isPending',
-                  target: 'admission',
+                  target: 'lease',
                   actions: assign({ reservation: ({ event }) => event.reservationId, pending: null }),
                 },
                 'LEDGER.DENIED': {
@@ -578,6 +587,7 @@ export const agentMachine = setup({
             lease: {
               entry: 'requestLease',
               on: {
+                'AGENT.NEEDS_ADMISSION': 'admission',
                 'LEASE.GRANTED': {
                   guard: 'isPending',
                   target: '#agent.active.running',

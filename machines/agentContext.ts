@@ -129,6 +129,8 @@ export type AgentEvent =
   | { type: 'CANCEL'; reason?: string }
   /** Internal: the call moved to a fallback route after its budget was reserved; check again. */
   | { type: 'AGENT.REROUTED' }
+  /** Internal: the route's breaker is not closed: ask it for admission before leasing a key. */
+  | { type: 'AGENT.NEEDS_ADMISSION' }
   | BreakerReply
   | LeaseReply
   | ToolBusReply

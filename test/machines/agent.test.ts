@@ -308,11 +308,11 @@ describe('agentMachine: cancellation', () => {
     const waiter = h.start(agentInput({ taskId: 'waiter' }));
     await h.advance(0);
     expect(h.agent(waiter).value).toEqual({ active: { waiting: 'lease' } });
-    expect(h.pool().context.book.byRequest.has('waiter#1.2')).toBe(true);
+    expect(h.pool().context.book.byRequest.has('waiter#1.1')).toBe(true);
     h.cancel(waiter, 'not needed');
     await h.settle();
     expect(h.output(waiter)).toMatchObject({ status: 'cancelled', error: { code: 'cancelled', message: 'not needed' }, requests: 0 });
-    expect(h.pool().context.book.byRequest.has('waiter#1.2')).toBe(false);
+    expect(h.pool().context.book.byRequest.has('waiter#1.1')).toBe(false);
     const later = h.start(agentInput({ taskId: 'later' }));
     await h.advance(0);
     h.cancel(holder);
