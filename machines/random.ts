@@ -31,3 +31,13 @@ export function backoffDelay(retry: number, random: number, opts: { baseMs: numb
   const jittered = Math.floor(random * ceiling);
   return Math.max(jittered, Math.ceil(opts.floorMs ?? 0));
 }
+
+/** A stateful stream over nextRandom, for code outside the machines (plans, tests, benchmarks). */
+export function randomStream(seed: number): () => number {
+  let state = seed;
+  return () => {
+    const [value, next] = nextRandom(state);
+    state = next;
+    return value;
+  };
+}

@@ -1,5 +1,5 @@
 /** Plans for the benchmarks: deterministic for a seed. */
-import { nextRandom } from '../../machines/random.js';
+import { randomStream } from '../../machines/random.js';
 
 /**
  * A layered DAG: `width` tasks per layer, each task after the first layer depends on 1-3 tasks of
@@ -7,12 +7,7 @@ import { nextRandom } from '../../machines/random.js';
  */
 export function layeredPlan(n: number, opts: { width?: number; seed?: number; maxInFlight?: number } = {}) {
   const width = opts.width ?? 100;
-  let rng = opts.seed ?? 1;
-  const rand = () => {
-    const [v, s] = nextRandom(rng);
-    rng = s;
-    return v;
-  };
+  const rand = randomStream(opts.seed ?? 1);
   const tasks = [];
   for (let i = 0; i < n; i++) {
     const layer = Math.floor(i / width);

@@ -5,15 +5,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createScriptedProvider, createSwarm, ProviderError, type RunEvent } from '../../src/index.js';
-import { nextRandom } from '../../machines/random.js';
+import { nextRandom, randomStream } from '../../machines/random.js';
 
 function layeredPlan(n: number, seed: number) {
-  let rng = seed;
-  const rand = () => {
-    const [v, s] = nextRandom(rng);
-    rng = s;
-    return v;
-  };
+  const rand = randomStream(seed);
   const tasks = [];
   for (let i = 0; i < n; i++) {
     const deps = new Set<string>();

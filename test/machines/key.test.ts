@@ -7,23 +7,12 @@ import { keyMachine } from '../../machines/key.machine.js';
 import type { KeyEvent, KeyReply } from '../../machines/key.machine.js';
 import { advance, canGrant, grant, msUntilCapacity, newBook, rateLimitDelay, release } from '../../machines/keyLimits.js';
 import type { KeyLimits, KeyState, LeaseOutcome, LeaseRequest, RunEvent, Usage } from '../../machines/protocol.js';
+import { advanceClock, pendingTimers } from '../helpers/clock.js';
 
 const request = (inputTokens = 10, outputTokens = 10): LeaseRequest => ({ requestId: 'r', priority: 0, inputTokens, outputTokens });
 const usage = (inputTokens: number, outputTokens: number): Usage => ({ inputTokens, outputTokens, cacheWriteTokens: 0, cacheReadTokens: 0 });
 
-/** Moves a SimulatedClock to `target`, stopping at every timer deadline on the way so each fires on time. */
-function advanceClock(clock: SimulatedClock, target: number): void {
-  const timers = (clock as unknown as { timeouts: Map<number, { start: number; timeout: number }> }).timeouts;
-  for (;;) {
-    let next = Infinity;
-    for (const t of timers.values()) next = Math.min(next, t.start + t.timeout);
-    if (next > target) break;
-    clock.set(Math.max(clock.now(), next));
-  }
-  if (target > clock.now()) clock.set(target);
-}
 
-const pendingTimers = (clock: SimulatedClock) => (clock as unknown as { timeouts: Map<number, unknown> }).timeouts.size;
 
 /** A key under a minimal parent that logs what the key tells it, on a SimulatedClock. */
 function harness(limits: KeyLimits, probation?: boolean) {

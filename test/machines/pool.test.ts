@@ -5,21 +5,11 @@ import { poolMachine } from '../../machines/pool.machine.js';
 import type { PoolInput } from '../../machines/pool.machine.js';
 import { nextRandom } from '../../machines/random.js';
 import type { KeyLimits, LeaseOutcome, LeaseReply, Usage } from '../../machines/protocol.js';
+import { advanceClock } from '../helpers/clock.js';
 
 const usage = (inputTokens: number, outputTokens: number): Usage => ({ inputTokens, outputTokens, cacheWriteTokens: 0, cacheReadTokens: 0 });
 const OK: LeaseOutcome = { kind: 'ok', usage: usage(10, 10) };
 
-/** Moves a SimulatedClock to `target`, stopping at every timer deadline on the way so each fires on time. */
-function advanceClock(clock: SimulatedClock, target: number): void {
-  const timers = (clock as unknown as { timeouts: Map<number, { start: number; timeout: number }> }).timeouts;
-  for (;;) {
-    let next = Infinity;
-    for (const t of timers.values()) next = Math.min(next, t.start + t.timeout);
-    if (next > target) break;
-    clock.set(Math.max(clock.now(), next));
-  }
-  if (target > clock.now()) clock.set(target);
-}
 
 /** A pool on a SimulatedClock, with one agent stand-in that logs every reply. */
 function harness(keys: PoolInput['keys']) {
