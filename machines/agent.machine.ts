@@ -40,12 +40,14 @@ import {
   type ToolWait,
 } from './agentContext.js';
 import { canCompact, compact } from './compaction.js';
+import { nowOf } from './clock.js';
 import { costOfUsage } from './cost.js';
 import { breakerVerdictOf, errorInfo, isKeyScoped, leaseOutcomeOf, toErrorInfo } from './errors.js';
 import type {
   AttemptReport,
   BreakerEvent,
   ContentBlock,
+  CallRecord,
   DispatchDecision,
   DispatchInfo,
   ToolCallDecision,
@@ -238,13 +240,13 @@ export const agentMachine = setup({
       enqueue.sendTo(pool, event);
     }),
 
-    callStarted: enqueueActions(({ context, enqueue }) => {
-      enqueue.assign({ requests: context.requests + 1 });
+    callStarted: enqueueActions(({ context, enqueue, self }) => {
+      enqueue.assign({ requests: context.requests + 1, callStartedAt: nowOf(self) });
       enqueueReport(enqueue, { type: 'model:request', ...callFacts(context, context.lease!.keyId) });
     }),
 
     /** A successful reply: release the lease with its usage, tell the breaker, keep the reply. */
-    settleSuccess: enqueueActions(({ context, event, enqueue, system }) => {
+    settleSuccess: enqueueActions(({ context, event, enqueue, system, self }) => {
       const out = outputOf(event);
       const lease = context.lease!;
       const release: LeaseEvent = {
@@ -266,14 +268,18 @@ export const agentMachine = setup({
       }
       enqueueReport(enqueue, { type: 'model:response', ...callFacts(context, lease.keyId), usage: out.usage });
       const price = targetOf(context).price;
+      const callCost = price ? costOfUsage(out.usage, price) : undefined;
+      const record: CallRecord = { route: routeOf(targetOf(context)), ms: Math.max(0, nowOf(self) - context.callStartedAt), ok: true };
+      if (callCost !== undefined) record.costUsd = callCost;
       enqueue.assign({
+        calls: [...context.calls, record],
         lease: null,
         admission: null,
         reservation: null,
         override: null,
         overloads: 0,
         usage: addUsage(context.usage, out.usage),
-        ...(price ? { costUsd: context.costUsd + costOfUsage(out.usage, price) } : { unpricedCalls: context.unpricedCalls + 1 }),
+        ...(callCost !== undefined ? { costUsd: context.costUsd + callCost } : { unpricedCalls: context.unpricedCalls + 1 }),
       });
     }),
 
@@ -303,8 +309,9 @@ export const agentMachine = setup({
     }),
 
     /** A failed call: the outcome goes to the key (429, 401) and to the breaker (5xx and kin). */
-    settleFailure: enqueueActions(({ context, event, enqueue, system }) => {
+    settleFailure: enqueueActions(({ context, event, enqueue, system, self }) => {
       const error = errorOf(event);
+      enqueue.assign({ calls: [...context.calls, { route: routeOf(targetOf(context)), ms: Math.max(0, nowOf(self) - context.callStartedAt), ok: false }] });
       const lease = context.lease!;
       const release: LeaseEvent = { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome: leaseOutcomeOf(error) };
       enqueue.sendTo(poolOf(system, context)!, release);
@@ -489,6 +496,8 @@ export const agentMachine = setup({
     overloads: 0,
     costUsd: 0,
     unpricedCalls: 0,
+    callStartedAt: 0,
+    calls: [],
     admission: null,
     lease: null,
     tools: null,

@@ -8,6 +8,7 @@ import { SUMMARY_SYSTEM, summaryMessages } from './compaction.js';
 import { worstCaseUsd, type Price } from './cost.js';
 import { toErrorInfo } from './errors.js';
 import type {
+  CallRecord,
   ToolCallDecision,
   ToolCallInfo,
   AgentStatus,
@@ -110,6 +111,10 @@ export interface AgentContext {
   costUsd: number;
   /** Calls whose model has no price. */
   unpricedCalls: number;
+  /** When the current model call started (the system clock). */
+  callStartedAt: number;
+  /** Each model call so far, for the per-route numbers of the result. */
+  calls: CallRecord[];
   /** A breaker admission held and not yet reported. */
   admission: { requestId: string; probe: boolean } | null;
   lease: { leaseId: string; keyId: string } | null;
@@ -192,6 +197,7 @@ export function reportOf(ctx: AgentContext): AttemptReport {
   }
   if (ctx.costUsd > 0 || ctx.unpricedCalls === 0) report.costUsd = ctx.costUsd;
   if (ctx.unpricedCalls > 0) report.unpricedCalls = ctx.unpricedCalls;
+  if (ctx.calls.length > 0) report.calls = ctx.calls;
   return report;
 }
 

@@ -344,6 +344,15 @@ export interface AttemptReport {
   costUsd?: number;
   /** Calls whose model has no price: their cost is unknown. */
   unpricedCalls?: number;
+  /** Each model call: its route, how long it took, whether it succeeded, what it cost. */
+  calls?: CallRecord[];
+}
+
+export interface CallRecord {
+  route: string;
+  ms: number;
+  ok: boolean;
+  costUsd?: number;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -362,7 +371,7 @@ export type RunEvent =
       maxInFlight?: number;
     }
   | { type: 'task:queued'; taskId: string }
-  | { type: 'task:started'; taskId: string; attempt: number; model: string }
+  | { type: 'task:started'; taskId: string; attempt: number; model: string; route?: string }
   | { type: 'task:retry'; taskId: string; attempt: number; retry: number; delayMs: number; error: ErrorInfo }
   | { type: 'task:completed'; taskId: string; attempt: number; output: string; usage: Usage }
   | { type: 'task:failed'; taskId: string; attempt: number; error: ErrorInfo; willRetry: boolean }

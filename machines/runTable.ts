@@ -38,6 +38,8 @@ export interface SupervisedTask {
   price?: Price;
   /** Its model's fallbacks, in order. */
   fallbacks?: CallTarget[];
+  /** Weighted routes of its model: each attempt picks one (seeded). */
+  routes?: (CallTarget & { weight: number })[];
   /** Estimated tokens of its tools' definitions, sent with every turn. */
   toolTokens?: number;
 }
@@ -84,6 +86,18 @@ export interface RunResult {
   totals: RunTotals;
   /** The tool bus's counters: requested, executed, deduplicated, cached, failed, timed out, per tool. */
   tools?: ToolBusStats;
+  /** Per route (`<provider>/<model>`): calls, errors, latency percentiles and cost. */
+  routes?: Record<string, RouteStats>;
+}
+
+export interface RouteStats {
+  requests: number;
+  errors: number;
+  errorRate: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** USD of its priced calls. */
+  costUsd: number;
 }
 
 interface TaskRecord {
@@ -133,6 +147,9 @@ export class RunTable {
 
   /** Task ids that were ready at the start, in no particular order. */
   readonly initiallyReady: string[] = [];
+
+  /** Per route: every call's latency and outcome, summed up in the result. */
+  private readonly routeCalls = new Map<string, { ms: number[]; errors: number; costUsd: number }>();
 
   /** Per-model caps on tasks running at once (the plan's model names). */
   private readonly caps: Map<string, number>;
@@ -223,6 +240,12 @@ export class RunTable {
     const record = this.records.get(report.taskId);
     if (!record || record.status !== 'running' || report.attempt !== record.attempts) return { kind: 'stale' };
     record.usage = addUsage(record.usage, report.usage);
+    for (const call of report.calls ?? []) {
+      const r = this.routeCalls.get(call.route) ?? this.routeCalls.set(call.route, { ms: [], errors: 0, costUsd: 0 }).get(call.route)!;
+      r.ms.push(call.ms);
+      if (!call.ok) r.errors += 1;
+      if (call.costUsd !== undefined) r.costUsd += call.costUsd;
+    }
     if (report.costUsd !== undefined) record.costUsd += report.costUsd;
     if (report.unpricedCalls) record.unpricedCalls += report.unpricedCalls;
     record.requests += report.requests;
@@ -314,7 +337,23 @@ export class RunTable {
       totals.retries += r.retries;
       totals.usage = addUsage(totals.usage, r.usage);
     }
-    return { runId, status, tasks, totals };
+    const result: RunResult = { runId, status, tasks, totals };
+    if (this.routeCalls.size > 0) {
+      result.routes = {};
+      for (const [route, r] of this.routeCalls) {
+        const sorted = [...r.ms].sort((a, b) => a - b);
+        const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+        result.routes[route] = {
+          requests: sorted.length,
+          errors: r.errors,
+          errorRate: Math.round((r.errors / sorted.length) * 1e4) / 1e4,
+          p50Ms: at(0.5),
+          p99Ms: at(0.99),
+          costUsd: Math.round(r.costUsd * 1e8) / 1e8,
+        };
+      }
+    }
+    return result;
   }
 
   /** A summary for inspectors and logs, instead of the whole table. */

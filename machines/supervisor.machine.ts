@@ -29,7 +29,7 @@ import { poolMachine } from './pool.machine.js';
 import { enqueueReport } from './report.js';
 import { fillPlaceholders, renderPrompt } from './prompt.js';
 import type { AttemptReport, KeyLimits, RunEvent, RunStatus } from './protocol.js';
-import { deriveSeed } from './random.js';
+import { deriveSeed, nextRandom } from './random.js';
 import { RunTable, type RunResult, type SupervisedTask } from './runTable.js';
 import { AgentSlots } from './slots.js';
 import { toolBusMachine, type ToolBusInput, type ToolBusStats } from './toolBus.machine.js';
@@ -162,6 +162,17 @@ function settleAttempt(context: SupervisorContext, enqueue: Enqueue, report: Att
   }
 }
 
+/** The route whose cumulative weight first passes `r` (in [0, 1)) of the total. */
+function pickRoute<T extends { weight: number }>(routes: readonly T[], r: number): T {
+  const total = routes.reduce((sum, x) => sum + x.weight, 0);
+  let at = r * total;
+  for (const route of routes) {
+    at -= route.weight;
+    if (at < 0) return route;
+  }
+  return routes[routes.length - 1]!;
+}
+
 export const supervisorMachine = setup({
   types: {} as {
     context: SupervisorContext;
@@ -233,11 +244,20 @@ export const supervisorMachine = setup({
         if (spec.toolTokens) input.toolTokens = spec.toolTokens;
         if (context.compaction) input.compaction = context.compaction;
         if (context.keepLast !== undefined) input.keepLast = context.keepLast;
+        if (spec.routes) {
+          // A weighted route for this attempt, drawn from the run's seed (a retry may draw another).
+          const route = pickRoute(spec.routes, nextRandom(deriveSeed(context.seed, `${spec.id}:${attempt}:route`))[0]);
+          input.provider = route.provider;
+          input.model = route.model;
+          input.maxTokens = route.maxTokens;
+          if (route.price) input.price = route.price;
+          else delete input.price;
+        }
         if (spec.system !== undefined) input.system = fillPlaceholders(spec.system, spec.deps, (id) => table.output(id) ?? '');
         const id = context.slots.take(spec.id, attempt);
         enqueue.spawnChild('agent', { id, input });
         enqueue.sendTo(id, { type: 'START' });
-        enqueueReport(enqueue, { type: 'task:started', taskId: spec.id, attempt, model: spec.modelName });
+        enqueueReport(enqueue, { type: 'task:started', taskId: spec.id, attempt, model: spec.modelName, route: `${input.provider}/${input.model}` });
         inFlight += 1;
       }
       if (inFlight !== context.inFlight) enqueue.assign({ inFlight });

@@ -51,7 +51,10 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
   });
 
   const routes = new Set<string>();
-  for (const model of Object.values(plan.models)) routes.add(`${model.provider}/${model.model}`);
+  for (const model of Object.values(plan.models)) {
+    routes.add(`${model.provider}/${model.model}`);
+    for (const r of model.routes) routes.add(`${r.provider}/${r.model}`);
+  }
 
   const ranks = criticalPathRanks(plan.tasks);
   const d = plan.defaults;
@@ -80,6 +83,13 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
     const price = priceOf(model.model, model.price);
     if (price) task.price = price;
     if (model.fallback.length > 0) task.fallbacks = model.fallback.map((name) => targetOfModel(plan, name, t.maxTokens));
+    if (model.routes.length > 0) {
+      const own = { ...targetOfModel(plan, t.model, t.maxTokens), weight: model.weight };
+      task.routes = [own, ...model.routes.map((r) => {
+        const routePrice = priceOf(r.model, r.price);
+        return { provider: r.provider, model: r.model, maxTokens: t.maxTokens ?? model.maxTokens, modelName: t.model, weight: r.weight, ...(routePrice ? { price: routePrice } : {}) };
+      })];
+    }
     return task;
   });
 

@@ -81,6 +81,13 @@ export interface ModelSpec {
   fallback: string[];
   /** Tasks on this model running at once, beside the run's `maxInFlight`. Default: no cap of its own. */
   maxInFlight?: number;
+  /** Share of attempts on the model's own `provider`/`model` route, against `routes`' weights. Default 100. */
+  weight: number;
+  /**
+   * More routes for this logical model (another provider, a canary): each attempt picks one by
+   * weight (seeded), e.g. `weight: 95` here and `[{ provider: 'b', model: 'x', weight: 5 }]`.
+   */
+  routes: { provider: string; model: string; weight: number; price?: ModelPrice }[];
   /** Context window in tokens: a request that would not fit is compacted first. Default: built in per model (src/models.ts). */
   contextTokens?: number;
 }
@@ -277,6 +284,17 @@ export const ModelSchema = z.strictObject({
   fallback: z.array(z.string().min(1, { error: 'must not be empty' })).default([]),
   contextTokens: positiveInt().optional(),
   maxInFlight: positiveInt().optional(),
+  weight: z.number().gt(0, { error: 'must be greater than 0' }).default(100),
+  routes: z
+    .array(
+      z.strictObject({
+        provider: z.string().min(1, { error: 'must not be empty' }),
+        model: z.string().min(1, { error: 'must not be empty' }),
+        weight: z.number().gt(0, { error: 'must be greater than 0' }),
+        price: PriceSchema.optional(),
+      }),
+    )
+    .default([]),
 });
 
 export const DefaultsSchema = z

@@ -158,6 +158,13 @@ function checkModels(
     if (providers && typeof m.provider === 'string' && m.provider !== '' && !Object.hasOwn(providers, m.provider)) {
       out.push(issue(['models', name, 'provider'], unknown('provider', m.provider, Object.keys(providers))));
     }
+    if (Array.isArray(m.routes) && providers) {
+      m.routes.forEach((r: unknown, j: number) => {
+        if (isRecord(r) && typeof r.provider === 'string' && r.provider !== '' && !Object.hasOwn(providers, r.provider)) {
+          out.push(issue(['models', name, 'routes', j, 'provider'], unknown('provider', r.provider, Object.keys(providers))));
+        }
+      });
+    }
     if (Array.isArray(m.fallback)) {
       m.fallback.forEach((f: unknown, j: number) => {
         if (typeof f !== 'string' || f === '') return;
