@@ -66,6 +66,12 @@ import { estimateRequestTokens, textOf } from './tokens.js';
 
 export type { AgentContext, AgentEvent, AgentInput } from './agentContext.js';
 
+/** A closed breaker that counts no failure: a success would change nothing in it. */
+const isQuietlyClosed = (breaker: AnyActorRef) => {
+  const snap = breaker.getSnapshot() as { value?: unknown; context?: { failures?: number } };
+  return snap.value === 'closed' && snap.context?.failures === 0;
+};
+
 /** A breaker that refuses calls now (open; half-open still lets a probe through). */
 const isOpen = (breaker: AnyActorRef | undefined) => (breaker?.getSnapshot() as { value?: unknown } | undefined)?.value === 'open';
 
@@ -256,9 +262,12 @@ export const agentMachine = setup({
         outcome: out.rateLimit ? { kind: 'ok', usage: out.usage, rateLimit: out.rateLimit } : { kind: 'ok', usage: out.usage },
       };
       enqueue.sendTo(poolOf(system, context)!, release);
-      if (context.admission) {
-        const report: BreakerEvent = { type: 'BREAKER.REPORT', requestId: context.admission.requestId, verdict: 'success' };
-        enqueue.sendTo(breakerOf(system, context)!, report);
+      const breaker = context.admission ? breakerOf(system, context) : undefined;
+      // A success tells a closed breaker with no failures counted nothing new: skip the message
+      // (one less per call on the hot path). A probe, or a breaker counting failures, hears it.
+      if (breaker && (context.admission!.probe || !isQuietlyClosed(breaker))) {
+        const report: BreakerEvent = { type: 'BREAKER.REPORT', requestId: context.admission!.requestId, verdict: 'success' };
+        enqueue.sendTo(breaker, report);
       }
       if (context.reservation) {
         // The reservation becomes what the call actually cost.

@@ -47,13 +47,16 @@ const lookup: ToolDefinition<{ sku: string }> = {
   handler: ({ sku }) => ({ sku, name: `product ${sku}` }),
 };
 
-/** Two keys with limits, a tool call, and a dependency whose output is long (a big context). */
+/**
+ * Two keys with limits, a tool call, a dependency whose output is long (a big context), and one
+ * 500 (a healthy breaker hears nothing: a failure makes it count, and the retry's success resets it).
+ */
 const plan = {
   providers: { sim: { type: 'sim', keys: ['k-1', 'k-2'], limits: { rpm: 600, concurrency: 2 } } },
   models: { m: { provider: 'sim', model: 'sim-small', maxTokens: 3000 } },
   tasks: [
     { id: 'fetch', model: 'm', tools: ['lookup'], prompt: 'Look it up. [[sim:tool lookup {"sku":"A-1"}]]' },
-    { id: 'long', model: 'm', prompt: 'Write at length. [[sim:length 2500]]' },
+    { id: 'long', model: 'm', prompt: 'Write at length. [[sim:length 2500]] [[sim:error 500 1]]' },
     { id: 'sum', model: 'm', deps: ['fetch', 'long'], prompt: 'Summarize. [[sim:length 20]]' },
   ],
 };
