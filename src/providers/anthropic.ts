@@ -136,6 +136,18 @@ interface BlockState {
   startInput: unknown;
 }
 
+/** A content block as it starts (streamed) or stands (a plain reply), before its deltas. */
+function blockStateOf(block: Record<string, unknown>): BlockState {
+  return {
+    type: String(block.type),
+    text: typeof block.text === 'string' ? block.text : '',
+    id: String(block.id ?? ''),
+    name: String(block.name ?? ''),
+    json: '',
+    startInput: block.input,
+  };
+}
+
 /** Builds the normalized content from the blocks in index order. */
 function contentOf(blocks: Map<number, BlockState>, stopReason: StopReason, facts: CallFacts, rateLimit?: RateLimitHint): ContentBlock[] {
   const content: ContentBlock[] = [];
@@ -174,15 +186,7 @@ async function readStream(response: HttpResponse, facts: CallFacts, rateLimit: R
         applyUsage(usage, (data.message as Record<string, unknown> | undefined)?.usage);
         break;
       case 'content_block_start': {
-        const block = (data.content_block ?? {}) as Record<string, unknown>;
-        blocks.set(Number(data.index), {
-          type: String(block.type),
-          text: typeof block.text === 'string' ? block.text : '',
-          id: String(block.id ?? ''),
-          name: String(block.name ?? ''),
-          json: '',
-          startInput: block.input,
-        });
+        blocks.set(Number(data.index), blockStateOf((data.content_block ?? {}) as Record<string, unknown>));
         break;
       }
       case 'content_block_delta': {
@@ -229,16 +233,7 @@ async function readJson(response: HttpResponse, facts: CallFacts, rateLimit: Rat
   const usage: Usage = { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0 };
   applyUsage(usage, message.usage);
   const blocks = new Map<number, BlockState>();
-  (message.content as Record<string, unknown>[]).forEach((block, index) => {
-    blocks.set(index, {
-      type: String(block.type),
-      text: typeof block.text === 'string' ? block.text : '',
-      id: String(block.id ?? ''),
-      name: String(block.name ?? ''),
-      json: '',
-      startInput: block.input,
-    });
-  });
+  (message.content as Record<string, unknown>[]).forEach((block, index) => blocks.set(index, blockStateOf(block)));
   return withRateLimit({ content: contentOf(blocks, stopReason, facts, rateLimit), stopReason, usage }, rateLimit);
 }
 

@@ -3,16 +3,19 @@
  * and the seed, so replies and faults do not depend on arrival order.
  */
 import { createHash } from 'node:crypto';
+import { fingerprint as keyFingerprint } from '../keys.js';
 
 /** sha256 of `text`, base64url (43 chars). */
 export function sha256(text: string): string {
   return createHash('sha256').update(text).digest('base64url');
 }
 
-/** How a key appears anywhere the simulator reports it: sha256 hex, first 8 digits. */
+/**
+ * How a key appears anywhere the simulator reports it: the runtime's own key fingerprint, so a
+ * key id `<provider>:<fp>` and the simulator's stats name the same key the same way.
+ */
 export function fingerprint(secret: string | undefined): string {
-  if (!secret) return 'none';
-  return createHash('sha256').update(secret).digest('hex').slice(0, 8);
+  return secret ? keyFingerprint(secret) : 'none';
 }
 
 /** A number in [0, 1) from the parts, stable across runs and platforms. */
