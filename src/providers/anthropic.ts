@@ -14,6 +14,8 @@
  *   after HTTP 200 is classified by its type (overloaded_error -> `overloaded`, ...).
  * - Content blocks other than text and tool_use (thinking, server tools) are not part of the
  *   normalized conversation and are skipped.
+ * - `request.onResponseStart` fires once, on `message_start` of a 2xx stream, or when the headers
+ *   of a 2xx plain reply arrive.
  *
  * @example
  * const anthropic = createAnthropicProvider({ baseURL: 'http://127.0.0.1:8080' });
@@ -24,7 +26,7 @@ import type { ContentBlock, Message, ModelCallOutput, RateLimitHint, StopReason,
 import { type CallFacts, classifyStreamError, malformedResponse, toolInputOf, truncatedStream } from './classify.js';
 import { exchange, HttpClient, type HttpResponse } from './http.js';
 import { readSse } from './sse.js';
-import type { Provider, ProviderRequest } from './types.js';
+import { type Provider, type ProviderRequest, responseStartNotifier } from './types.js';
 
 export interface AnthropicProviderOptions {
   /** Default https://api.anthropic.com */
@@ -163,8 +165,8 @@ function contentOf(blocks: Map<number, BlockState>, stopReason: StopReason, fact
   return content;
 }
 
-/** Reads an SSE response to its message_stop. */
-async function readStream(response: HttpResponse, facts: CallFacts, rateLimit: RateLimitHint | undefined): Promise<ModelCallOutput> {
+/** Reads an SSE response to its message_stop. `started` fires on message_start. */
+async function readStream(response: HttpResponse, facts: CallFacts, rateLimit: RateLimitHint | undefined, started: () => void): Promise<ModelCallOutput> {
   const blocks = new Map<number, BlockState>();
   const usage: Usage = { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0 };
   let stopReason: StopReason = 'other';
@@ -183,6 +185,7 @@ async function readStream(response: HttpResponse, facts: CallFacts, rateLimit: R
     const type = event.event === 'message' ? String(data.type) : event.event;
     switch (type) {
       case 'message_start':
+        started();
         applyUsage(usage, (data.message as Record<string, unknown> | undefined)?.usage);
         break;
       case 'content_block_start': {
@@ -262,6 +265,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
     type: 'anthropic',
     call(request: ProviderRequest): Promise<ModelCallOutput> {
       const facts: CallFacts = { provider: request.provider, model: request.model, keyId: request.key.id };
+      const started = responseStartNotifier(request);
       return exchange(
         http,
         {
@@ -279,9 +283,12 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
           ...(options.now ? { now: options.now } : {}),
         },
         (response, rateLimit) => {
-          // A server may answer a streaming request with plain JSON (a proxy, a cached reply).
+          // Only 2xx responses get here. A server may answer a streaming request with plain JSON
+          // (a proxy, a cached reply): such a response has started once its headers are in.
           const type = String(response.headers['content-type'] ?? '');
-          return type.includes('text/event-stream') ? readStream(response, facts, rateLimit) : readJson(response, facts, rateLimit);
+          if (type.includes('text/event-stream')) return readStream(response, facts, rateLimit, started);
+          started();
+          return readJson(response, facts, rateLimit);
         },
       );
     },

@@ -18,6 +18,8 @@
  *   error flag on tool results: an error result's content is prefixed with "Error: ".
  * - The stream is complete at `data: [DONE]`, or when both a finish_reason and the usage chunk
  *   arrived (some compatible servers omit [DONE]); otherwise it is truncated (`network`).
+ * - `request.onResponseStart` fires once, on the first chunk of a 2xx stream (an error chunk is
+ *   not a start), or when the headers of a 2xx plain reply arrive.
  *
  * @example
  * const openai = createOpenAIProvider({ baseURL: 'http://127.0.0.1:8080/v1' });
@@ -27,7 +29,7 @@ import { estimateRequestTokens, estimateTextTokens } from '../../machines/tokens
 import { type CallFacts, classifyStreamError, malformedResponse, toolInputOf, truncatedStream } from './classify.js';
 import { exchange, HttpClient, type HttpResponse } from './http.js';
 import { readSse } from './sse.js';
-import type { Provider, ProviderRequest } from './types.js';
+import { type Provider, type ProviderRequest, responseStartNotifier } from './types.js';
 
 export interface OpenAIProviderOptions {
   /** Default https://api.openai.com/v1 */
@@ -183,7 +185,7 @@ function mergeToolCall(calls: CallState[], delta: Record<string, unknown>): void
   if (typeof fn.arguments === 'string') call.args += fn.arguments;
 }
 
-async function readStream(response: HttpResponse, request: ProviderRequest, facts: CallFacts, rateLimit: RateLimitHint | undefined): Promise<ModelCallOutput> {
+async function readStream(response: HttpResponse, request: ProviderRequest, facts: CallFacts, rateLimit: RateLimitHint | undefined, started: () => void): Promise<ModelCallOutput> {
   const reply: Reply = { text: '', refusal: '', calls: [] };
   let done = false;
   for await (const event of readSse(response.body)) {
@@ -199,6 +201,7 @@ async function readStream(response: HttpResponse, request: ProviderRequest, fact
       throw malformedResponse(facts, 'a stream chunk is not JSON', rateLimit);
     }
     if (chunk.error) throw classifyStreamError({ ...facts, data: event.data, ...(rateLimit ? { rateLimit } : {}) });
+    started();
     const usage = openAIUsage(chunk.usage);
     if (usage) reply.usage = usage;
     for (const choice of (chunk.choices ?? []) as Record<string, unknown>[]) {
@@ -259,6 +262,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
     type: 'openai',
     call(request: ProviderRequest): Promise<ModelCallOutput> {
       const facts: CallFacts = { provider: request.provider, model: request.model, keyId: request.key.id };
+      const started = responseStartNotifier(request);
       const headers: Record<string, string> = {
         'content-type': 'application/json',
         accept: stream ? 'text/event-stream' : 'application/json',
@@ -277,8 +281,11 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
           ...(options.now ? { now: options.now } : {}),
         },
         (response, rateLimit) => {
+          // Only 2xx responses get here: a plain one has started once its headers are in.
           const type = String(response.headers['content-type'] ?? '');
-          return type.includes('text/event-stream') ? readStream(response, request, facts, rateLimit) : readJson(response, request, facts, rateLimit);
+          if (type.includes('text/event-stream')) return readStream(response, request, facts, rateLimit, started);
+          started();
+          return readJson(response, request, facts, rateLimit);
         },
       );
     },

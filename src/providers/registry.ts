@@ -39,6 +39,7 @@ export class ProviderRegistry {
       spec.baseURL ?? null,
       spec.headersTimeoutMs ?? null,
       spec.bodyTimeoutMs ?? null,
+      spec.cache ?? true,
       spec.type === 'sim' ? [spec.sim ?? null, spec.limits ?? null, secrets] : null,
     ]);
     let adapter = this.adapters.get(cacheKey);
@@ -64,7 +65,7 @@ export class ProviderRegistry {
     const common = httpOptions(spec, this.options.now);
     switch (spec.type) {
       case 'anthropic':
-        return createAnthropicProvider({ ...(spec.baseURL ? { baseURL: spec.baseURL } : {}), ...common });
+        return createAnthropicProvider({ ...(spec.baseURL ? { baseURL: spec.baseURL } : {}), ...common, cache: spec.cache ?? true });
       case 'openai':
         return createOpenAIProvider({ ...(spec.baseURL ? { baseURL: spec.baseURL } : {}), ...common });
       case 'sim':
@@ -92,7 +93,7 @@ function simAdapter(spec: ProviderSpec, baseURL: string, now: () => number): Pro
   const adapter =
     spec.sim?.protocol === 'openai'
       ? createOpenAIProvider({ baseURL: `${baseURL}/v1`, ...common })
-      : createAnthropicProvider({ baseURL, ...common });
+      : createAnthropicProvider({ baseURL, ...common, cache: spec.cache ?? true });
   return { type: 'sim', call: (request) => adapter.call(request), close: () => adapter.close?.() ?? Promise.resolve() };
 }
 
@@ -112,6 +113,7 @@ function embeddedSim(spec: ProviderSpec, secrets: readonly string[], options: Re
       latency: {
         ...(sim?.ttftMs !== undefined ? { ttftMs: sim.ttftMs } : {}),
         ...(sim?.tokensPerSecond !== undefined ? { tokensPerSecond: sim.tokensPerSecond } : {}),
+        ...(sim?.prefillMsPer1kTokens !== undefined ? { prefillMsPer1kTokens: sim.prefillMsPer1kTokens } : {}),
       },
       ...(sim?.faults ? { faults: sim.faults } : {}),
       ...(sim?.stallMs !== undefined ? { stallMs: sim.stallMs } : {}),

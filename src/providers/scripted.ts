@@ -1,6 +1,8 @@
 /**
  * An in-process provider driven by a function: for tests, benchmarks and embedders who want to
  * see the runtime work without a server. Throw a ProviderError from the script to inject a fault.
+ * `request.onResponseStart` is called once the script has answered, just before the call resolves
+ * (never when the script throws).
  *
  * @example
  * const provider = createScriptedProvider({
@@ -10,7 +12,7 @@
 import type { ContentBlock, ModelCallOutput, Usage } from '../../machines/protocol.js';
 import { estimateRequestTokens, estimateTextTokens } from '../../machines/tokens.js';
 import { asProviderError } from './errors.js';
-import type { Provider, ProviderRequest } from './types.js';
+import { type Provider, type ProviderRequest, responseStartNotifier } from './types.js';
 
 export type ScriptReply =
   | string
@@ -87,7 +89,10 @@ export function createScriptedProvider(options: ScriptedProviderOptions | Script
       const latency = typeof opts.latencyMs === 'function' ? opts.latencyMs(request) : (opts.latencyMs ?? 0);
       await sleep(latency, request.signal);
       try {
-        return toModelOutput(request, await opts.reply(request, n), n);
+        const output = toModelOutput(request, await opts.reply(request, n), n);
+        // The script answered (it did not throw a fault): the response has started.
+        responseStartNotifier(request)();
+        return output;
       } catch (error) {
         throw asProviderError(error, { provider: request.provider, model: request.model, keyId: request.key.id });
       }

@@ -37,6 +37,17 @@ export interface ProviderRequest {
   signal: AbortSignal;
   /** Where the call comes from; adapters may pass it on as request metadata. */
   meta: { taskId: string; attempt: number; turn: number };
+  /**
+   * Called at most once, when a successful (2xx) response starts: for a streamed response when
+   * its first event arrives (Anthropic `message_start`, OpenAI's first chunk), otherwise when
+   * its headers arrive. Never for an error response or a connection that fails before that.
+   * The call may still fail afterwards (a stream cut or an `error` event mid-way). What it
+   * throws is caught and ignored.
+   *
+   * For cache-aware fan-out: once one task's response has started, the provider's cache entry
+   * for the prompt prefix it wrote is readable, so tasks that share that prefix can be released.
+   */
+  onResponseStart?: () => void;
 }
 
 export interface Provider {
@@ -45,4 +56,27 @@ export interface Provider {
   call(request: ProviderRequest): Promise<ModelCallOutput>;
   /** Frees connections; called by `swarm.close()`. */
   close?(): Promise<void>;
+}
+
+/**
+ * The request's `onResponseStart` made safe for an adapter to call at every point a response
+ * may start: it runs the callback the first time only, and swallows what the callback throws.
+ *
+ * @example
+ * const started = responseStartNotifier(request);
+ * started(); // calls request.onResponseStart once
+ * started(); // does nothing
+ */
+export function responseStartNotifier(request: Pick<ProviderRequest, 'onResponseStart'>): () => void {
+  let pending = request.onResponseStart;
+  return () => {
+    const callback = pending;
+    if (!callback) return;
+    pending = undefined;
+    try {
+      callback();
+    } catch {
+      // The callback belongs to the caller: its failure must not fail the model call.
+    }
+  };
 }

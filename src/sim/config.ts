@@ -16,6 +16,8 @@ export interface Config {
   keys: Map<string, KeyLimiter> | 'any';
   ttft: number | [number, number];
   tokensPerSecond: number;
+  /** ms of prompt processing per 1,000 uncached input tokens, added to the time to first token. */
+  prefillMsPer1k: number;
   faults: Required<NonNullable<SimOptions['faults']>>;
   stallMs: number;
   cacheTtlMs: number;
@@ -62,6 +64,7 @@ export function resolveConfig(options: SimOptions): Config {
     keys,
     ttft,
     tokensPerSecond,
+    prefillMsPer1k: nonNegative(options.latency?.prefillMsPer1kTokens, 'latency.prefillMsPer1kTokens', 0),
     faults,
     stallMs: nonNegative(options.stallMs, 'stallMs', 120_000),
     cacheTtlMs: nonNegative(options.cacheTtlMs, 'cacheTtlMs', 300_000),

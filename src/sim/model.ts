@@ -5,6 +5,8 @@
  *   [[sim:tools]]                      call every offered tool with minimal args
  *   [[sim:length N]]                   a reply of about N output tokens (max_tokens still caps it)
  *   [[sim:reply TEXT]]                 reply with exactly TEXT
+ *   [[sim:replies A || B || C]]        the k-th request seen with this directive text replies with
+ *                                      item min(k, n): counted by the server (server.ts), not here
  *   [[sim:error CODE [TIMES]]]         answer with an error (400|401|429|500|529|context), only the
  *                                      first TIMES times this request is seen when TIMES is given
  * Without a tool directive the model answers with text, so a tool loop ends after one round.
@@ -23,6 +25,11 @@ export interface Directives {
   allTools: boolean;
   length?: number;
   reply?: string;
+  /**
+   * `[[sim:replies A || B]]`: `key` is the directive's text (trimmed), which the server counts
+   * requests by; `items` the replies in order. The server picks one and passes it as `reply`.
+   */
+  replies?: { key: string; items: string[] };
   error?: { code: ErrorDirective; times?: number };
 }
 
@@ -85,6 +92,13 @@ export function readDirectives(request: SimRequest): Directives {
       case 'reply':
         out.reply = arg;
         break;
+      case 'replies': {
+        const items = arg.split('||').map((item) => item.trim());
+        if (arg === '' || items.some((item) => item === '')) throw bad(`[[sim:replies A || B]] needs non-empty replies separated by "||", got "${arg}"`);
+        if (out.replies) throw bad('only one [[sim:replies]] directive is allowed in a message');
+        out.replies = { key: arg, items };
+        break;
+      }
       case 'error': {
         const [code = '', times, ...rest] = arg.split(/\s+/);
         const n = times === undefined ? undefined : Number(times);
@@ -95,9 +109,10 @@ export function readDirectives(request: SimRequest): Directives {
         break;
       }
       default:
-        throw bad(`unknown directive [[sim:${name}]]; known: tool, tools, length, reply, error (docs/sim.md)`);
+        throw bad(`unknown directive [[sim:${name}]]; known: tool, tools, length, reply, replies, error (docs/sim.md)`);
     }
   }
+  if (out.replies && out.reply !== undefined) throw bad('[[sim:reply]] and [[sim:replies]] cannot be combined');
   for (const call of out.tools) {
     if (!request.tools.some((t) => t.name === call.name)) {
       const offered = request.tools.map((t) => t.name).join(', ') || 'none';

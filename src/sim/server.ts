@@ -2,7 +2,8 @@
  * The simulated provider server: Anthropic Messages and OpenAI Chat Completions on 127.0.0.1,
  * faithful enough that the official SDKs work against it. One request goes through, in order:
  * key -> JSON -> validation and directives -> context window -> prompt cache plan -> rate limits
- * -> directive errors and injected faults -> the reply, paced by the latency options.
+ * -> directive errors and injected faults -> the reply (where `[[sim:replies]]` is counted), paced
+ * by the latency options.
  *
  * @example
  * const sim = await startSim({ seed: 1, keys: { 'sk-test': { rpm: 60 } } });
@@ -17,7 +18,7 @@ import { anthropic } from './anthropic.js';
 import { usageOf, PromptCache, type CachePlan } from './cache.js';
 import { derivedId, fingerprint, sha256, unitFloat } from './hash.js';
 import type { KeyLimiter, Ticket } from './limits.js';
-import { contextError, directiveError, planReply, readDirectives } from './model.js';
+import { contextError, directiveError, planReply, readDirectives, type Directives } from './model.js';
 import { FAULT_ORDER, resolveConfig, type Config } from './config.js';
 import { openai } from './openai.js';
 import { StatsRecorder } from './stats.js';
@@ -77,6 +78,8 @@ class Simulator {
   readonly stats = new StatsRecorder();
   /** Request content -> times seen, so a retry of the same request gets a fresh fault draw. */
   private readonly seen = new Map<string, number>();
+  /** `[[sim:replies]]` directive text -> requests planned with it so far. */
+  private readonly replyCounts = new Map<string, number>();
   private readonly stalls = new Set<NodeJS.Timeout>();
   private requests = 0;
 
@@ -165,10 +168,10 @@ class Simulator {
     if (fault === 'reset' || fault === 'stall') return this.dropConnection(x, fault);
 
     const contentHash = sha256(`${x.protocol.name}\u0000${request.model}\u0000${request.units.map((u) => u.text).join('\u0001')}`);
-    const reply = planReply(request, directives, { seed: this.config.seed, contentHash, toolIdPrefix: x.protocol.toolIdPrefix });
+    const reply = planReply(request, this.chooseReply(directives, fault), { seed: this.config.seed, contentHash, toolIdPrefix: x.protocol.toolIdPrefix });
     const usage = usageOf(request.inputTokens, cachePlan, reply.outputTokens, x.protocol.billsCacheWrites);
     const meta = { id: derivedId(x.protocol.messageIdPrefix, 24, 'message', contentHash, this.config.seed, n), model: request.model, created: Math.floor(this.config.now() / 1000) };
-    const ttft = this.ttftOf(contentKey, n);
+    const ttft = this.ttftOf(contentKey, n) + (this.config.prefillMsPer1k * (request.inputTokens - cachePlan.readTokens)) / 1000;
     const msPerToken = 1000 / this.config.tokensPerSecond;
 
     if (!request.stream) {
@@ -185,10 +188,12 @@ class Simulator {
     const plan = x.protocol.stream(reply, usage, meta, request.includeUsage);
     const firstContent = plan.body.findIndex((f) => f.tokens > 0);
     const faultAt = fault === 'streamError' ? Math.min(plan.body.length, Math.max(firstContent + 1, Math.floor(plan.body.length / 2))) : -1;
+    // The response begins once the prompt is processed (time to first token): only then is what
+    // it writes to the cache readable by other requests, as with the real API.
+    if (!(await this.wait(x, ttft))) return this.aborted(x, 0);
     this.cache.commit(cachePlan.writes);
     x.res.writeHead(200, { ...this.headers(x, 'text/event-stream; charset=utf-8'), 'cache-control': 'no-cache' });
     x.res.write(plan.head);
-    if (!(await this.wait(x, ttft))) return this.aborted(x, 0, usage, cachePlan);
     let pending = '';
     let emitted = 0;
     for (let i = 0; i < plan.body.length; i++) {
@@ -216,6 +221,20 @@ class Simulator {
     x.limiter?.settle(x.ticket!, reply.outputTokens);
     this.record(x, usage, cachePlan);
     x.res.end(pending + plan.tail);
+  }
+
+  /**
+   * Resolves `[[sim:replies A || B]]` into a plain reply: the k-th request planned with that
+   * directive text (k from 1, across keys and protocols) gets item min(k, n). Only requests that
+   * got this far count: 401s, 429s, directive errors and faults decided before the reply do not,
+   * and neither does a stream that is planned to fail (streamError), so its retry gets the same item.
+   */
+  private chooseReply(directives: Directives, fault: SimFaultKind | undefined): Directives {
+    const replies = directives.replies;
+    if (!replies) return directives;
+    const seen = this.replyCounts.get(replies.key) ?? 0;
+    if (fault !== 'streamError') this.replyCounts.set(replies.key, seen + 1);
+    return { ...directives, reply: replies.items[Math.min(seen, replies.items.length - 1)]! };
   }
 
   private decideFault(contentKey: string, n: number, stream: boolean): SimFaultKind | undefined {

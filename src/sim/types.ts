@@ -35,8 +35,12 @@ export interface SimOptions {
   seed?: number;
   /** Accepted secrets and their limits, or 'any' (the default): every key, no limits. */
   keys?: Record<string, SimKeyLimits> | 'any';
-  /** Time to first token (fixed, or [min, max] picked per request) and output speed. */
-  latency?: { ttftMs?: number | [number, number]; tokensPerSecond?: number };
+  /**
+   * Time to first token (fixed, or [min, max] picked per request) and output speed.
+   * `prefillMsPer1kTokens` adds prompt processing to the time to first token: that many ms per
+   * 1,000 input tokens NOT read from the cache (a cached prefix is not processed again). Default 0.
+   */
+  latency?: { ttftMs?: number | [number, number]; tokensPerSecond?: number; prefillMsPer1kTokens?: number };
   faults?: SimFaults;
   /** How long a stalled request hangs before its connection is cut. Default 120000. */
   stallMs?: number;
