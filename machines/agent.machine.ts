@@ -101,7 +101,7 @@ function dispatchInfoOf(context: AgentContext): DispatchInfo {
     messageCount: context.messages.length,
     estimatedInputTokens,
     maxTokens: target.maxTokens,
-    depth: 0,
+    depth: context.input.depth ?? 0,
   };
   if (target.price) info.estimatedCostUsd = reservationUsd(target.price, estimatedInputTokens, target.maxTokens);
   return info;

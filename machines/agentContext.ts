@@ -76,6 +76,10 @@ export interface AgentInput {
   keepLast?: number;
   /** Estimated tokens of the tool definitions sent with every turn (they count against the budget). */
   toolTokens?: number;
+  /** How deep in planning the task is: 0 for the plan's tasks, 1 for a planner's sub-tasks. */
+  depth?: number;
+  /** The attempt leads a cache group: its calls ask to be told when their response starts. */
+  cacheLead?: boolean;
 }
 
 export interface ToolWait {
@@ -218,6 +222,7 @@ export function callInputOf(context: AgentContext): ModelCallInput {
   };
   if (summary) call.system = SUMMARY_SYSTEM;
   else if (context.input.system !== undefined) call.system = context.input.system;
+  if (context.input.cacheLead && !summary) call.cacheLead = true;
   return call;
 }
 

@@ -57,6 +57,7 @@ export type ErrorCode =
   | 'cancelled'
   | 'skipped'
   | 'dispatch_denied'
+  | 'invalid_plan'
   | 'internal';
 
 /** A serializable description of an error: what went wrong and the facts, never a secret. */
@@ -126,7 +127,15 @@ export interface ModelCallInput {
   messages: Message[];
   tools: string[];
   maxTokens: number;
+  /**
+   * This call leads a cache group (cache-aware fan-out): when its response starts, `src/` tells
+   * the supervisor (`CACHE.WARM`), which then releases the tasks held back behind it.
+   */
+  cacheLead?: boolean;
 }
+
+/** Sent to the supervisor (systemId `supervisor`) when a cache leader's response has started. */
+export type CacheWarmEvent = { type: 'CACHE.WARM'; taskId: string; attempt: number };
 
 /** What the `callModel` actor resolves with. It rejects with an ErrorInfo-shaped error. */
 export interface ModelCallOutput {
@@ -381,6 +390,16 @@ export type RunEvent =
   | { type: 'tool:decision'; taskId: string; attempt: number; turn: number; callId: string; tool: string; decision: 'allow' | 'deny' | 'rewrite'; reason?: string }
   | { type: 'task:compacted'; taskId: string; attempt: number; mode: 'summary' | 'truncation'; removed: number; tokensBefore: number; tokensAfter: number }
   | { type: 'task:cancelled'; taskId: string }
+  /** A planner task's sub-tasks joined the run (ids as they run: `<planner>/<id>`). */
+  | { type: 'task:planned'; taskId: string; attempt: number; subtasks: string[]; depth: number }
+  /** A planner's output was not a valid list of sub-tasks: the attempt failed with these problems. */
+  | { type: 'task:plan-rejected'; taskId: string; attempt: number; issues: string[] }
+  /** A review task's verdict on the task it reviews (`revise` sends it back for one more round). */
+  | { type: 'task:reviewed'; taskId: string; target: string; round: number; maxRounds: number; verdict: 'approve' | 'revise'; findings?: string; final: boolean }
+  /** Cache-aware fan-out: this task goes first; `held` tasks sharing its prompt prefix wait for its response to start. */
+  | { type: 'cache:lead'; taskId: string; group: string }
+  /** The leader's response started (or it ended): the held tasks go out and read the cache. */
+  | { type: 'cache:release'; taskId: string; group: string; released: number; warm: boolean }
   | { type: 'model:request'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string }
   | { type: 'model:response'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; usage: Usage }
   | { type: 'model:error'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; error: ErrorInfo }

@@ -12,6 +12,7 @@ import { Heap } from './heap.js';
 import type { ToolBusStats } from './toolBusBook.js';
 import type { AttemptReport, ErrorInfo, Message, RunStatus, TaskStatus, Usage } from './protocol.js';
 import { addUsage, ZERO_USAGE } from './protocol.js';
+import { verdictOf } from './review.js';
 
 /** A task as the supervisor runs it: the plan's task, resolved (model, limits, defaults). */
 export interface SupervisedTask {
@@ -42,6 +43,34 @@ export interface SupervisedTask {
   routes?: (CallTarget & { weight: number })[];
   /** Estimated tokens of its tools' definitions, sent with every turn. */
   toolTokens?: number;
+  /** `plan`: its output is a list of sub-tasks that join the run. `review`: it reviews `reviews`. */
+  kind?: 'plan' | 'review';
+  /** The task a review task reviews (one of its deps). */
+  reviews?: string;
+  /** Reviews a review task makes at most (each but the last may send the work back). Default 2. */
+  maxRounds?: number;
+  /** 0 for the plan's own tasks; a planner's sub-tasks are one deeper. */
+  depth?: number;
+  /** The planner task that made this one. */
+  parent?: string;
+  /** Goes out through cache-aware fan-out (its route has explicit cache breakpoints). */
+  cacheFanOut?: boolean;
+}
+
+/** Why a task runs again: a reviewer's findings, or the problems of a rejected plan. */
+export type Feedback =
+  | { kind: 'review'; round: number; maxRounds: number; draft: string; findings: string }
+  | { kind: 'plan'; issues: string[] };
+
+/** What a review task's verdict did. */
+export interface ReviewOutcome {
+  target: string;
+  round: number;
+  maxRounds: number;
+  verdict: 'approve' | 'revise';
+  findings?: string;
+  /** No more rounds: the reviewer approved, or `maxRounds` reviews were made. */
+  final: boolean;
 }
 
 export type FinalTaskStatus = 'completed' | 'failed' | 'skipped' | 'cancelled';
@@ -63,6 +92,14 @@ export interface TaskResult {
   servedBy?: string;
   /** What its calls cost in USD; null when the model has no price. Filled in by the runtime. */
   costUsd?: number | null;
+  /** A planner's sub-tasks, as they ran (`<planner>/<id>`). */
+  subtasks?: string[];
+  /** The planner task that made this one. */
+  parent?: string;
+  /** A review task: how many reviews it made, and whether the last one approved. */
+  review?: { target: string; rounds: number; approved: boolean };
+  /** A reviewed task: how many times a reviewer sent it back. */
+  revisions?: number;
 }
 
 export interface RunTotals {
@@ -118,11 +155,23 @@ interface TaskRecord {
   servedBy?: string;
   costUsd: number;
   unpricedCalls: number;
+  /** Review task: reviews made. Reviewed task: times sent back. */
+  rounds: number;
+  /** Why the next attempt runs again (findings, a rejected plan's problems). */
+  feedback?: Feedback;
+  approved?: boolean;
+  subtasks?: string[];
+  /** Set aside by cache-aware fan-out (queued, but neither in the heap nor parked). */
+  held: boolean;
 }
 
 /** What settling an attempt did to the run. */
 export type Settlement =
-  | { kind: 'completed'; unlocked: string[] }
+  | { kind: 'completed'; unlocked: string[]; review?: ReviewOutcome }
+  /** A planner's attempt produced its output: the task stays running until the output is expanded or rejected. */
+  | { kind: 'plan'; output: string }
+  /** A reviewer asked for changes: the reviewed task is queued again, the reviewer waits for it. */
+  | { kind: 'revise'; review: ReviewOutcome }
   | { kind: 'retry' }
   | { kind: 'failed'; skipped: string[] }
   | { kind: 'cancelled' }
@@ -142,7 +191,7 @@ export class RunTable {
   private readonly records = new Map<string, TaskRecord>();
   private readonly ready = new Heap<TaskRecord>(before);
   private seq = 0;
-  private open: number;
+  private open = 0;
   readonly counts: Record<TaskStatus, number> = { pending: 0, queued: 0, running: 0, completed: 0, failed: 0, skipped: 0, cancelled: 0 };
 
   /** Task ids that were ready at the start, in no particular order. */
@@ -159,11 +208,27 @@ export class RunTable {
 
   constructor(tasks: readonly SupervisedTask[], modelCaps: Readonly<Record<string, number>> = {}) {
     this.caps = new Map(Object.entries(modelCaps));
+    for (const record of this.link(tasks)) {
+      if (record.waitingOn === 0) {
+        this.enqueue(record);
+        this.initiallyReady.push(record.spec.id);
+      }
+    }
+  }
+
+  /**
+   * Adds tasks to the table (pending) with their dependency edges; a dependency already completed
+   * does not count. A review task also holds back every other dependent of the task it reviews,
+   * so nothing reads a draft that may still change. Returns the new records.
+   */
+  private link(tasks: readonly SupervisedTask[]): TaskRecord[] {
+    const added: TaskRecord[] = [];
     for (const spec of tasks) {
-      this.records.set(spec.id, {
+      if (this.records.has(spec.id)) throw new Error(`duplicate task "${spec.id}"`);
+      const record: TaskRecord = {
         spec,
         status: 'pending',
-        waitingOn: spec.deps.length,
+        waitingOn: 0,
         dependents: [],
         readySeq: 0,
         attempts: 0,
@@ -172,23 +237,31 @@ export class RunTable {
         requests: 0,
         costUsd: 0,
         unpricedCalls: 0,
-      });
+        rounds: 0,
+        held: false,
+      };
+      this.records.set(spec.id, record);
+      added.push(record);
     }
-    this.counts.pending = tasks.length;
-    this.open = tasks.length;
-    for (const record of this.records.values()) {
+    this.counts.pending += added.length;
+    this.open += added.length;
+    for (const record of added) {
       for (const dep of record.spec.deps) {
         const parent = this.records.get(dep);
         if (!parent) throw new Error(`task "${record.spec.id}" depends on unknown task "${dep}"`);
         parent.dependents.push(record);
+        if (parent.status !== 'completed') record.waitingOn += 1;
       }
     }
-    for (const record of this.records.values()) {
-      if (record.waitingOn === 0) {
-        this.enqueue(record);
-        this.initiallyReady.push(record.spec.id);
+    for (const reviewer of added) {
+      if (reviewer.spec.kind !== 'review' || reviewer.spec.reviews === undefined) continue;
+      for (const other of this.records.get(reviewer.spec.reviews)?.dependents ?? []) {
+        if (other === reviewer || other.status !== 'pending') continue;
+        reviewer.dependents.push(other);
+        other.waitingOn += 1;
       }
     }
+    return added;
   }
 
   get size(): number {
@@ -217,7 +290,7 @@ export class RunTable {
   }
 
   /** Takes the best ready task and marks it running with a new attempt. */
-  startNext(): { spec: SupervisedTask; attempt: number; retriesLeft: number } | undefined {
+  startNext(): { spec: SupervisedTask; attempt: number; retriesLeft: number; feedback?: Feedback } | undefined {
     let record = this.ready.pop();
     // A task whose model is at its cap waits aside (in the order it came out) for a free slot.
     while (record && this.atCap(record.spec.modelName)) {
@@ -229,7 +302,118 @@ export class RunTable {
     if (!record) return undefined;
     this.move(record, 'running');
     record.attempts += 1;
-    return { spec: record.spec, attempt: record.attempts, retriesLeft: Math.max(0, record.spec.maxRetries - record.retries) };
+    const next = { spec: record.spec, attempt: record.attempts, retriesLeft: Math.max(0, record.spec.maxRetries - record.retries) };
+    return record.feedback ? { ...next, feedback: record.feedback } : next;
+  }
+
+  /** Cache-aware fan-out holds back a task just started: it is queued again, outside the heap. */
+  hold(id: string): void {
+    const record = this.record(id);
+    if (record.status !== 'running') return;
+    record.attempts -= 1;
+    record.held = true;
+    this.move(record, 'queued');
+  }
+
+  /** Held tasks go back to the ready queue (in their old FIFO place). */
+  release(ids: readonly string[]): void {
+    for (const id of ids) {
+      const record = this.records.get(id);
+      if (!record || !record.held) continue;
+      record.held = false;
+      if (record.status === 'queued') this.ready.push(record);
+    }
+  }
+
+  /**
+   * A planner's output became sub-tasks: they join the run (ready ones queued), the planner
+   * completes, and whatever depended on the planner now also waits for the sub-tasks that
+   * nothing else in the plan depends on (its leaves), whose outputs it then reads.
+   */
+  expand(plannerId: string, attempt: number, subtasks: readonly SupervisedTask[]): Settlement {
+    const planner = this.records.get(plannerId);
+    if (!planner || planner.status !== 'running' || planner.attempts !== attempt) return { kind: 'stale' };
+    const added = this.link(subtasks);
+    // Leaves: sub-tasks no sibling depends on (their own dependents so far are all siblings).
+    const leaves = added.filter((r) => r.dependents.length === 0);
+    for (const waiting of planner.dependents) {
+      if (waiting.status !== 'pending' || leaves.length === 0) continue;
+      waiting.spec = { ...waiting.spec, deps: [...waiting.spec.deps, ...leaves.map((l) => l.spec.id)] };
+      for (const leaf of leaves) {
+        leaf.dependents.push(waiting);
+        waiting.waitingOn += 1;
+      }
+    }
+    planner.subtasks = added.map((r) => r.spec.id);
+    delete planner.feedback;
+    const unlocked: string[] = [];
+    for (const record of added) {
+      if (record.waitingOn === 0) {
+        this.enqueue(record);
+        unlocked.push(record.spec.id);
+      }
+    }
+    this.move(planner, 'completed');
+    unlocked.push(...this.unlockDependentsOf(planner));
+    return { kind: 'completed', unlocked };
+  }
+
+  /** A planner's output was not a valid plan: a failed attempt (retried with the problems as feedback). */
+  rejectPlan(plannerId: string, attempt: number, error: ErrorInfo, issues: string[], opts: { retry: boolean }): Settlement {
+    const planner = this.records.get(plannerId);
+    if (!planner || planner.status !== 'running' || planner.attempts !== attempt) return { kind: 'stale' };
+    planner.error = error;
+    if (opts.retry && error.retryable && planner.retries < planner.spec.maxRetries) {
+      planner.retries += 1;
+      planner.feedback = { kind: 'plan', issues };
+      this.enqueue(planner);
+      return { kind: 'retry' };
+    }
+    this.move(planner, 'failed');
+    return { kind: 'failed', skipped: this.skipDependentsOf(planner) };
+  }
+
+  private unlockDependentsOf(record: TaskRecord): string[] {
+    const unlocked: string[] = [];
+    for (const child of record.dependents) {
+      child.waitingOn -= 1;
+      if (child.waitingOn === 0 && child.status === 'pending') {
+        this.enqueue(child);
+        unlocked.push(child.spec.id);
+      }
+    }
+    return unlocked;
+  }
+
+  /**
+   * A reviewer's verdict. Approval, or the last round, completes the review (and unlocks what
+   * waited for it); findings before the last round send the reviewed task back with them, and
+   * the reviewer waits for the new draft.
+   */
+  private review(record: TaskRecord, output: string): Settlement {
+    record.rounds += 1;
+    record.output = output;
+    const maxRounds = record.spec.maxRounds ?? 2;
+    const target = this.records.get(record.spec.reviews ?? '');
+    const { verdict, findings } = verdictOf(output);
+    const final = verdict === 'approve' || record.rounds >= maxRounds || target?.status !== 'completed';
+    const outcome: ReviewOutcome = { target: target?.spec.id ?? '', round: record.rounds, maxRounds, verdict, final };
+    if (findings !== undefined) outcome.findings = findings;
+    if (final) {
+      record.approved = verdict === 'approve';
+      delete record.error;
+      this.move(record, 'completed');
+      return { kind: 'completed', unlocked: this.unlockDependentsOf(record), review: outcome };
+    }
+    // Back to the drawing board: the reviewer waits for the new draft, and so does whatever
+    // depended on the draft (it was held back by the reviewer all along).
+    this.move(record, 'pending');
+    target!.rounds += 1;
+    target!.feedback = { kind: 'review', round: record.rounds, maxRounds, draft: target!.output ?? '', findings: findings ?? '' };
+    this.move(target!, 'pending');
+    for (const child of target!.dependents) if (child.status === 'pending') child.waitingOn += 1;
+    this.enqueue(target!);
+    return { kind: 'revise', review: outcome };
   }
 
   /**
@@ -254,18 +438,13 @@ export class RunTable {
     if (report.servedBy !== undefined) record.servedBy = report.servedBy;
     else delete record.servedBy;
     if (report.status === 'completed') {
+      if (record.spec.kind === 'plan') return { kind: 'plan', output: report.output ?? '' };
+      if (record.spec.kind === 'review') return this.review(record, report.output ?? '');
       record.output = report.output ?? '';
       delete record.error;
+      delete record.feedback;
       this.move(record, 'completed');
-      const unlocked: string[] = [];
-      for (const child of record.dependents) {
-        child.waitingOn -= 1;
-        if (child.waitingOn === 0 && child.status === 'pending') {
-          this.enqueue(child);
-          unlocked.push(child.spec.id);
-        }
-      }
-      return { kind: 'completed', unlocked };
+      return { kind: 'completed', unlocked: this.unlockDependentsOf(record) };
     }
     if (report.error) record.error = report.error;
     if (report.status === 'cancelled') {
@@ -288,7 +467,9 @@ export class RunTable {
     const out: string[] = [];
     const parked = [...this.parked.values()].flatMap((heap) => heap.drain());
     this.parked.clear();
-    for (const record of [...this.ready.drain(), ...parked]) {
+    const held = [...this.records.values()].filter((r) => r.held && r.status === 'queued');
+    for (const record of [...this.ready.drain(), ...parked, ...held]) {
+      record.held = false;
       this.move(record, 'cancelled');
       out.push(record.spec.id);
     }
@@ -330,6 +511,10 @@ export class RunTable {
       if (r.error !== undefined && status !== 'completed') task.error = r.error;
       if (r.transcript !== undefined && status === 'failed') task.transcript = r.transcript;
       if (r.servedBy !== undefined) task.servedBy = r.servedBy;
+      if (r.subtasks) task.subtasks = r.subtasks;
+      if (r.spec.parent !== undefined) task.parent = r.spec.parent;
+      if (r.spec.kind === 'review') task.review = { target: r.spec.reviews ?? '', rounds: r.rounds, approved: r.approved === true };
+      else if (r.rounds > 0) task.revisions = r.rounds;
       // Known only when every call was priced (a partly unknown total would mislead).
       if (r.unpricedCalls === 0 && r.requests > 0) task.costUsd = Math.round(r.costUsd * 1e8) / 1e8;
       tasks[r.spec.id] = task;
@@ -378,6 +563,7 @@ export class RunTable {
     this.counts[from] -= 1;
     this.counts[to] += 1;
     if (!isFinal(from) && isFinal(to)) this.open -= 1;
+    else if (isFinal(from) && !isFinal(to)) this.open += 1; // a reviewed task sent back
     record.status = to;
     const model = record.spec.modelName;
     if (to === 'running') this.runningByModel.set(model, (this.runningByModel.get(model) ?? 0) + 1);

@@ -14,6 +14,7 @@
 import {
   assign,
   enqueueActions,
+  fromPromise,
   setup,
   stopChild,
   type AnyActorRef,
@@ -30,7 +31,12 @@ import { enqueueReport } from './report.js';
 import { fillPlaceholders, renderPrompt } from './prompt.js';
 import type { AttemptReport, KeyLimits, RunEvent, RunStatus } from './protocol.js';
 import { deriveSeed, nextRandom } from './random.js';
-import { RunTable, type RunResult, type SupervisedTask } from './runTable.js';
+import { RunTable, type Feedback, type ReviewOutcome, type RunResult, type SupervisedTask } from './runTable.js';
+import { revisionPrompt } from './review.js';
+import { CacheGroups, cacheGroupKey, MIN_CACHE_PREFIX_TOKENS } from './cacheGroups.js';
+import { estimateTextTokens } from './tokens.js';
+import { errorInfo } from './errors.js';
+import type { CacheWarmEvent, Usage } from './protocol.js';
 import { AgentSlots } from './slots.js';
 import { toolBusMachine, type ToolBusInput, type ToolBusStats } from './toolBus.machine.js';
 import { ledgerMachine, type LedgerBudgets } from './ledger.machine.js';
@@ -60,7 +66,21 @@ export interface SupervisorInput {
   toolHooked?: boolean;
   /** Messages an agent keeps at the end when it compacts. */
   keepLast?: number;
+  /** Cache-aware fan-out: how long a written prefix stays readable (ms). Default 300000. */
+  cacheTtlMs?: number;
 }
+
+/** A planner's output, to be checked and turned into sub-tasks by the `expandPlan` actor. */
+export interface PlanExpansionInput {
+  taskId: string;
+  attempt: number;
+  output: string;
+  /** The planner's depth (its sub-tasks are one deeper). */
+  depth: number;
+}
+
+/** The sub-tasks, ready to join the run, or every problem with the output (it is then rejected). */
+export type PlanExpansion = { ok: true; tasks: SupervisedTask[] } | { ok: false; issues: string[] };
 
 export interface SupervisorContext {
   runId: string;
@@ -79,6 +99,11 @@ export interface SupervisorContext {
   startedAt: number;
   /** What the run's infrastructure is made of (spawned once, at the start). */
   infra: Pick<SupervisorInput, 'providers' | 'routes' | 'toolBus' | 'budgets'>;
+  /** Cache-aware fan-out: groups of tasks sharing a prompt prefix. */
+  groups: CacheGroups;
+  cacheTtlMs: number;
+  /** Planner outputs being expanded: actor id -> the attempt it came from. */
+  expanding: Map<string, { taskId: string; attempt: number; output: string; usage: Usage }>;
   /** Why the run stopped early, if it did. */
   stop: { status: Extract<RunStatus, 'failed' | 'cancelled'>; reason: string } | null;
   result: RunResult | null;
@@ -86,6 +111,7 @@ export interface SupervisorContext {
 
 export type SupervisorEvent =
   | { type: 'CANCEL'; reason?: string }
+  | CacheWarmEvent
   | DoneActorEvent<AttemptReport, string>
   | ErrorActorEvent<unknown, string>;
 
@@ -126,18 +152,36 @@ function runStatusOf(ctx: SupervisorContext, runBudgetDenied: boolean): RunStatu
 
 
 /** What settleAttempt needs of enqueueActions' `enqueue`: run an action, assign context. */
-type Enqueue = ((action: unknown) => void) & { assign(values: Partial<SupervisorContext>): void };
+type Enqueue = ((action: unknown) => void) & {
+  assign(values: Partial<SupervisorContext>): void;
+  spawnChild(src: 'expandPlan', options: { id: string; input: PlanExpansionInput }): void;
+};
 
 /** Records an agent's end: its task completes, retries, fails (skipping dependents) or is cancelled. */
-function settleAttempt(context: SupervisorContext, enqueue: Enqueue, report: AttemptReport, actorId: string): void {
+function settleAttempt(context: SupervisorContext, enqueue: Enqueue, report: AttemptReport, actorId: string, now: number): void {
   enqueue(stopChild(actorId));
   context.slots.release(actorId);
   const table = context.table;
+  // A cache leader that ends releases the tasks held behind it (warm if it completed: the prefix was written).
+  releaseGroup(context, enqueue, report.taskId, report.attempt, report.status === 'completed', now);
   const settlement = table.settle(report, { retry: context.stop === null });
   if (settlement.kind === 'stale') return;
   enqueue.assign({ inFlight: context.inFlight - 1 });
   switch (settlement.kind) {
+    case 'plan': {
+      // The output becomes sub-tasks (checked like a plan by the `expandPlan` actor `src/` provides).
+      const id = `expand:${report.taskId}`;
+      context.expanding.set(id, { taskId: report.taskId, attempt: report.attempt, output: settlement.output, usage: report.usage });
+      const input: PlanExpansionInput = { taskId: report.taskId, attempt: report.attempt, output: settlement.output, depth: table.spec(report.taskId).depth ?? 0 };
+      enqueue.spawnChild('expandPlan', { id, input });
+      break;
+    }
+    case 'revise':
+      reportReview(enqueue, report.taskId, settlement.review);
+      enqueueReport(enqueue, { type: 'task:queued', taskId: settlement.review.target });
+      break;
     case 'completed':
+      if (settlement.review) reportReview(enqueue, report.taskId, settlement.review);
       enqueueReport(enqueue, { type: 'task:completed', taskId: report.taskId, attempt: report.attempt, output: report.output ?? '', usage: report.usage });
       for (const id of settlement.unlocked) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
       break;
@@ -160,6 +204,25 @@ function settleAttempt(context: SupervisorContext, enqueue: Enqueue, report: Att
       break;
     }
   }
+}
+
+function reportReview(enqueue: Enqueue, taskId: string, review: ReviewOutcome): void {
+  enqueueReport(enqueue, { type: 'task:reviewed', taskId, ...review });
+}
+
+/** Releases the tasks held behind a cache leader, if `taskId` leads a group. */
+function releaseGroup(context: SupervisorContext, enqueue: Enqueue, taskId: string, attempt: number | undefined, warm: boolean, now: number): void {
+  const released = context.groups.release(taskId, attempt, warm, now);
+  if (!released) return;
+  context.table.release(released.released);
+  enqueueReport(enqueue, { type: 'cache:release', taskId, group: released.key, released: released.released.length, warm });
+}
+
+/** The prompt of an attempt that runs again for a reason: a reviewer's findings, a rejected plan. */
+function withFeedback(prompt: string, feedback: Feedback | undefined): string {
+  if (!feedback) return prompt;
+  if (feedback.kind === 'review') return revisionPrompt(prompt, feedback);
+  return `${prompt}\n\n<rejected-plan>\nYour previous answer was not a valid list of sub-tasks:\n${feedback.issues.map((i) => `- ${i}`).join('\n')}\nAnswer again with a corrected JSON list.\n</rejected-plan>`;
 }
 
 /** The route whose cumulative weight first passes `r` (in [0, 1)) of the total. */
@@ -186,6 +249,8 @@ export const supervisorMachine = setup({
     breaker: breakerMachine,
     toolBus: toolBusMachine,
     ledger: ledgerMachine,
+    /** Checks a planner's output like a plan and resolves its sub-tasks (src provides it). */
+    expandPlan: fromPromise<PlanExpansion, PlanExpansionInput>(async () => ({ ok: false, issues: ['planner tasks need the runtime (no expandPlan actor provided)'] })),
   },
   actions: {
     /** Where run events go: `src/` provides it. */
@@ -209,7 +274,7 @@ export const supervisorMachine = setup({
     }),
 
     /** Starts ready tasks, best first, while there is room in flight. */
-    dispatch: enqueueActions(({ context, enqueue }) => {
+    dispatch: enqueueActions(({ context, enqueue, self }) => {
       // A run that is stopping starts nothing new (fail-fast decided in this very step).
       if (context.stop !== null) return;
       let inFlight = context.inFlight;
@@ -225,7 +290,7 @@ export const supervisorMachine = setup({
           model: spec.model,
           maxTokens: spec.maxTokens,
           priority: spec.priority,
-          prompt: renderPrompt(spec.prompt, spec.deps, (id) => table.output(id) ?? ''),
+          prompt: withFeedback(renderPrompt(spec.prompt, spec.deps, (id) => table.output(id) ?? ''), next.feedback),
           tools: spec.tools,
           maxTurns: spec.maxTurns,
           retries: next.retriesLeft,
@@ -254,6 +319,23 @@ export const supervisorMachine = setup({
           else delete input.price;
         }
         if (spec.system !== undefined) input.system = fillPlaceholders(spec.system, spec.deps, (id) => table.output(id) ?? '');
+        if (spec.depth) input.depth = spec.depth;
+        if (spec.cacheFanOut) {
+          // Cache-aware fan-out: one task of a cold prefix goes first, the others wait for its response.
+          const system = input.system ?? '';
+          if (estimateTextTokens(system) + (spec.toolTokens ?? 0) >= MIN_CACHE_PREFIX_TOKENS) {
+            const group = cacheGroupKey(`${input.provider}/${input.model}`, spec.tools, system);
+            const admission = context.groups.admit(group, spec.id, attempt, nowOf(self));
+            if (admission === 'hold') {
+              table.hold(spec.id);
+              continue;
+            }
+            if (admission === 'lead') {
+              input.cacheLead = true;
+              enqueueReport(enqueue, { type: 'cache:lead', taskId: spec.id, group });
+            }
+          }
+        }
         const id = context.slots.take(spec.id, attempt);
         enqueue.spawnChild('agent', { id, input });
         enqueue.sendTo(id, { type: 'START' });
@@ -264,8 +346,51 @@ export const supervisorMachine = setup({
     }),
 
     /** Records an agent's end: its task completes, retries, fails (skipping dependents) or is cancelled. */
-    settle: enqueueActions(({ context, enqueue }, params: { report: AttemptReport; actorId: string }) => {
-      settleAttempt(context, enqueue as unknown as Enqueue, params.report, params.actorId);
+    settle: enqueueActions(({ context, enqueue, self }, params: { report: AttemptReport; actorId: string }) => {
+      settleAttempt(context, enqueue as unknown as Enqueue, params.report, params.actorId, nowOf(self));
+    }),
+
+    /** A cache leader's response started: its group is warm, the tasks held behind it go out. */
+    warmGroup: enqueueActions(({ context, event, enqueue, self }) => {
+      const { taskId, attempt } = event as CacheWarmEvent;
+      releaseGroup(context, enqueue as unknown as Enqueue, taskId, attempt, true, nowOf(self));
+    }),
+
+    /** A planner's output was checked: its sub-tasks join the run, or the attempt fails with the problems. */
+    applyExpansion: enqueueActions(({ context, event, enqueue }) => {
+      const actorId = childIdOf(event.type);
+      enqueue(stopChild(actorId));
+      const pending = context.expanding.get(actorId);
+      context.expanding.delete(actorId);
+      if (!pending) return;
+      const { taskId, attempt } = pending;
+      const expansion: PlanExpansion = event.type.startsWith('xstate.done.')
+        ? (event as unknown as DoneActorEvent<PlanExpansion>).output
+        : { ok: false, issues: [`checking the plan failed: ${toErrorInfo((event as ErrorActorEvent).error).message}`] };
+      const table = context.table;
+      const q = enqueue as unknown as Enqueue;
+      if (expansion.ok && context.stop === null) {
+        const settlement = table.expand(taskId, attempt, expansion.tasks);
+        if (settlement.kind !== 'completed') return;
+        enqueueReport(q, { type: 'task:planned', taskId, attempt, subtasks: expansion.tasks.map((t) => t.id), depth: (table.spec(taskId).depth ?? 0) + 1 });
+        enqueueReport(q, { type: 'task:completed', taskId, attempt, output: pending.output, usage: pending.usage });
+        for (const id of settlement.unlocked) enqueueReport(q, { type: 'task:queued', taskId: id });
+        return;
+      }
+      const issues = expansion.ok ? ['the run is stopping'] : expansion.issues;
+      const error = errorInfo('invalid_plan', `task "${taskId}": its output is not a valid list of sub-tasks: ${issues.join('; ')}`, !expansion.ok);
+      enqueueReport(q, { type: 'task:plan-rejected', taskId, attempt, issues });
+      const settlement = table.rejectPlan(taskId, attempt, error, issues, { retry: context.stop === null });
+      if (settlement.kind === 'retry') {
+        enqueueReport(q, { type: 'task:failed', taskId, attempt, error, willRetry: true });
+        enqueueReport(q, { type: 'task:queued', taskId });
+      } else if (settlement.kind === 'failed') {
+        enqueueReport(q, { type: 'task:failed', taskId, attempt, error, willRetry: false });
+        for (const id of settlement.skipped) enqueueReport(q, { type: 'task:skipped', taskId: id, reason: `depends on "${taskId}", which failed` });
+        if (context.onFailure === 'fail-fast' && context.stop === null) {
+          q.assign({ stop: { status: 'failed', reason: `task "${taskId}" failed (fail-fast)` } });
+        }
+      }
     }),
 
     /**
@@ -280,12 +405,13 @@ export const supervisorMachine = setup({
         const target = system.get(to);
         if (target) enqueue.sendTo(target, message);
       }
-      settleAttempt(context, enqueue as unknown as Enqueue, crashReport(context.slots, actorId, (event as ErrorActorEvent).error, last), actorId);
+      settleAttempt(context, enqueue as unknown as Enqueue, crashReport(context.slots, actorId, (event as ErrorActorEvent).error, last), actorId, nowOf(self));
     }),
 
     /** Stops the run early: nothing new starts, agents in flight are cancelled and drain. */
     halt: enqueueActions(({ context, enqueue, self }) => {
       const reason = context.stop?.reason ?? 'cancelled';
+      context.groups.drainHeld();
       for (const id of context.table.cancelNotStarted()) enqueueReport(enqueue, { type: 'task:cancelled', taskId: id });
       for (const [id, child] of Object.entries(self.getSnapshot().children)) {
         if (AgentSlots.isAgent(id) && child) enqueue.sendTo(child, { type: 'CANCEL', reason });
@@ -306,9 +432,10 @@ export const supervisorMachine = setup({
   },
   guards: {
     allFinal: ({ context }) => context.table.openTasks === 0 && context.inFlight === 0,
-    noneInFlight: ({ context }) => context.inFlight === 0,
+    noneInFlight: ({ context }) => context.inFlight === 0 && context.expanding.size === 0,
     stopping: ({ context }) => context.stop !== null,
     isAgent: ({ event }) => AgentSlots.isAgent(childIdOf(event.type)),
+    isExpansion: ({ event }) => childIdOf(event.type).startsWith('expand:'),
   },
 }).createMachine({
   id: 'supervisor',
@@ -325,6 +452,9 @@ export const supervisorMachine = setup({
     hooked: input.hooked === true,
     toolHooked: input.toolHooked === true,
     keepLast: input.keepLast,
+    groups: new CacheGroups(input.cacheTtlMs),
+    cacheTtlMs: input.cacheTtlMs ?? 300_000,
+    expanding: new Map(),
     startedAt: nowOf(self),
     infra: { providers: input.providers, routes: input.routes, toolBus: input.toolBus, budgets: input.budgets },
     stop: null,
@@ -345,13 +475,17 @@ export const supervisorMachine = setup({
           target: 'draining',
           actions: assign({ stop: ({ event }) => ({ status: 'cancelled' as const, reason: event.reason ?? 'cancelled by the caller' }) }),
         },
-        'xstate.done.actor.*': {
-          guard: 'isAgent',
-          actions: [
-            { type: 'settle', params: ({ event }) => ({ report: (event as DoneActorEvent<AttemptReport>).output, actorId: childIdOf(event.type) }) },
-            'dispatch',
-          ],
-        },
+        'CACHE.WARM': { actions: ['warmGroup', 'dispatch'] },
+        'xstate.done.actor.*': [
+          {
+            guard: 'isAgent',
+            actions: [
+              { type: 'settle', params: ({ event }) => ({ report: (event as DoneActorEvent<AttemptReport>).output, actorId: childIdOf(event.type) }) },
+              'dispatch',
+            ],
+          },
+          { guard: 'isExpansion', actions: ['applyExpansion', 'dispatch'] },
+        ],
         'xstate.error.actor.*': [
           {
             guard: 'isAgent',
@@ -360,6 +494,7 @@ export const supervisorMachine = setup({
               'dispatch',
             ],
           },
+          { guard: 'isExpansion', actions: ['applyExpansion', 'dispatch'] },
           {
             // A pool, breaker or the bus failing is a bug in swarmstate: stop cleanly, keep results.
             target: 'draining',
@@ -374,15 +509,19 @@ export const supervisorMachine = setup({
       entry: 'halt',
       always: { guard: 'noneInFlight', target: 'finished' },
       on: {
-        'xstate.done.actor.*': {
-          guard: 'isAgent',
-          actions: { type: 'settle', params: ({ event }) => ({ report: (event as DoneActorEvent<AttemptReport>).output, actorId: childIdOf(event.type) }) },
-        },
+        'xstate.done.actor.*': [
+          {
+            guard: 'isAgent',
+            actions: { type: 'settle', params: ({ event }) => ({ report: (event as DoneActorEvent<AttemptReport>).output, actorId: childIdOf(event.type) }) },
+          },
+          { guard: 'isExpansion', actions: 'applyExpansion' },
+        ],
         'xstate.error.actor.*': [
           {
             guard: 'isAgent',
             actions: 'settleCrash',
           },
+          { guard: 'isExpansion', actions: 'applyExpansion' },
           // Infrastructure failing while the run drains: already stopping; the error is handled.
           {},
         ],

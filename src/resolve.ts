@@ -6,7 +6,7 @@
 import type { SupervisorInput } from '../machines/supervisor.machine.js';
 import type { SupervisedTask } from '../machines/runTable.js';
 import type { Keyring } from './keys.js';
-import { criticalPathRanks, type Plan } from './plan/index.js';
+import { criticalPathRanks, type Plan, type TaskSpec } from './plan/index.js';
 import { contextWindowOf } from './models.js';
 import type { BusTool } from '../machines/protocol.js';
 import type { CallTarget } from '../machines/agentContext.js';
@@ -46,8 +46,10 @@ export interface ResolveOptions {
 export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
   const providers = Object.entries(plan.providers).map(([name, spec]) => {
     const ids = spec.keys.length > 0 ? opts.keyring.addProvider(name, spec.keys, opts.env) : [opts.keyring.addAnonymous(name)];
-    // Every key starts on probation: one request until the server has accepted it once.
-    return { name, keys: ids.map((keyId) => ({ keyId, limits: { ...spec.limits }, probation: true })) };
+    // Every key starts on probation: one request until the server has accepted it once. (A
+    // provider without keys sends none: there is nothing a server could refuse.)
+    const probation = spec.keys.length > 0;
+    return { name, keys: ids.map((keyId) => ({ keyId, limits: { ...spec.limits }, probation })) };
   });
 
   const routes = new Set<string>();
@@ -56,42 +58,10 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
     for (const r of model.routes) routes.add(`${r.provider}/${r.model}`);
   }
 
-  const ranks = criticalPathRanks(plan.tasks);
+  const ranks = criticalPathRanks(plan.tasks.map(withReviewed));
+  const toolNames = opts.busTools.map((t) => t.name);
+  const tasks = plan.tasks.map((t) => resolveTask(plan, t, ranks.get(t.id) ?? 1, { ...opts, toolNames }));
   const d = plan.defaults;
-  const tasks: SupervisedTask[] = plan.tasks.map((t) => {
-    const model = plan.models[t.model]!;
-    const task: SupervisedTask = {
-      id: t.id,
-      deps: t.deps,
-      priority: t.priority,
-      rank: ranks.get(t.id) ?? 1,
-      modelName: t.model,
-      provider: model.provider,
-      model: model.model,
-      maxTokens: t.maxTokens ?? model.maxTokens,
-      prompt: t.prompt,
-      tools: t.tools,
-      maxTurns: t.maxTurns ?? d.maxTurns,
-      maxRetries: t.maxRetries ?? d.maxRetries,
-      timeoutMs: t.timeoutMs ?? d.taskTimeoutMs,
-    };
-    if (t.system !== undefined) task.system = t.system;
-    // The request must leave room for the answer inside the context window.
-    const window = contextWindowOf(model.model, model.contextTokens) - task.maxTokens;
-    task.inputBudget = Math.max(1, Math.min(window, t.maxInputTokens ?? Infinity));
-    if (t.tools.length > 0 && opts.toolTokens) task.toolTokens = opts.toolTokens(t.tools);
-    const price = priceOf(model.model, model.price);
-    if (price) task.price = price;
-    if (model.fallback.length > 0) task.fallbacks = model.fallback.map((name) => targetOfModel(plan, name, t.maxTokens));
-    if (model.routes.length > 0) {
-      const own = { ...targetOfModel(plan, t.model, t.maxTokens), weight: model.weight };
-      task.routes = [own, ...model.routes.map((r) => {
-        const routePrice = priceOf(r.model, r.price);
-        return { provider: r.provider, model: r.model, maxTokens: t.maxTokens ?? model.maxTokens, modelName: t.model, weight: r.weight, ...(routePrice ? { price: routePrice } : {}) };
-      })];
-    }
-    return task;
-  });
 
   return {
     runId: opts.runId,
@@ -118,6 +88,100 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
     backoff: opts.backoff,
     seed: opts.seed,
   };
+}
+
+/** What resolving a task needs of the run (tool sizes, tool names for planners). */
+export type TaskResolveOptions = Pick<ResolveOptions, 'toolTokens'> & { toolNames?: readonly string[] };
+
+/** A review task's deps include the task it reviews. */
+function withReviewed<T extends { deps: string[]; reviews?: string }>(t: T): T {
+  return t.reviews !== undefined && !t.deps.includes(t.reviews) ? { ...t, deps: [...t.deps, t.reviews] } : t;
+}
+
+/**
+ * One task of the plan (or of a planner's output, at `depth` > 0) as the supervisor runs it:
+ * its model's route, price, fallbacks and weighted routes, every default applied, and for
+ * planner and review tasks the instructions that tell the model what answer the runtime reads.
+ */
+export function resolveTask(plan: Plan, spec: TaskSpec, rank: number, opts: TaskResolveOptions, extra: { depth?: number; parent?: string } = {}): SupervisedTask {
+  const t = withReviewed(spec);
+  const model = plan.models[t.model]!;
+  const d = plan.defaults;
+  const task: SupervisedTask = {
+    id: t.id,
+    deps: t.deps,
+    priority: t.priority,
+    rank,
+    modelName: t.model,
+    provider: model.provider,
+    model: model.model,
+    maxTokens: t.maxTokens ?? model.maxTokens,
+    prompt: t.prompt,
+    tools: t.tools,
+    maxTurns: t.maxTurns ?? d.maxTurns,
+    maxRetries: t.maxRetries ?? d.maxRetries,
+    timeoutMs: t.timeoutMs ?? d.taskTimeoutMs,
+  };
+  if (t.system !== undefined) task.system = t.system;
+  // The request must leave room for the answer inside the context window.
+  const window = contextWindowOf(model.model, model.contextTokens) - task.maxTokens;
+  task.inputBudget = Math.max(1, Math.min(window, t.maxInputTokens ?? Infinity));
+  if (t.tools.length > 0 && opts.toolTokens) task.toolTokens = opts.toolTokens(t.tools);
+  const price = priceOf(model.model, model.price);
+  if (price) task.price = price;
+  if (model.fallback.length > 0) task.fallbacks = model.fallback.map((name) => targetOfModel(plan, name, t.maxTokens));
+  if (model.routes.length > 0) {
+    const own = { ...targetOfModel(plan, t.model, t.maxTokens), weight: model.weight };
+    task.routes = [own, ...model.routes.map((r) => {
+      const routePrice = priceOf(r.model, r.price);
+      return { provider: r.provider, model: r.model, maxTokens: t.maxTokens ?? model.maxTokens, modelName: t.model, weight: r.weight, ...(routePrice ? { price: routePrice } : {}) };
+    })];
+  }
+  if (cacheFanOutOf(plan.providers[model.provider]!)) task.cacheFanOut = true;
+  if (extra.depth) task.depth = extra.depth;
+  if (extra.parent !== undefined) task.parent = extra.parent;
+  if (t.kind === 'plan') {
+    task.kind = 'plan';
+    task.prompt = `${t.prompt}\n\n${plannerInstructions(plan, t, extra.depth ?? 0, opts.toolNames ?? [])}`;
+  } else if (t.kind === 'review') {
+    task.kind = 'review';
+    task.reviews = t.reviews!;
+    task.maxRounds = t.maxRounds ?? 2;
+    task.prompt = `${t.prompt}\n\n${reviewerInstructions(t.reviews!)}`;
+  }
+  return task;
+}
+
+/** Cache-aware fan-out: on by default where the wire has explicit cache breakpoints (Anthropic). */
+function cacheFanOutOf(provider: Plan['providers'][string]): boolean {
+  const protocol = provider.type === 'sim' ? (provider.sim?.protocol ?? 'anthropic') : provider.type;
+  return provider.cacheFanOut ?? (protocol === 'anthropic' && provider.cache !== false);
+}
+
+function plannerInstructions(plan: Plan, t: TaskSpec, depth: number, toolNames: readonly string[]): string {
+  const models = Object.entries(plan.models).map(([name, m]) => `"${name}" (${m.model})`).join(', ');
+  const canPlan = depth + 1 < plan.limits.maxDepth;
+  const kinds = canPlan ? '"task" (default), "plan" or "review"' : '"task" (default) or "review" (sub-tasks cannot plan)';
+  return [
+    '<planning>',
+    'Answer with a JSON list of sub-tasks and nothing else. They run in parallel where their deps allow, and the tasks after you read the outputs of the last ones.',
+    'Each sub-task is {"id": "...", "model": "...", "prompt": "..."} with optional "deps" (ids of other sub-tasks' +
+      (t.deps.length > 0 ? ` or of ${t.deps.map((d) => `"${d}"`).join(', ')}` : '') +
+      '), "system", "tools", "maxTokens", "priority", "kind" (' + kinds + '; a review task names the sub-task it reviews in "reviews").',
+    `Every sub-task names its model, one of: ${models}.`,
+    ...(toolNames.length > 0 ? [`Tools they may use: ${toolNames.join(', ')}.`] : []),
+    `At most ${plan.limits.maxSubtasks} sub-tasks.`,
+    '</planning>',
+  ].join('\n');
+}
+
+function reviewerInstructions(target: string): string {
+  return [
+    '<review-verdict>',
+    `You review the output of task "${target}". If it is acceptable as it is, answer APPROVE on the first line.`,
+    'Otherwise answer REVISE: on the first line, followed by the specific findings to fix.',
+    '</review-verdict>',
+  ].join('\n');
 }
 
 /** The compaction model's route and price, when the plan names one. */

@@ -12,6 +12,9 @@
  */
 import { createEmitter, type Emitter } from './util/emitter.js';
 import { nanoid } from 'nanoid';
+import type { CacheWarmEvent } from '../machines/protocol.js';
+import type { PlanExpansion, PlanExpansionInput } from '../machines/supervisor.machine.js';
+import { PlanExpander } from './planner.js';
 import { createActor, fromPromise, toPromise, type Actor, type InspectionEvent, type Observer } from 'xstate';
 import { agentMachine } from '../machines/agent.machine.js';
 import { realClock, type TimedClock } from '../machines/clock.js';
@@ -167,8 +170,9 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
             return run?.limitUsd === undefined ? undefined : run.limitUsd - run.spentUsd - run.reservedUsd;
           };
           const beforeDispatch = dispatchHook(hooks, plan, budgetLeft);
-          const machine = provideEffects(report, { keyring, adapters, runTools, beforeDispatch, beforeToolCall: toolHook(toolHooks) });
-          actor = createActor(machine, { input, clock, ...(options.inspect ? { inspect: options.inspect } : {}) });
+          const expander = new PlanExpander(plan, { toolTokens: (names) => runTools.specTokens(names), toolNames: runTools.busTools().map((t) => t.name) });
+          const machine = provideEffects(report, { keyring, adapters, runTools, beforeDispatch, beforeToolCall: toolHook(toolHooks), expander });
+          actor = createActor(machine, { input, clock, systemId: 'supervisor', ...(options.inspect ? { inspect: options.inspect } : {}) });
           report(null, {
             type: 'run:started',
             runId,
@@ -221,6 +225,7 @@ interface RunEffects {
   runTools: RunTools;
   beforeDispatch: ReturnType<typeof dispatchHook>;
   beforeToolCall: ReturnType<typeof toolHook>;
+  expander: PlanExpander;
 }
 
 /** The tool hooks as the agents' `beforeToolCall` actor: per call, the first that does not allow decides. */
@@ -268,8 +273,8 @@ function dispatchHook(hooks: BeforeDispatch[], plan: Plan, budgetLeft: () => num
  * The machines with this run's effects: a model call through the provider's adapter with the
  * lease's key, tool calls through the run's tools, and every report into the event stream.
  */
-function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch, beforeToolCall }: RunEffects) {
-  const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal }) => {
+function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch, beforeToolCall, expander }: RunEffects) {
+  const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal, system }) => {
     const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
     try {
       const naming = toolNaming(call.tools);
@@ -284,6 +289,10 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
         signal,
         meta: { taskId: call.taskId, attempt: call.attempt, turn: call.turn },
         ...(call.system !== undefined ? { system: call.system } : {}),
+        // A cache leader's response has begun: its prefix is readable, the tasks held behind it can go.
+        ...(call.cacheLead
+          ? { onResponseStart: () => system.get('supervisor')?.send({ type: 'CACHE.WARM', taskId: call.taskId, attempt: call.attempt } satisfies CacheWarmEvent) }
+          : {}),
       });
       return fromWire(naming, reply);
     } catch (error) {
@@ -294,9 +303,11 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
   });
   const executeTool = fromPromise<string, ToolExecInput>(({ input: call, signal }) => runTools.execute(call.name, call.args, signal));
   const executeBatch = fromPromise<ToolResult[], ToolBatchInput>(({ input: batch, signal }) => runTools.executeBatch(batch.name, batch.calls, signal));
+  const expandPlan = fromPromise<PlanExpansion, PlanExpansionInput>(async ({ input }) => expander.expand(input));
   return supervisorMachine.provide({
     actions: { report },
     actors: {
+      expandPlan,
       agent: agentMachine.provide({ actions: { report }, actors: { callModel, beforeDispatch, beforeToolCall } }),
       pool: poolMachine.provide({ actions: { report }, actors: { key: keyMachine.provide({ actions: { report } }) } }),
       breaker: breakerMachine.provide({ actions: { report } }),

@@ -3,3 +3,4 @@ export * from './schema.js';
 export * from './validate.js';
 export * from './ranks.js';
 export { formatPath } from './issues.js';
+export * from './subtasks.js';

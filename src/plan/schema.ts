@@ -37,6 +37,14 @@ export interface ProviderSpec {
   bodyTimeoutMs?: number;
   /** Only for `type: "sim"`: how the embedded simulated server behaves. */
   sim?: SimSpec;
+  /** Anthropic protocol: place prompt-cache breakpoints (tools, system, first user message). Default true. */
+  cache?: boolean;
+  /**
+   * Cache-aware fan-out: of several ready tasks sharing a prompt prefix (tools + system), send one
+   * first and the others once its response has started, so they read the cache instead of all
+   * writing it. Default: on for the Anthropic protocol (with `cache`), off for OpenAI.
+   */
+  cacheFanOut?: boolean;
 }
 
 /**
@@ -52,6 +60,8 @@ export interface SimSpec {
   ttftMs?: number | [number, number];
   /** Output speed after the first token. Default: instant. */
   tokensPerSecond?: number;
+  /** Prompt processing: ms per 1,000 input tokens not read from the cache, added to the time to first token. Default 0. */
+  prefillMsPer1kTokens?: number;
   /** The server's own per-key limits. Default: the provider's `limits` (what the runtime is told). */
   limits?: { rpm?: number; itpm?: number; otpm?: number };
   /** Fault rates in [0, 1]. */
@@ -113,9 +123,21 @@ export interface PlanBudget {
   perModel?: Record<string, number>;
 }
 
+export type TaskKind = 'task' | 'plan' | 'review';
+
 export interface TaskSpec {
   /** `^[A-Za-z0-9_.:/-]+$`, at most 200 characters, unique in the plan. */
   id: string;
+  /**
+   * `task` (default). `plan`: the output is a JSON list of sub-tasks (validated like this plan)
+   * that join the run. `review`: reviews the task named in `reviews`, approving it or sending it
+   * back with findings, at most `maxRounds` times.
+   */
+  kind: TaskKind;
+  /** For `kind: "review"`: the task reviewed (added to deps if missing). */
+  reviews?: string;
+  /** For `kind: "review"`: reviews made at most (the last one's verdict stands). Default 2. */
+  maxRounds?: number;
   /** Name of an entry in `models`. Every task names its model: there is no inheritance. */
   model: string;
   system?: string;
@@ -178,8 +200,16 @@ export interface HooksSpec {
   module: string;
 }
 
+export interface PlanLimits {
+  /** Planning depth: 1 (default) lets the plan's tasks plan, but not their sub-tasks. */
+  maxDepth: number;
+  /** Sub-tasks one planner task may create. Default 20. */
+  maxSubtasks: number;
+}
+
 export interface Plan {
   hooks?: HooksSpec;
+  limits: PlanLimits;
   providers: Record<string, ProviderSpec>;
   models: Record<string, ModelSpec>;
   defaults: PlanDefaults;
@@ -252,6 +282,7 @@ export const SimSchema = z.strictObject({
     .union([nonNegativeInt(), z.tuple([nonNegativeInt(), nonNegativeInt()]).refine(([min, max]) => min <= max, { error: 'must be [min, max] with min <= max' })])
     .optional(),
   tokensPerSecond: z.number().gt(0, { error: 'must be greater than 0' }).optional(),
+  prefillMsPer1kTokens: z.number().min(0, { error: 'must be >= 0' }).optional(),
   limits: z.strictObject({ rpm: positiveInt().optional(), itpm: positiveInt().optional(), otpm: positiveInt().optional() }).optional(),
   faults: z
     .strictObject({ http500: rate().optional(), http529: rate().optional(), reset: rate().optional(), stall: rate().optional(), streamError: rate().optional() })
@@ -267,6 +298,8 @@ export const ProviderSchema = z.strictObject({
   headersTimeoutMs: positiveInt().optional(),
   bodyTimeoutMs: positiveInt().optional(),
   sim: SimSchema.optional(),
+  cache: z.boolean().optional(),
+  cacheFanOut: z.boolean().optional(),
 });
 
 export const PriceSchema = z.strictObject({
@@ -323,6 +356,9 @@ export const TaskIdSchema = z
 
 export const TaskSchema = z.strictObject({
   id: TaskIdSchema,
+  kind: z.enum(['task', 'plan', 'review'], { error: 'must be "task", "plan" or "review"' }).default('task'),
+  reviews: z.string().min(1, { error: 'must name a task' }).optional(),
+  maxRounds: positiveInt().optional(),
   model: z.string().min(1, { error: 'must name a model' }),
   system: z.string().optional(),
   prompt: z.string().min(1, { error: 'must not be empty' }),
@@ -395,6 +431,7 @@ export const PlanSchema = z.strictObject({
   defaults: DefaultsSchema,
   budget: BudgetSchema.optional(),
   hooks: z.strictObject({ module: z.string().min(1, { error: 'must name a module' }) }).optional(),
+  limits: z.strictObject({ maxDepth: positiveInt().default(1), maxSubtasks: positiveInt().default(20) }).prefault({}),
   tools: ToolsSchema,
   compaction: CompactionSchema,
   tasks: z

@@ -193,12 +193,14 @@ function checkModels(
 
 const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.:/-]+)\s*\}\}/g;
 
-function checkTasks(
+export function checkTasks(
   tasks: unknown[],
   models: Record<string, unknown> | undefined,
   tools: Set<string> | undefined,
   servers: Set<string>,
   out: PlanIssue[],
+  /** Tasks outside this list that deps may name (already complete: no edge, no cycle). */
+  external: ReadonlySet<string> = new Set(),
 ) {
   const n = tasks.length;
   const ids = tasks.map((t) => (isRecord(t) && typeof t.id === 'string' ? t.id : undefined));
@@ -225,6 +227,7 @@ function checkTasks(
         if (typeof d !== 'string') return;
         const target = indexOf.get(d);
         if (d === id) out.push(issue(['tasks', i, 'deps', j], `task "${d}" depends on itself`));
+        else if (target === undefined && external.has(d)) deps.add(d);
         else if (target === undefined) out.push(issue(['tasks', i, 'deps', j], `unknown task "${d}"`));
         else if (deps.has(d)) out.push(issue(['tasks', i, 'deps', j], `"${d}" is listed twice`));
         else {
@@ -234,6 +237,8 @@ function checkTasks(
         deps.add(d);
       });
     }
+    // A review task reads the task it reviews (it is added to its deps).
+    if (t.kind === 'review' && typeof t.reviews === 'string') deps.add(t.reviews);
     if (models && typeof t.model === 'string' && t.model !== '' && !Object.hasOwn(models, t.model)) {
       out.push(issue(['tasks', i, 'model'], unknown('model', t.model, modelNames)));
     }
@@ -261,12 +266,68 @@ function checkTasks(
     }
   }
 
+  checkReviews(tasks, ids, indexOf, edges, depAt, out);
+
   for (const cycle of findCycles(edges)) {
     const start = cycle.nodes[0];
     const names = [...cycle.nodes, start].map((i) => ids[i]).join(' -> ');
     const more = cycle.sccSize - cycle.nodes.length;
     const note = more > 0 ? ` (and ${more} more task${more === 1 ? '' : 's'} on cycles through these)` : '';
-    out.push(issue(['tasks', start, 'deps', depAt[start][cycle.firstEdge]], `cycle: ${names}${note}`));
+    const j = depAt[start][cycle.firstEdge];
+    // A negative index marks an edge a review adds: `reviews` itself (-1), or the wait of the
+    // reviewed task's other dependents for the review (-2).
+    const path = j === -1 ? ['tasks', start, 'reviews'] : j === -2 ? ['tasks', start, 'deps'] : ['tasks', start, 'deps', j];
+    out.push(issue(path, `cycle: ${names}${note}${j === -2 ? ' (a task that depends on a reviewed task also waits for its review)' : ''}`));
+  }
+}
+
+/**
+ * Review tasks: `reviews` names another task of the list, only review tasks have it (and
+ * `maxRounds`), and one task has at most one reviewer. The review's edges join the graph: the
+ * reviewer waits for the reviewed task, and so the reviewed task's other dependents wait for the
+ * reviewer (they must not read a draft that may still change), which can close a cycle.
+ */
+function checkReviews(
+  tasks: unknown[],
+  ids: (string | undefined)[],
+  indexOf: Map<string, number>,
+  edges: number[][],
+  depAt: number[][],
+  out: PlanIssue[],
+) {
+  const reviewerOf = new Map<number, number>();
+  tasks.forEach((t, i) => {
+    if (!isRecord(t)) return;
+    const kind = t.kind ?? 'task';
+    if (kind !== 'review') {
+      if (t.reviews !== undefined) out.push(issue(['tasks', i, 'reviews'], 'only a task with "kind": "review" reviews another task'));
+      if (t.maxRounds !== undefined) out.push(issue(['tasks', i, 'maxRounds'], 'only a task with "kind": "review" has rounds'));
+      return;
+    }
+    if (typeof t.reviews !== 'string' || t.reviews === '') {
+      if (t.reviews === undefined) out.push(issue(['tasks', i, 'reviews'], 'required: the id of the task this review task reviews'));
+      return;
+    }
+    const target = indexOf.get(t.reviews);
+    if (t.reviews === ids[i]) out.push(issue(['tasks', i, 'reviews'], 'a task cannot review itself'));
+    else if (target === undefined) out.push(issue(['tasks', i, 'reviews'], unknown('task', t.reviews, ids.filter((x): x is string => x !== undefined))));
+    else if (reviewerOf.has(target)) out.push(issue(['tasks', i, 'reviews'], `task "${t.reviews}" already has a reviewer (tasks[${reviewerOf.get(target)}])`));
+    else {
+      reviewerOf.set(target, i);
+      if (!edges[i].includes(target)) {
+        edges[i].push(target);
+        depAt[i].push(-1);
+      }
+    }
+  });
+  if (reviewerOf.size === 0) return;
+  for (let k = 0; k < edges.length; k++) {
+    for (const target of [...edges[k]]) {
+      const reviewer = reviewerOf.get(target);
+      if (reviewer === undefined || reviewer === k || edges[k].includes(reviewer)) continue;
+      edges[k].push(reviewer);
+      depAt[k].push(-2);
+    }
   }
 }
 

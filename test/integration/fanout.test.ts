@@ -1,0 +1,68 @@
+/**
+ * Cache-aware fan-out over HTTP against the simulated provider (Anthropic protocol, whose cache
+ * commits a prefix when the response that wrote it starts). Tasks sharing a long system prompt
+ * become ready together: one goes first, the rest wait for its response to start and then read
+ * the cache. Without fan-out they all write it.
+ */
+import { describe, expect, it } from 'vitest';
+import { createSwarm, type RunEvent } from '../../src/index.js';
+
+// ~3,000 tokens of shared brief (the simulator counts about 4 characters a token).
+const brief = Array.from({ length: 600 }, (_, i) => `fact${i} holds;`).join(' ');
+
+const plan = (fanOut?: boolean) => ({
+  providers: { sim: { type: 'sim', sim: { ttftMs: 40 }, ...(fanOut === undefined ? {} : { cacheFanOut: fanOut }) } },
+  models: { m: { provider: 'sim', model: 'sim-model', price: { input: 3, output: 15 } } },
+  defaults: { maxInFlight: 10 },
+  tasks: [
+    { id: 'research', model: 'm', prompt: 'gather [[sim:reply the shared brief]]' },
+    ...Array.from({ length: 6 }, (_, i) => ({ id: `w${i}`, model: 'm', deps: ['research'], system: `${brief}\n{{research}}`, prompt: `worker ${i}` })),
+  ],
+});
+
+async function run(fanOut?: boolean) {
+  const swarm = createSwarm({ seed: 2 });
+  const r = swarm.run(plan(fanOut));
+  const events: RunEvent[] = [];
+  r.events.on('*', (_t: string, e: RunEvent) => events.push(e));
+  const result = await r.result;
+  await swarm.close();
+  const workers = Object.values(result.tasks).filter((t) => t.id.startsWith('w'));
+  const sum = (f: (u: (typeof workers)[number]['usage']) => number) => workers.reduce((s, t) => s + f(t.usage), 0);
+  return { result, events, workers, writes: sum((u) => u.cacheWriteTokens), reads: sum((u) => u.cacheReadTokens) };
+}
+
+describe('cache-aware fan-out', () => {
+  it('sends one task of a shared prefix first and the rest once its response starts: one write, five reads', async () => {
+    const { result, events, workers, writes, reads } = await run();
+    expect(result.status).toBe('completed');
+    const leads = events.filter((e): e is Extract<RunEvent, { type: 'cache:lead' }> => e.type === 'cache:lead');
+    expect(leads).toHaveLength(1);
+    const release = events.find((e): e is Extract<RunEvent, { type: 'cache:release' }> => e.type === 'cache:release')!;
+    expect(release).toMatchObject({ taskId: leads[0]!.taskId, released: 5, warm: true });
+    // The held tasks started only after the release.
+    const releasedAt = events.indexOf(release);
+    const starts = events.filter((e) => e.type === 'task:started' && e.taskId.startsWith('w')).map((e) => events.indexOf(e));
+    expect(starts.filter((i) => i > releasedAt)).toHaveLength(5);
+    // The leader wrote the shared prefix; the five others read it (each writes only its own short prompt).
+    const [leader] = workers.filter((w) => w.id === leads[0]!.taskId);
+    expect(leader!.usage.cacheWriteTokens).toBeGreaterThan(2000);
+    expect(leader!.usage.cacheReadTokens).toBe(0);
+    for (const w of workers.filter((x) => x !== leader)) {
+      expect(w.usage.cacheReadTokens).toBeGreaterThan(2000);
+      expect(w.usage.cacheWriteTokens).toBeLessThan(50);
+    }
+    expect(reads).toBeGreaterThan(5 * 2000);
+    expect(writes).toBeLessThan(leader!.usage.cacheWriteTokens + 5 * 50);
+  });
+
+  it('on by default for Anthropic routes; off, every task writes the prefix', async () => {
+    const off = await run(false);
+    expect(off.events.some((e) => e.type === 'cache:lead')).toBe(false);
+    expect(off.reads).toBe(0);
+    const on = await run(undefined);
+    expect(off.workers.every((w) => w.usage.cacheWriteTokens > 2000)).toBe(true);
+    expect(off.writes).toBeGreaterThan(5 * on.writes);
+    expect(off.result.totals.costUsd!).toBeGreaterThan(on.result.totals.costUsd! * 2);
+  });
+});
