@@ -275,9 +275,15 @@ export const agentMachine = setup({
         const settle: LedgerEvent = { type: 'LEDGER.SETTLE', reservationId: context.reservation, actualUsd: price ? costOfUsage(out.usage, price) : Number.NaN };
         enqueue.sendTo(system.get('ledger')!, settle);
       }
-      enqueueReport(enqueue, { type: 'model:response', ...callFacts(context, lease.keyId), usage: out.usage });
-      const price = targetOf(context).price;
+      const target = targetOf(context);
+      const price = target.price;
       const callCost = price ? costOfUsage(out.usage, price) : undefined;
+      enqueueReport(enqueue, {
+        type: 'model:response',
+        ...callFacts(context, lease.keyId),
+        usage: out.usage,
+        ...(callCost !== undefined ? { costUsd: callCost, modelName: target.modelName ?? target.model } : {}),
+      });
       const record: CallRecord = { route: routeOf(targetOf(context)), ms: Math.max(0, nowOf(self) - context.callStartedAt), ok: true };
       if (callCost !== undefined) record.costUsd = callCost;
       enqueue.assign({

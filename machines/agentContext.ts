@@ -296,5 +296,5 @@ export function toolCallInfosOf(ctx: AgentContext): ToolCallInfo[] {
   const allowed = new Set(ctx.input.tools);
   return toolCallsOf(ctx)
     .filter((c) => allowed.has(c.name))
-    .map((c) => ({ taskId: ctx.input.taskId, attempt: ctx.input.attempt, turn: ctx.turn, callId: c.id, tool: c.name, args: c.input, depth: 0 }));
+    .map((c) => ({ taskId: ctx.input.taskId, attempt: ctx.input.attempt, turn: ctx.turn, callId: c.id, tool: c.name, args: c.input, depth: ctx.input.depth ?? 0 }));
 }

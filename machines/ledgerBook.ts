@@ -21,6 +21,8 @@ export interface LedgerBudgets {
   perTaskUsd?: Record<string, number>;
   /** Keyed by the plan's model name (an entry of `models`), not the provider's model id. */
   perModelUsd?: Record<string, number>;
+  /** What an earlier life of the run already spent (a resumed run continues from there). */
+  spent?: { runUsd: number; byTask: Record<string, number>; byModel: Record<string, number> };
 }
 
 /** What the ledger is spawned with. */
@@ -126,6 +128,11 @@ export class LedgerBook {
     // Maps, not the records: a task may well be called `constructor`.
     this.taskLimits = new Map(Object.entries(budgets.perTaskUsd ?? {}));
     this.modelLimits = new Map(Object.entries(budgets.perModelUsd ?? {}));
+    if (budgets.spent) {
+      this.runAccount.spent = toNanos(budgets.spent.runUsd);
+      for (const [id, usd] of Object.entries(budgets.spent.byTask)) this.accountOf(this.tasks, this.taskLimits, id).spent = toNanos(usd);
+      for (const [name, usd] of Object.entries(budgets.spent.byModel)) this.accountOf(this.models, this.modelLimits, name).spent = toNanos(usd);
+    }
   }
 
   /**

@@ -210,6 +210,8 @@ export type ToolBusReply = { type: 'TOOL.RESULT'; callId: string; content: strin
 export interface ToolExecInput {
   name: string;
   args: unknown;
+  /** The task whose call this is, when it is one task's alone (not shared): side effects are journaled by it. */
+  taskId?: string;
 }
 
 /**
@@ -378,11 +380,13 @@ export type RunEvent =
       models?: Record<string, { provider: string; model: string; price?: { input: number; output: number; cacheWrite?: number; cacheRead?: number } }>;
       keys?: Record<string, KeyLimits>;
       maxInFlight?: number;
+      /** The run continues from its journal (a resume). */
+      resumed?: boolean;
     }
   | { type: 'task:queued'; taskId: string }
   | { type: 'task:started'; taskId: string; attempt: number; model: string; route?: string }
   | { type: 'task:retry'; taskId: string; attempt: number; retry: number; delayMs: number; error: ErrorInfo }
-  | { type: 'task:completed'; taskId: string; attempt: number; output: string; usage: Usage }
+  | { type: 'task:completed'; taskId: string; attempt: number; output: string; usage: Usage; requests?: number; retries?: number }
   | { type: 'task:failed'; taskId: string; attempt: number; error: ErrorInfo; willRetry: boolean }
   | { type: 'task:skipped'; taskId: string; reason: string }
   | { type: 'task:fallback'; taskId: string; attempt: number; from: string; to: string; reason: string }
@@ -401,7 +405,8 @@ export type RunEvent =
   /** The leader's response started (or it ended): the held tasks go out and read the cache. */
   | { type: 'cache:release'; taskId: string; group: string; released: number; warm: boolean }
   | { type: 'model:request'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string }
-  | { type: 'model:response'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; usage: Usage }
+  /** `costUsd`: the call's cost at its model's price (absent when unpriced), charged to the plan model `modelName`. */
+  | { type: 'model:response'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; usage: Usage; costUsd?: number; modelName?: string }
   | { type: 'model:error'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; error: ErrorInfo }
   | { type: 'tool:called'; taskId: string; name: string; shared: boolean; cached?: boolean }
   | { type: 'tool:result'; name: string; isError: boolean; durationMs?: number; timedOut?: boolean; batch?: number }

@@ -57,6 +57,30 @@ export interface SupervisedTask {
   cacheFanOut?: boolean;
 }
 
+/** A task as an earlier life of the run left it (see RunTable's `restore`). */
+export interface RestoredTask {
+  id: string;
+  /** Anything unfinished (running, queued, cancelled) comes back pending. */
+  status: 'pending' | 'completed' | 'failed' | 'skipped';
+  attempts: number;
+  retries: number;
+  requests: number;
+  usage: Usage;
+  costUsd: number;
+  output?: string;
+  error?: ErrorInfo;
+  /** Review task: reviews made. Reviewed task: times sent back. */
+  rounds?: number;
+  approved?: boolean;
+  feedback?: Feedback;
+}
+
+/** What a resumed run starts from: its tasks' states and the sub-tasks its planners made, in order. */
+export interface RunRestore {
+  tasks: RestoredTask[];
+  expansions: { planner: string; tasks: SupervisedTask[] }[];
+}
+
 /** Why a task runs again: a reviewer's findings, or the problems of a rejected plan. */
 export type Feedback =
   | { kind: 'review'; round: number; maxRounds: number; draft: string; findings: string }
@@ -206,14 +230,59 @@ export class RunTable {
   /** Ready tasks set aside because their model was at its cap, best first. */
   private readonly parked = new Map<string, Heap<TaskRecord>>();
 
-  constructor(tasks: readonly SupervisedTask[], modelCaps: Readonly<Record<string, number>> = {}) {
+  /** Tasks found skipped while restoring (a dependency had failed before the crash). */
+  readonly initiallySkipped: string[] = [];
+
+  /**
+   * @param restore what an earlier life of the run had done (a resume): tasks keep their
+   *   statuses, outputs and counters, planners their sub-tasks, reviews their rounds; whatever
+   *   had not finished starts again from pending.
+   */
+  constructor(tasks: readonly SupervisedTask[], modelCaps: Readonly<Record<string, number>> = {}, restore?: RunRestore) {
     this.caps = new Map(Object.entries(modelCaps));
-    for (const record of this.link(tasks)) {
-      if (record.waitingOn === 0) {
+    if (!restore) {
+      for (const record of this.link(tasks)) {
+        if (record.waitingOn === 0) {
+          this.enqueue(record);
+          this.initiallyReady.push(record.spec.id);
+        }
+      }
+      return;
+    }
+    const all = this.create([...tasks, ...restore.expansions.flatMap((e) => e.tasks)]);
+    for (const saved of restore.tasks) {
+      const record = this.records.get(saved.id);
+      if (record) this.apply(record, saved);
+    }
+    this.wire(all);
+    for (const { planner, tasks: subtasks } of restore.expansions) {
+      const record = this.records.get(planner);
+      if (!record || record.status !== 'completed') continue;
+      record.subtasks = subtasks.map((t) => t.id);
+      this.waitForLeaves(record, subtasks.map((t) => this.records.get(t.id)!));
+    }
+    for (const record of all) if (record.status === 'failed') this.initiallySkipped.push(...this.skipDependentsOf(record));
+    for (const record of all) {
+      if (record.status === 'pending' && record.waitingOn === 0) {
         this.enqueue(record);
         this.initiallyReady.push(record.spec.id);
       }
     }
+  }
+
+  /** A restored task's state (its record is still pending, fresh from `create`). */
+  private apply(record: TaskRecord, saved: RestoredTask): void {
+    record.attempts = saved.attempts;
+    record.retries = saved.retries;
+    record.requests = saved.requests;
+    record.usage = saved.usage;
+    record.costUsd = saved.costUsd;
+    record.rounds = saved.rounds ?? 0;
+    if (saved.approved !== undefined) record.approved = saved.approved;
+    if (saved.feedback) record.feedback = saved.feedback;
+    if (saved.output !== undefined) record.output = saved.output;
+    if (saved.error) record.error = saved.error;
+    if (saved.status !== 'pending') this.move(record, saved.status);
   }
 
   /**
@@ -222,6 +291,12 @@ export class RunTable {
    * so nothing reads a draft that may still change. Returns the new records.
    */
   private link(tasks: readonly SupervisedTask[]): TaskRecord[] {
+    const added = this.create(tasks);
+    this.wire(added);
+    return added;
+  }
+
+  private create(tasks: readonly SupervisedTask[]): TaskRecord[] {
     const added: TaskRecord[] = [];
     for (const spec of tasks) {
       if (this.records.has(spec.id)) throw new Error(`duplicate task "${spec.id}"`);
@@ -245,6 +320,10 @@ export class RunTable {
     }
     this.counts.pending += added.length;
     this.open += added.length;
+    return added;
+  }
+
+  private wire(added: readonly TaskRecord[]): void {
     for (const record of added) {
       for (const dep of record.spec.deps) {
         const parent = this.records.get(dep);
@@ -254,14 +333,33 @@ export class RunTable {
       }
     }
     for (const reviewer of added) {
-      if (reviewer.spec.kind !== 'review' || reviewer.spec.reviews === undefined) continue;
+      if (reviewer.spec.kind !== 'review' || reviewer.spec.reviews === undefined || reviewer.status === 'completed') continue;
       for (const other of this.records.get(reviewer.spec.reviews)?.dependents ?? []) {
         if (other === reviewer || other.status !== 'pending') continue;
         reviewer.dependents.push(other);
         other.waitingOn += 1;
       }
     }
-    return added;
+  }
+
+  /**
+   * What depended on a planner also waits for its sub-tasks that no sibling depends on (the
+   * leaves), and reads them; a leaf that is a review is read as the work it reviewed.
+   */
+  private waitForLeaves(planner: TaskRecord, added: readonly TaskRecord[]): void {
+    const inPlan = new Set(added);
+    const leaves = added.filter((r) => !r.dependents.some((d) => inPlan.has(d)));
+    if (leaves.length === 0) return;
+    const read = [...new Set(leaves.map((l) => (l.spec.kind === 'review' && l.spec.reviews !== undefined ? this.records.get(l.spec.reviews) ?? l : l)))];
+    const waitOn = [...new Set([...leaves, ...read])];
+    for (const waiting of planner.dependents) {
+      if (waiting.status !== 'pending' || inPlan.has(waiting)) continue;
+      waiting.spec = { ...waiting.spec, deps: [...waiting.spec.deps, ...read.map((r) => r.spec.id)] };
+      for (const leaf of waitOn) {
+        leaf.dependents.push(waiting);
+        if (leaf.status !== 'completed') waiting.waitingOn += 1;
+      }
+    }
   }
 
   get size(): number {
@@ -334,16 +432,7 @@ export class RunTable {
     const planner = this.records.get(plannerId);
     if (!planner || planner.status !== 'running' || planner.attempts !== attempt) return { kind: 'stale' };
     const added = this.link(subtasks);
-    // Leaves: sub-tasks no sibling depends on (their own dependents so far are all siblings).
-    const leaves = added.filter((r) => r.dependents.length === 0);
-    for (const waiting of planner.dependents) {
-      if (waiting.status !== 'pending' || leaves.length === 0) continue;
-      waiting.spec = { ...waiting.spec, deps: [...waiting.spec.deps, ...leaves.map((l) => l.spec.id)] };
-      for (const leaf of leaves) {
-        leaf.dependents.push(waiting);
-        waiting.waitingOn += 1;
-      }
-    }
+    this.waitForLeaves(planner, added);
     planner.subtasks = added.map((r) => r.spec.id);
     delete planner.feedback;
     const unlocked: string[] = [];
@@ -438,7 +527,11 @@ export class RunTable {
     if (report.servedBy !== undefined) record.servedBy = report.servedBy;
     else delete record.servedBy;
     if (report.status === 'completed') {
-      if (record.spec.kind === 'plan') return { kind: 'plan', output: report.output ?? '' };
+      if (record.spec.kind === 'plan') {
+        // Kept for the planner's dependents and the result; the planner completes once it is expanded.
+        record.output = report.output ?? '';
+        return { kind: 'plan', output: record.output };
+      }
       if (record.spec.kind === 'review') return this.review(record, report.output ?? '');
       record.output = report.output ?? '';
       delete record.error;

@@ -31,12 +31,12 @@ import { enqueueReport } from './report.js';
 import { fillPlaceholders, renderPrompt } from './prompt.js';
 import type { AttemptReport, KeyLimits, RunEvent, RunStatus } from './protocol.js';
 import { deriveSeed, nextRandom } from './random.js';
-import { RunTable, type Feedback, type ReviewOutcome, type RunResult, type SupervisedTask } from './runTable.js';
+import { RunTable, type Feedback, type ReviewOutcome, type RunRestore, type RunResult, type SupervisedTask } from './runTable.js';
 import { revisionPrompt } from './review.js';
 import { CacheGroups, cacheGroupKey, MIN_CACHE_PREFIX_TOKENS } from './cacheGroups.js';
 import { estimateTextTokens } from './tokens.js';
 import { errorInfo } from './errors.js';
-import type { CacheWarmEvent, Usage } from './protocol.js';
+import { ZERO_USAGE, type CacheWarmEvent, type Usage } from './protocol.js';
 import { AgentSlots } from './slots.js';
 import { toolBusMachine, type ToolBusInput, type ToolBusStats } from './toolBus.machine.js';
 import { ledgerMachine, type LedgerBudgets } from './ledger.machine.js';
@@ -68,6 +68,8 @@ export interface SupervisorInput {
   keepLast?: number;
   /** Cache-aware fan-out: how long a written prefix stays readable (ms). Default 300000. */
   cacheTtlMs?: number;
+  /** A resumed run: what its earlier life had done (finished tasks are not run again). */
+  restore?: RunRestore;
 }
 
 /** A planner's output, to be checked and turned into sub-tasks by the `expandPlan` actor. */
@@ -182,7 +184,7 @@ function settleAttempt(context: SupervisorContext, enqueue: Enqueue, report: Att
       break;
     case 'completed':
       if (settlement.review) reportReview(enqueue, report.taskId, settlement.review);
-      enqueueReport(enqueue, { type: 'task:completed', taskId: report.taskId, attempt: report.attempt, output: report.output ?? '', usage: report.usage });
+      enqueueReport(enqueue, { type: 'task:completed', taskId: report.taskId, attempt: report.attempt, output: report.output ?? '', usage: report.usage, requests: report.requests, retries: report.retries });
       for (const id of settlement.unlocked) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
       break;
     case 'retry':
@@ -270,6 +272,7 @@ export const supervisorMachine = setup({
 
     /** The first ready tasks. (`run:started` is the runtime's to say, before the actor starts.) */
     announce: enqueueActions(({ context, enqueue }) => {
+      for (const id of context.table.initiallySkipped) enqueueReport(enqueue, { type: 'task:skipped', taskId: id, reason: 'a task it depends on failed' });
       for (const id of context.table.initiallyReady) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
     }),
 
@@ -377,7 +380,13 @@ export const supervisorMachine = setup({
         for (const id of settlement.unlocked) enqueueReport(q, { type: 'task:queued', taskId: id });
         return;
       }
-      const issues = expansion.ok ? ['the run is stopping'] : expansion.issues;
+      if (context.stop !== null) {
+        // The run is stopping: the planner's answer is not judged, the task is cancelled.
+        const settlement = table.settle({ taskId, attempt, status: 'cancelled', usage: ZERO_USAGE, requests: 0, retries: 0, turns: 0, messages: [] }, { retry: false });
+        if (settlement.kind === 'cancelled') enqueueReport(q, { type: 'task:cancelled', taskId });
+        return;
+      }
+      const issues = expansion.ok ? [] : expansion.issues;
       const error = errorInfo('invalid_plan', `task "${taskId}": its output is not a valid list of sub-tasks: ${issues.join('; ')}`, !expansion.ok);
       enqueueReport(q, { type: 'task:plan-rejected', taskId, attempt, issues });
       const settlement = table.rejectPlan(taskId, attempt, error, issues, { retry: context.stop === null });
@@ -441,7 +450,7 @@ export const supervisorMachine = setup({
   id: 'supervisor',
   context: ({ input, self }) => ({
     runId: input.runId,
-    table: new RunTable(input.tasks, input.modelMaxInFlight),
+    table: new RunTable(input.tasks, input.modelMaxInFlight, input.restore),
     slots: new AgentSlots(),
     inFlight: 0,
     maxInFlight: input.maxInFlight,

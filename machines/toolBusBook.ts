@@ -346,7 +346,10 @@ export class ToolBook {
   /** What the executor child of `execution` is given. */
   inputOf(execution: Execution): ToolExecInput | ToolBatchInput {
     const name = execution.tool.tool.name;
-    return execution.batch ? { name, calls: execution.calls.map((c) => c.args) } : { name, args: execution.calls[0].args };
+    if (execution.batch) return { name, calls: execution.calls.map((c) => c.args) };
+    const call = execution.calls[0];
+    // A call nobody shares is one task's own: its side effects are journaled under that task.
+    return execution.tool.tool.shareable ? { name, args: call.args } : { name, args: call.args, taskId: call.waiters[0].taskId };
   }
 
   /** Ends a running execution; undefined when `id` is not running (stale or unknown). */

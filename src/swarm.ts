@@ -38,6 +38,10 @@ import { resolveRun, targetOfModel, type BreakerOptions } from './resolve.js';
 import { decisionOf, loadHookModule, toolDecisionOf, type BeforeDispatch, type BeforeToolCall, type Hooks } from './hooks.js';
 import type { ToolDefinition } from './tools/local.js';
 import { RunTools } from './tools/registry.js';
+import { hasRedactions, redactPlan, restoreOf, RunJournal, unredactPlan } from './durable.js';
+import { openStore, type RunSummary, type Spent, type Store, type StoreError, type TaskRow } from './store/index.js';
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 
 /** The public event stream of a run: one entry per RunEvent type. */
 /** A run event as the stream carries it: stamped with the time (ms, the swarm's clock). */
@@ -72,6 +76,34 @@ export interface SwarmOptions {
   shareTools?: boolean;
   /** Circuit breakers of every route. Default: open after 5 failures, 10 s cool-down doubling to 5 min. */
   breaker?: BreakerOptions;
+  /**
+   * Where runs are journaled, so a crash never costs finished work (`swarm.resume(runId)`): a
+   * Store, a SQLite file path, `"memory"`, or `false` for none. Default: `$SWARMSTATE_STORE`, else
+   * `.swarmstate/runs.db` in the working directory (SQLite, WAL).
+   */
+  store?: Store | string | false;
+}
+
+export interface RunOptions {
+  /** The plan file's path: recorded with the run, so a resume can read inline secrets from it again. */
+  source?: string;
+}
+
+export interface ResumeOptions {
+  /** The plan again, for a run whose plan had inline secrets (they are never stored) and whose file is gone. */
+  plan?: unknown;
+}
+
+/** Another process is running (or resuming) this run. */
+export class RunLockedError extends Error {
+  readonly code = 'RUN_LOCKED';
+  constructor(
+    readonly runId: string,
+    readonly holder: { pid: number; host: string; since: number },
+  ) {
+    super(`run ${runId} is already being run by process ${holder.pid} on ${holder.host} (since ${new Date(holder.since).toISOString()}); not starting it twice`);
+    this.name = 'RunLockedError';
+  }
 }
 
 export interface RunHandle {
@@ -94,7 +126,15 @@ export interface RunHandle {
 
 export interface Swarm {
   /** Validates the plan (throws PlanValidationError listing every problem) and starts it. */
-  run(plan: unknown): RunHandle;
+  run(plan: unknown, options?: RunOptions): RunHandle;
+  /**
+   * Continues a journaled run: completed tasks are not run again, unfinished ones are, budgets
+   * continue from what was spent. A run that had finished gives back its result. Throws
+   * RunLockedError when another live process holds the run.
+   */
+  resume(runId: string, options?: ResumeOptions): RunHandle;
+  /** The journaled runs, newest first (empty without a store). */
+  runs(limit?: number): RunSummary[];
   /** Cancels runs still going and frees provider connections. */
   close(): Promise<void>;
 }
@@ -116,104 +156,217 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   const registry = new ProviderRegistry({ now: () => clock.now(), seed: options.seed ?? 0, ...(options.providers ? { overrides: options.providers } : {}) });
   const live = new Set<RunHandle>();
 
+  let store: Store | undefined;
+  const ownStore = typeof options.store !== 'object';
+  /** The journal, opened on first use (creating the swarm touches no disk). */
+  const storeOf = (): Store | undefined => {
+    if (options.store === false) return undefined;
+    if (typeof options.store === 'object') return options.store;
+    store ??= openStore(options.store ?? env.SWARMSTATE_STORE, { onError: (e) => journals.forEach((j) => j.failWith(e)) });
+    return store;
+  };
+  const journals = new Set<{ failWith(e: StoreError): void }>();
+  const owner = { id: nanoid(10), pid: process.pid, host: hostname() };
+
+  /** Starts a run (new, or resumed from its journal); the plan is valid and the run locked. */
+  const start = (plan: Plan, runId: string, restore: { rows: TaskRow[]; spent: Spent } | undefined): RunHandle => {
+    const events = createEmitter<RunEvents>();
+    const durable = storeOf();
+    runningHere.add(runId);
+    const journal = durable ? new RunJournal(durable, runId) : undefined;
+    const journalRef = journal ? { failWith: (e: StoreError) => journal.fail(e) } : undefined;
+    if (journalRef) journals.add(journalRef);
+    const report = (_: unknown, event: RunEvent) => {
+      journal?.record(event);
+      // Nobody listening: no stamped copy to make (the hot path of a big run).
+      if (!events.all.has(event.type) && !events.all.has('*')) return;
+      try {
+        events.emit(event.type, { ...event, at: clock.now() } as never);
+      } catch {
+        // A listener that throws must not take the run down with it.
+      }
+    };
+    let actor: Actor<typeof supervisorMachine> | undefined;
+    let cancelled: string | undefined;
+    const heartbeat = durable ? setInterval(() => {
+      try {
+        durable.heartbeat(runId, owner.id);
+      } catch {
+        // A journal that fails stops the run through its next write.
+      }
+    }, 10_000) : undefined;
+    heartbeat?.unref();
+    if (journal) {
+      // A journal that cannot write stops the run: nothing more is sent that it could not record.
+      journal.onFailure = (error) => {
+        cancelled = `the run's journal cannot be written: ${error.message}`;
+        actor?.send({ type: 'CANCEL', reason: cancelled });
+      };
+    }
+
+    // Started on the next microtask at the earliest, so listeners attached right after run()
+    // see every event, `run:started` included. MCP servers connect first: a task naming a tool
+    // its server does not have fails the run before anything is sent.
+    const result = (async () => {
+      await Promise.resolve();
+      const runTools = await RunTools.open(plan, [...tools.values()], env);
+      const planHooks = plan.hooks ? await loadHookModule(plan.hooks.module, process.cwd()).catch(async (error: unknown) => {
+        await runTools.close();
+        throw new PlanValidationError([{ path: 'hooks.module', message: (error as Error).message }]);
+      }) : undefined;
+      const hooks = [options.hooks?.beforeDispatch, planHooks?.beforeDispatch].filter((h): h is BeforeDispatch => h !== undefined);
+      const toolHooks = [options.hooks?.beforeToolCall, planHooks?.beforeToolCall].filter((h): h is BeforeToolCall => h !== undefined);
+      try {
+        const problems = runTools.problems(plan);
+        if (problems.length > 0) throw new PlanValidationError(problems);
+        const keyring = new Keyring();
+        const busTools = runTools.busTools();
+        const input = resolveRun(plan, {
+          runId,
+          keyring,
+          env,
+          busTools,
+          toolTokens: (names) => runTools.specTokens(names),
+          seed: options.seed ?? 0,
+          backoff: options.backoff ?? { baseMs: 500, maxMs: 30_000 },
+          ...(options.breaker ? { breaker: options.breaker } : {}),
+          ...(options.shareTools === false ? { shareTools: false } : {}),
+          ...(hooks.length > 0 ? { hooked: true } : {}),
+          ...(toolHooks.length > 0 ? { toolHooked: true } : {}),
+        });
+        const expander = new PlanExpander(
+          plan,
+          { toolTokens: (names) => runTools.specTokens(names), toolNames: busTools.map((t) => t.name) },
+          journal ? (planner, specs) => journal.addSubtasks(planner, specs) : undefined,
+        );
+        if (restore) {
+          input.restore = restoreOf(restore.rows, restore.spent.byTask, expander, new Set(plan.tasks.map((t) => t.id)));
+          if (input.budgets) input.budgets.spent = { runUsd: restore.spent.total, byTask: restore.spent.byTask, byModel: restore.spent.byModel };
+        }
+        const keyIdsOf = new Map(input.providers.map((p) => [p.name, p.keys.map((k) => k.keyId)]));
+        const adapters = registry.forPlan(plan, (name) => keyIdsOf.get(name)!.map((id) => keyring.get(id).secret).filter((x) => x !== ''));
+        const budgetLeft = () => {
+          const book = actor?.system.get('ledger')?.getSnapshot().context.book as { run(): { limitUsd?: number; spentUsd: number; reservedUsd: number } } | undefined;
+          const run = book?.run();
+          return run?.limitUsd === undefined ? undefined : run.limitUsd - run.spentUsd - run.reservedUsd;
+        };
+        const beforeDispatch = dispatchHook(hooks, plan, budgetLeft);
+        const readOnly = new Set(busTools.filter((t) => t.readOnly).map((t) => t.name));
+        const machine = provideEffects(report, { keyring, adapters, runTools, beforeDispatch, beforeToolCall: toolHook(toolHooks), expander, journal, readOnly });
+        actor = createActor(machine, { input, clock, systemId: 'supervisor', ...(options.inspect ? { inspect: options.inspect } : {}) });
+        report(null, {
+          type: 'run:started',
+          runId,
+          tasks: input.tasks.length,
+          models: Object.fromEntries(
+            Object.entries(plan.models).map(([name, m]) => {
+              const price = priceOf(m.model, m.price);
+              return [name, { provider: m.provider, model: m.model, ...(price ? { price } : {}) }];
+            }),
+          ),
+          keys: Object.fromEntries(input.providers.flatMap((p) => p.keys.map((k) => [k.keyId, k.limits]))),
+          maxInFlight: input.maxInFlight,
+          ...(restore ? { resumed: true } : {}),
+        });
+        actor.start();
+        if (cancelled !== undefined) actor.send({ type: 'CANCEL', reason: cancelled });
+        const out = priced(await toPromise(actor), plan);
+        if (journal?.failure) throw journal.failure;
+        journal?.finish(out.status, out);
+        if (journal?.failure) throw journal.failure;
+        return out;
+      } finally {
+        await runTools.close();
+      }
+    })().finally(() => {
+      live.delete(handle);
+      runningHere.delete(runId);
+      if (heartbeat) clearInterval(heartbeat);
+      if (journalRef) journals.delete(journalRef);
+      try {
+        durable?.releaseLock(runId, owner.id);
+      } catch {
+        // A broken journal has no lock to give back; the next resume takes it over (dead pid).
+      }
+    });
+
+    const handle: RunHandle = {
+      id: runId,
+      events,
+      result,
+      get actor() {
+        return actor;
+      },
+      cancel: (reason) => {
+        cancelled = reason ?? 'cancelled by the caller';
+        actor?.send({ type: 'CANCEL', reason: cancelled });
+      },
+    };
+    live.add(handle);
+    return handle;
+  };
+
+  /** Takes the run's lock for this process, or says who holds it. */
+  const lock = (durable: Store, runId: string) => {
+    let got = durable.acquireLock(runId, owner);
+    // Held by this very process for a run it no longer runs (its journal broke before it could
+    // let go): stale, take it over.
+    if (!got.ok && got.holder.pid === process.pid && got.holder.host === owner.host && !runningHere.has(runId)) got = durable.acquireLock(runId, owner, -1);
+    if (!got.ok) throw new RunLockedError(runId, got.holder);
+  };
+
   return {
-    run(raw) {
+    run(raw, runOptions = {}) {
       const plan = parsePlan(raw, { env, tools: tools.keys() });
       const runId = nanoid(12);
-      const events = createEmitter<RunEvents>();
-      const report = (_: unknown, event: RunEvent) => {
-        // Nobody listening: no stamped copy to make (the hot path of a big run).
-        if (!events.all.has(event.type) && !events.all.has('*')) return;
-        try {
-          events.emit(event.type, { ...event, at: clock.now() } as never);
-        } catch {
-          // A listener that throws must not take the run down with it.
-        }
-      };
-      let actor: Actor<typeof supervisorMachine> | undefined;
-      let cancelled: string | undefined;
+      const durable = storeOf();
+      if (durable) {
+        durable.createRun({
+          id: runId,
+          plan: redactPlan(plan),
+          ...(runOptions.source !== undefined ? { source: runOptions.source } : {}),
+          options: { seed: options.seed ?? 0 },
+          tasksTotal: plan.tasks.length,
+          createdAt: Date.now(),
+        });
+        lock(durable, runId);
+      }
+      return start(plan, runId, undefined);
+    },
 
-      // Started on the next microtask at the earliest, so listeners attached right after run()
-      // see every event, `run:started` included. MCP servers connect first: a task naming a tool
-      // its server does not have fails the run before anything is sent.
-      const result = (async () => {
-        await Promise.resolve();
-        const runTools = await RunTools.open(plan, [...tools.values()], env);
-        const planHooks = plan.hooks ? await loadHookModule(plan.hooks.module, process.cwd()).catch(async (error: unknown) => {
-          await runTools.close();
-          throw new PlanValidationError([{ path: 'hooks.module', message: (error as Error).message }]);
-        }) : undefined;
-        const hooks = [options.hooks?.beforeDispatch, planHooks?.beforeDispatch].filter((h): h is BeforeDispatch => h !== undefined);
-        const toolHooks = [options.hooks?.beforeToolCall, planHooks?.beforeToolCall].filter((h): h is BeforeToolCall => h !== undefined);
-        try {
-          const problems = runTools.problems(plan);
-          if (problems.length > 0) throw new PlanValidationError(problems);
-          const keyring = new Keyring();
-          const input = resolveRun(plan, {
-            runId,
-            keyring,
-            env,
-            busTools: runTools.busTools(),
-            toolTokens: (names) => runTools.specTokens(names),
-            seed: options.seed ?? 0,
-            backoff: options.backoff ?? { baseMs: 500, maxMs: 30_000 },
-            ...(options.breaker ? { breaker: options.breaker } : {}),
-            ...(options.shareTools === false ? { shareTools: false } : {}),
-            ...(hooks.length > 0 ? { hooked: true } : {}),
-            ...(toolHooks.length > 0 ? { toolHooked: true } : {}),
-          });
-          const keyIdsOf = new Map(input.providers.map((p) => [p.name, p.keys.map((k) => k.keyId)]));
-          const adapters = registry.forPlan(plan, (name) => keyIdsOf.get(name)!.map((id) => keyring.get(id).secret).filter((x) => x !== ''));
-          const budgetLeft = () => {
-            const book = actor?.system.get('ledger')?.getSnapshot().context.book as { run(): { limitUsd?: number; spentUsd: number; reservedUsd: number } } | undefined;
-            const run = book?.run();
-            return run?.limitUsd === undefined ? undefined : run.limitUsd - run.spentUsd - run.reservedUsd;
-          };
-          const beforeDispatch = dispatchHook(hooks, plan, budgetLeft);
-          const expander = new PlanExpander(plan, { toolTokens: (names) => runTools.specTokens(names), toolNames: runTools.busTools().map((t) => t.name) });
-          const machine = provideEffects(report, { keyring, adapters, runTools, beforeDispatch, beforeToolCall: toolHook(toolHooks), expander });
-          actor = createActor(machine, { input, clock, systemId: 'supervisor', ...(options.inspect ? { inspect: options.inspect } : {}) });
-          report(null, {
-            type: 'run:started',
-            runId,
-            tasks: input.tasks.length,
-            models: Object.fromEntries(
-              Object.entries(plan.models).map(([name, m]) => {
-                const price = priceOf(m.model, m.price);
-                return [name, { provider: m.provider, model: m.model, ...(price ? { price } : {}) }];
-              }),
-            ),
-            keys: Object.fromEntries(input.providers.flatMap((p) => p.keys.map((k) => [k.keyId, k.limits]))),
-            maxInFlight: input.maxInFlight,
-          });
-          actor.start();
-          if (cancelled !== undefined) actor.send({ type: 'CANCEL', reason: cancelled });
-          return priced(await toPromise(actor), plan);
-        } finally {
-          await runTools.close();
+    resume(runId, resumeOptions = {}) {
+      const durable = storeOf();
+      if (!durable) throw new Error('this swarm has no store (store: false): there is nothing to resume from');
+      const record = durable.getRun(runId);
+      if (!record) throw new Error(`no run "${runId}" in ${durable.path}`);
+      if (FINISHED.has(record.status)) return finishedHandle(runId, record.result as RunResult);
+      let raw = record.plan;
+      if (hasRedactions(raw)) {
+        const source = resumeOptions.plan ?? (record.source ? readPlanFile(record.source) : undefined);
+        if (source === undefined) {
+          throw new Error(`run ${runId} was started with inline secrets in its plan, which are never stored: pass the plan again (resume(runId, { plan }) or --plan)`);
         }
-      })().finally(() => live.delete(handle));
+        raw = unredactPlan(raw, source);
+      }
+      const plan = parsePlan(raw, { env, tools: tools.keys() });
+      lock(durable, runId);
+      try {
+        return start(plan, runId, { rows: durable.loadTasks(runId), spent: durable.spent(runId) });
+      } catch (error) {
+        durable.releaseLock(runId, owner.id);
+        throw error;
+      }
+    },
 
-      const handle: RunHandle = {
-        id: runId,
-        events,
-        result,
-        get actor() {
-          return actor;
-        },
-        cancel: (reason) => {
-          cancelled = reason ?? 'cancelled by the caller';
-          actor?.send({ type: 'CANCEL', reason: cancelled });
-        },
-      };
-      live.add(handle);
-      return handle;
+    runs(limit) {
+      return storeOf()?.listRuns(limit) ?? [];
     },
 
     async close() {
       for (const run of live) run.cancel('swarm closed');
       await Promise.allSettled([...live].map((r) => r.result));
       await registry.close();
+      if (ownStore) store?.close();
       await Promise.allSettled(Object.values(options.providers ?? {}).map((p) => p.close?.()));
     },
   };
@@ -226,6 +379,28 @@ interface RunEffects {
   beforeDispatch: ReturnType<typeof dispatchHook>;
   beforeToolCall: ReturnType<typeof toolHook>;
   expander: PlanExpander;
+  journal: RunJournal | undefined;
+  /** Tools whose calls have no side effect (their results are not journaled). */
+  readOnly: ReadonlySet<string>;
+}
+
+/** Runs this process is running now (a lock it holds for any other run is stale). */
+const runningHere = new Set<string>();
+
+/** Run statuses a resume does not run again. */
+const FINISHED = new Set(['completed', 'partial', 'failed', 'budget_exceeded']);
+
+/** A handle for a run that had already finished: its result as recorded. */
+function finishedHandle(runId: string, result: RunResult): RunHandle {
+  return { id: runId, events: createEmitter<RunEvents>(), result: Promise.resolve(result), cancel: () => {}, actor: undefined };
+}
+
+function readPlanFile(path: string): unknown {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8'));
+  } catch {
+    return undefined;
+  }
 }
 
 /** The tool hooks as the agents' `beforeToolCall` actor: per call, the first that does not allow decides. */
@@ -273,10 +448,12 @@ function dispatchHook(hooks: BeforeDispatch[], plan: Plan, budgetLeft: () => num
  * The machines with this run's effects: a model call through the provider's adapter with the
  * lease's key, tool calls through the run's tools, and every report into the event stream.
  */
-function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch, beforeToolCall, expander }: RunEffects) {
+function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly }: RunEffects) {
   const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal, system }) => {
     const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
     try {
+      // Whatever led to this call is on disk before the call leaves.
+      journal?.flush();
       const naming = toolNaming(call.tools);
       const wire = toWire(naming, call.tools.flatMap((name) => runTools.spec(name) ?? []), call.messages);
       const reply = await adapters.get(call.provider)!.call({
@@ -301,7 +478,13 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
       throw new ProviderError(e.code, keyring.redact(e.message), e.toJSON());
     }
   });
-  const executeTool = fromPromise<string, ToolExecInput>(({ input: call, signal }) => runTools.execute(call.name, call.args, signal));
+  const executeTool = fromPromise<string, ToolExecInput>(({ input: call, signal }) => {
+    if (!journal) return runTools.execute(call.name, call.args, signal);
+    // A call with a side effect runs once per run: a resumed agent gets the recorded result.
+    if (call.taskId !== undefined && !readOnly.has(call.name)) return journal.sideEffect(call.taskId, call.name, call.args, (idempotencyKey) => runTools.execute(call.name, call.args, signal, idempotencyKey));
+    journal.flush();
+    return runTools.execute(call.name, call.args, signal);
+  });
   const executeBatch = fromPromise<ToolResult[], ToolBatchInput>(({ input: batch, signal }) => runTools.executeBatch(batch.name, batch.calls, signal));
   const expandPlan = fromPromise<PlanExpansion, PlanExpansionInput>(async ({ input }) => expander.expand(input));
   return supervisorMachine.provide({

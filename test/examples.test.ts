@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
-const scripts = readdirSync('examples').filter((f) => f.endsWith('.ts') && f !== 'run-all.ts');
+const scripts = readdirSync('examples').filter((f) => f.endsWith('.ts'));
 const plans = readdirSync('examples/plans').filter((f) => f.endsWith('.json'));
 
 describe('examples', () => {

@@ -5,7 +5,8 @@
 import { readFile, writeFile, appendFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { dirname, join, resolve } from 'node:path';
-import { createSwarm } from '../swarm.js';
+import { createSwarm, RunLockedError } from '../swarm.js';
+import { openStore, StoreError } from '../store/index.js';
 import { PlanValidationError, validatePlan } from '../plan/index.js';
 import type { RunResult } from '../../machines/runTable.js';
 import { simCommand } from '../sim/index.js';
@@ -16,13 +17,15 @@ import { formatSummaryTable } from './summary.js';
 import { demoIntro, demoPlanPath, packageRoot, withPlanFolder } from './demo.js';
 import { realPlan } from './real.js';
 
-export const EXIT = { ok: 0, incomplete: 1, invalid: 2 } as const;
+export const EXIT = { ok: 0, incomplete: 1, invalid: 2, locked: 3, journal: 4 } as const;
 
 const HELP = `swarmstate: run many LLM sub-agents in parallel, reliably and within budget
 
 Usage:
   swarmstate run <plan.json> [--json] [--events <file.ndjson>] [--report <file.html>] [--seed <n>]
                  [--quiet] [--inspect [--inspect-url <ws://...>]] [--real]
+  swarmstate resume <runId> [--store <file>] [--plan <plan.json>] [--json] [--events <file>] [--report <file>] [--quiet]
+  swarmstate runs [--store <file>] [--json]
   swarmstate validate <plan.json>
   swarmstate report <events.ndjson> [--out <file.html>] [--result <result.json>]
   swarmstate sim [--port 8787] [--seed <n>] [--keys k1,k2 --rpm <n>] [--fault-rate <x>]
@@ -33,6 +36,10 @@ Usage:
 Commands:
   run        Validate and run a plan. Keys come from the environment variables the plan names
              (or inline in the plan: then they are redacted everywhere).
+  resume     Continue a run that was interrupted (a crash, Ctrl-C, a full disk) from its journal:
+             completed tasks are not run again, budgets continue from what was spent. A run that
+             had finished prints its result.
+  runs       List the journaled runs: id, status, progress, cost.
   validate   Check a plan and list every problem with its path; runs nothing.
   report     Build the HTML report of a run from its saved event stream (run --events).
   demo       Run the catalog swarm (examples/catalog-swarm: 841 tasks, 3 keys with limits, faults,
@@ -49,11 +56,15 @@ Options:
   --real             Run a simulator plan on real keys: ANTHROPIC_API_KEY, or OPENAI_API_KEY
                      (and OPENAI_BASE_URL); the sim settings and [[sim:...]] directives are dropped.
   --seed <n>         Seed of every random choice (retry jitter, the simulator). Default 0.
+  --store <file>     The run journal: a SQLite file, or "memory" (no journal kept). Default
+                     $SWARMSTATE_STORE, else .swarmstate/runs.db in the working directory.
+  --plan <file>      resume: the plan file again, for a run whose plan had inline keys (never stored).
   --quiet            No progress (on a terminal a live view, elsewhere one line per notable event).
   -h, --help         This help.
   -v, --version      The version.
 
-Exit codes: 0 all tasks completed, 1 partial/failed/cancelled/budget_exceeded, 2 invalid plan or usage.
+Exit codes: 0 all tasks completed, 1 partial/failed/cancelled/budget_exceeded, 2 invalid plan or usage,
+3 the run is held by another process, 4 the journal could not be written (resume once fixed).
 Docs: docs/cli.md, docs/plan-format.md`;
 
 export async function main(argv: string[], io = { out: process.stdout, err: process.stderr }): Promise<number> {
@@ -74,6 +85,8 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
         'inspect-url': { type: 'string' },
         real: { type: 'boolean', default: false },
         quiet: { type: 'boolean', default: false },
+        store: { type: 'string' },
+        plan: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
         version: { type: 'boolean', short: 'v', default: false },
       },
@@ -111,6 +124,25 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
       io.out.write(`plan is valid: ${checked.plan.tasks.length} tasks, ${Object.keys(checked.plan.models).length} models, ${Object.keys(checked.plan.providers).length} providers\n`);
       return EXIT.ok;
     }
+    case 'runs':
+      return listRuns(values.store, values.json, io);
+    case 'resume': {
+      const runId = rest[0];
+      if (!runId) {
+        io.err.write('swarmstate: a run id is required (swarmstate resume <runId>; `swarmstate runs` lists them)\n');
+        return EXIT.invalid;
+      }
+      let planAgain: unknown;
+      if (values.plan !== undefined) {
+        planAgain = await loadPlan(values.plan, io.err);
+        if (planAgain === undefined) return EXIT.invalid;
+      }
+      return runPlan(
+        { resume: runId, ...(planAgain !== undefined ? { plan: planAgain } : {}) },
+        { seed, json: values.json, quiet: values.quiet, events: values.events, report: values.report, inspect: undefined, store: values.store },
+        io,
+      );
+    }
     case 'run':
     case 'demo': {
       const path = command === 'demo' ? demoPlanPath() : rest[0];
@@ -128,9 +160,10 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
       }
       if (command === 'demo' && !values.json && !values.quiet) io.err.write(demoIntro(plan as Record<string, unknown>) + '\n');
       return runPlan(
-        plan,
+        { plan, source: resolve(path!) },
         {
           seed,
+          store: values.store,
           json: values.json,
           quiet: values.quiet,
           events: values.events,
@@ -175,9 +208,15 @@ interface RunFlags {
   report: string | undefined;
   /** The inspector's WebSocket URL, when --inspect. */
   inspect: string | undefined;
+  /** --store: the journal's file, or "memory". */
+  store: string | undefined;
 }
 
-async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
+/** A new run of a plan (from its file), or a journaled run to resume. */
+type RunTarget = { plan: unknown; source: string } | { resume: string; plan?: unknown };
+
+async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
+  const plan = 'resume' in target ? undefined : target.plan;
   if (flags.events) {
     try {
       await writeFile(flags.events, '');
@@ -190,18 +229,24 @@ async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.Writabl
   const inspector = flags.inspect
     ? (await import('./inspect.js')).attachInspector({ url: flags.inspect, onError: (e: Error) => void io.err.write(`inspect: ${e.message}\n`) })
     : undefined;
-  const swarm = createSwarm({ seed: flags.seed, ...(inspector ? { inspect: inspector.inspect } : {}) });
+  const swarm = createSwarm({ seed: flags.seed, ...(inspector ? { inspect: inspector.inspect } : {}), ...(flags.store !== undefined ? { store: flags.store } : {}) });
   let run;
   try {
-    run = swarm.run(plan);
+    run = 'resume' in target ? swarm.resume(target.resume, target.plan !== undefined ? { plan: target.plan } : {}) : swarm.run(target.plan, { source: target.source });
   } catch (error) {
+    await swarm.close();
     if (error instanceof PlanValidationError) {
       io.err.write(error.message + '\n');
       return EXIT.invalid;
     }
+    if (error instanceof RunLockedError) {
+      io.err.write(`swarmstate: ${error.message}\n`);
+      return EXIT.locked;
+    }
     io.err.write(`swarmstate: ${(error as Error).message}\n`);
-    return EXIT.invalid;
+    return error instanceof StoreError ? EXIT.journal : EXIT.invalid;
   }
+  if (!flags.quiet && !flags.json) io.err.write(`${'resume' in target ? 'resuming' : 'run'} ${run.id} (if interrupted: swarmstate resume ${run.id}${flags.store !== undefined ? ` --store ${flags.store}` : ''})\n`);
   // Every event is kept for the summary and the report, and written to --events as it comes.
   const seen: TimedRunEvent[] = [];
   run.events.on('*', (_type, event) => void seen.push(event as TimedRunEvent));
@@ -222,7 +267,7 @@ async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.Writabl
     });
   }
   const err = io.err as NodeJS.WritableStream & { isTTY?: boolean };
-  const budgetUsd = (plan as { budget?: { usd?: number } }).budget?.usd;
+  const budgetUsd = (plan as { budget?: { usd?: number } } | undefined)?.budget?.usd;
   const progress =
     flags.json || flags.quiet ? undefined : createProgress({ out: io.err, tty: err.isTTY === true, ...(budgetUsd ? { budgetUsd } : {}) });
   if (progress) run.events.on('*', (_type, event) => progress.onEvent(event as TimedRunEvent));
@@ -232,6 +277,11 @@ async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.Writabl
   try {
     result = await run.result;
   } catch (error) {
+    if (error instanceof StoreError) {
+      // The journal failed mid-run: the run stopped, what was committed is intact.
+      io.err.write(`swarmstate: ${error.message}\nthe run stopped; fix the disk, then: swarmstate resume ${run.id}\n`);
+      return EXIT.journal;
+    }
     // The run could not start: a tool its server lacks, a server that does not connect.
     io.err.write(`swarmstate: ${(error as Error).message}\n`);
     return EXIT.invalid;
@@ -254,6 +304,35 @@ async function runPlan(plan: unknown, flags: RunFlags, io: { out: NodeJS.Writabl
   if (flags.json) io.out.write(JSON.stringify(result) + '\n');
   else io.out.write(formatSummaryTable(result, seen) + '\n');
   return result.status === 'completed' ? EXIT.ok : EXIT.incomplete;
+}
+
+/** `swarmstate runs`: the journaled runs, newest first. */
+function listRuns(store: string | undefined, json: boolean, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): number {
+  let runs;
+  let journal;
+  try {
+    journal = openStore(store ?? process.env.SWARMSTATE_STORE);
+    runs = journal.listRuns(200);
+  } catch (error) {
+    io.err.write(`swarmstate: ${(error as Error).message}\n`);
+    return EXIT.journal;
+  } finally {
+    journal?.close();
+  }
+  if (json) {
+    io.out.write(JSON.stringify(runs.map(({ options: _options, ...r }) => r)) + '\n');
+    return EXIT.ok;
+  }
+  if (runs.length === 0) {
+    io.out.write('no runs yet\n');
+    return EXIT.ok;
+  }
+  const rows = runs.map((r) => [r.id, r.status, `${r.tasksDone}/${r.tasksTotal}`, `$${r.costUsd.toFixed(4)}`, new Date(r.createdAt).toISOString().replace('T', ' ').slice(0, 19), r.source ?? ''] as const);
+  const head = ['run', 'status', 'done', 'cost', 'started (UTC)', 'plan'] as const;
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  io.out.write([line(head), ...rows.map(line)].join('\n') + '\n');
+  return EXIT.ok;
 }
 
 async function version(): Promise<string> {

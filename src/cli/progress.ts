@@ -125,6 +125,10 @@ export function reduce(state: ProgressState, event: TimedRunEvent | RunEvent): P
     state.lastAt = at;
   }
   switch (event.type) {
+    case 'task:planned':
+      // A planner's sub-tasks join the run: the total grows with them.
+      state.total += event.subtasks.length;
+      break;
     case 'run:started':
       state.runId = event.runId;
       state.total = event.tasks;

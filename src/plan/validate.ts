@@ -312,6 +312,9 @@ function checkReviews(
     if (t.reviews === ids[i]) out.push(issue(['tasks', i, 'reviews'], 'a task cannot review itself'));
     else if (target === undefined) out.push(issue(['tasks', i, 'reviews'], unknown('task', t.reviews, ids.filter((x): x is string => x !== undefined))));
     else if (reviewerOf.has(target)) out.push(issue(['tasks', i, 'reviews'], `task "${t.reviews}" already has a reviewer (tasks[${reviewerOf.get(target)}])`));
+    else if (isRecord(tasks[target]) && (tasks[target] as Record<string, unknown>).kind === 'plan') {
+      out.push(issue(['tasks', i, 'reviews'], `task "${t.reviews}" is a planner: its sub-tasks cannot be taken back, review them instead`));
+    }
     else {
       reviewerOf.set(target, i);
       if (!edges[i].includes(target)) {

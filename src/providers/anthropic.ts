@@ -26,7 +26,7 @@ import type { ContentBlock, Message, ModelCallOutput, RateLimitHint, StopReason,
 import { type CallFacts, classifyStreamError, malformedResponse, toolInputOf, truncatedStream } from './classify.js';
 import { exchange, HttpClient, type HttpResponse } from './http.js';
 import { readSse } from './sse.js';
-import { type Provider, type ProviderRequest, responseStartNotifier } from './types.js';
+import { type Provider, type ProviderRequest, responseStartNotifier, callHeader } from './types.js';
 
 export interface AnthropicProviderOptions {
   /** Default https://api.anthropic.com */
@@ -276,6 +276,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
             accept: stream ? 'text/event-stream' : 'application/json',
             'anthropic-version': version,
             'x-api-key': request.key.secret,
+            ...callHeader(request),
           },
           body: anthropicRequestBody(request, { stream, cache }),
           signal: request.signal,

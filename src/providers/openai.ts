@@ -29,7 +29,7 @@ import { estimateRequestTokens, estimateTextTokens } from '../../machines/tokens
 import { type CallFacts, classifyStreamError, malformedResponse, toolInputOf, truncatedStream } from './classify.js';
 import { exchange, HttpClient, type HttpResponse } from './http.js';
 import { readSse } from './sse.js';
-import { type Provider, type ProviderRequest, responseStartNotifier } from './types.js';
+import { type Provider, type ProviderRequest, responseStartNotifier, callHeader } from './types.js';
 
 export interface OpenAIProviderOptions {
   /** Default https://api.openai.com/v1 */
@@ -267,6 +267,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
         'content-type': 'application/json',
         accept: stream ? 'text/event-stream' : 'application/json',
         authorization: `Bearer ${request.key.secret}`,
+        ...callHeader(request),
       };
       if (options.organization) headers['openai-organization'] = options.organization;
       return exchange(

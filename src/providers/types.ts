@@ -80,3 +80,8 @@ export function responseStartNotifier(request: Pick<ProviderRequest, 'onResponse
     }
   };
 }
+
+/** `x-swarmstate-call`: which task, attempt and turn a request comes from (for logs, proxies and the simulator). */
+export function callHeader(request: ProviderRequest): Record<string, string> {
+  return { 'x-swarmstate-call': `${encodeURIComponent(request.meta.taskId)};${request.meta.attempt};${request.meta.turn}` };
+}

@@ -107,7 +107,7 @@ class Simulator {
       protocol,
       req,
       res,
-      entry: { at: this.config.now(), key: fingerprint(secret), protocol: protocol.name, model: '', status: 0, stream: false },
+      entry: { at: this.config.now(), key: fingerprint(secret), protocol: protocol.name, model: '', status: 0, stream: false, ...callOf(req) },
       requestId: derivedId('req_sim_', 16, ++this.requests),
       closed: false,
       recorded: false,
@@ -324,8 +324,15 @@ class Simulator {
   private record(x: Exchange, usage?: SimUsage, plan?: CachePlan): void {
     if (x.recorded) return;
     x.recorded = true;
+    x.entry.endedAt = this.config.now();
     this.stats.record(usage ? { entry: x.entry, usage } : { entry: x.entry }, plan?.writeTokens ?? 0);
   }
+}
+
+/** Which task's call this is, when the client says (swarmstate sends `x-swarmstate-call: <task>;<attempt>;<turn>`). */
+function callOf(req: IncomingMessage): { call?: string } {
+  const header = req.headers['x-swarmstate-call'];
+  return typeof header === 'string' && header !== '' ? { call: header.slice(0, 300) } : {};
 }
 
 /** The key a client sent: `x-api-key`, else `Authorization: Bearer`. */

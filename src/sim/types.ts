@@ -86,6 +86,10 @@ export interface SimLogEntry {
   retryAfterMs?: number;
   /** The client went away before the answer was complete. */
   aborted?: true;
+  /** `now()` when the answer was complete (or the request ended otherwise). */
+  endedAt?: number;
+  /** The client's `x-swarmstate-call` header: `<task id>;<attempt>;<turn>` (swarmstate's adapters send it). */
+  call?: string;
 }
 
 export interface SimKeyStats {

@@ -23,7 +23,11 @@ export interface ToolDefinition<Args = any> {
    */
   shareable?: boolean;
   /** Returns the result: a string as is, anything else as JSON. Throw for an error result. */
-  handler: (args: Args, context: { signal: AbortSignal }) => unknown | Promise<unknown>;
+  /**
+   * `context.idempotencyKey` (a journaled run, a tool that is not read-only): the same for every
+   * execution of one logical call, so a repeat after a crash can be recognized and not redone.
+   */
+  handler: (args: Args, context: { signal: AbortSignal; idempotencyKey?: string }) => unknown | Promise<unknown>;
   /**
    * Optional: many calls at once (the bus gathers calls that arrive within its batch window).
    * Returns one result per call, in order; an Error in the array is that call's error result.

@@ -16,6 +16,9 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolResult } from '../../machines/protocol.js';
 import type { McpServerConfig, ToolInfo, ToolSource } from './types.js';
 
+/** The `_meta` field of a tool call that names its logical call across retries and resumes. */
+export const IDEMPOTENCY_META = 'swarmstate/idempotency-key';
+
 export interface McpConnectOptions {
   /** Calls in flight on this connection; more wait in FIFO order. Default 8. */
   concurrency?: number;
@@ -124,7 +127,12 @@ class McpConnection implements McpToolSource {
     this.use(await this.open());
   }
 
-  async call(tool: string, args: unknown, { signal, timeoutMs }: { signal: AbortSignal; timeoutMs?: number }): Promise<ToolResult> {
+  /**
+   * @param idempotencyKey sent as `_meta["swarmstate/idempotency-key"]`: the same for every
+   *   execution of one logical call (a resumed run that repeats a call whose result it never
+   *   recorded sends the same key), so a server can recognize the repeat and not redo the effect.
+   */
+  async call(tool: string, args: unknown, { signal, timeoutMs, idempotencyKey }: { signal: AbortSignal; timeoutMs?: number; idempotencyKey?: string }): Promise<ToolResult> {
     const name = `${this.server}.${tool}`;
     if (signal.aborted) throw abortError(name, signal.reason);
     if (args !== undefined && args !== null && (typeof args !== 'object' || Array.isArray(args))) {
@@ -148,7 +156,8 @@ class McpConnection implements McpToolSource {
         const client = await untilAborted(this.ready(), controller.signal);
         this.inFlight++;
         try {
-          const result = await client.callTool({ name: tool, arguments: (args ?? {}) as Record<string, unknown> }, undefined, {
+          const params = { name: tool, arguments: (args ?? {}) as Record<string, unknown>, ...(idempotencyKey ? { _meta: { [IDEMPOTENCY_META]: idempotencyKey } } : {}) };
+          const result = await client.callTool(params, undefined, {
             signal: controller.signal,
             timeout: MAX_TIMER_MS,
           });

@@ -113,13 +113,13 @@ export class RunTools {
   }
 
   /** One call: arguments checked against the tool's schema first. Rejects with the error text. */
-  async execute(name: string, args: unknown, signal: AbortSignal): Promise<string> {
+  async execute(name: string, args: unknown, signal: AbortSignal, idempotencyKey?: string): Promise<string> {
     const entry = this.entries.get(name);
     if (!entry) throw new Error(`unknown tool "${name}"`);
     const invalid = entry.validate(args);
     if (invalid) throw new Error(invalid);
-    if (entry.local) return toolOutputText(await entry.local.handler(args, { signal }));
-    const result = await entry.remote!.source.call(entry.remote!.tool, args, { signal });
+    if (entry.local) return toolOutputText(await entry.local.handler(args, { signal, ...(idempotencyKey ? { idempotencyKey } : {}) }));
+    const result = await entry.remote!.source.call(entry.remote!.tool, args, { signal, ...(idempotencyKey ? { idempotencyKey } : {}) });
     if (result.isError) throw new Error(result.content);
     return result.content;
   }

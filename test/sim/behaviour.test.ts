@@ -313,8 +313,8 @@ describe('stats', () => {
     expect(stats.byModel['m-a']).toMatchObject({ requests: 2, ok: 1 });
     expect(stats.byModel['m-a']!.outputTokens).toBeGreaterThan(0);
     expect(stats.log).toEqual([
-      { at: clock.now(), key: fp, protocol: 'anthropic', model: 'm-a', status: 200, stream: false },
-      { at: clock.now(), key: fp, protocol: 'anthropic', model: 'm-a', status: 429, stream: false, retryAfterMs: 60_000 },
+      { at: clock.now(), endedAt: clock.now(), key: fp, protocol: 'anthropic', model: 'm-a', status: 200, stream: false },
+      { at: clock.now(), endedAt: clock.now(), key: fp, protocol: 'anthropic', model: 'm-a', status: 429, stream: false, retryAfterMs: 60_000 },
       expect.objectContaining({ protocol: 'openai', model: 'm-b', status: 401, stream: true }),
     ]);
     const served = await (await fetch(`${s.url}/stats`)).json();

@@ -1,0 +1,265 @@
+/**
+ * Durable runs: what a run writes to its journal (src/store/) and how a resume reads it back.
+ *
+ * - The journal takes the run's events as they happen (task status changes, outputs, usage, each
+ *   priced call's cost), the sub-tasks planners make, review rounds, and the results of tool calls
+ *   that are not read-only. Writes are batched per macrotask; completions and tool results are
+ *   durable at once, and every model or tool call flushes what is pending before it leaves.
+ * - A journal that cannot write (disk full, read-only file) stops the run: agents are cancelled,
+ *   nothing more is sent, and the run's result rejects with the StoreError. What was committed
+ *   stays consistent (each batch is one transaction), so a resume works once the disk is fixed.
+ * - A resume rebuilds the supervisor's table from the journal (not from XState snapshots, which
+ *   lose scheduled delays and re-run unfinished promise actors): completed tasks keep their
+ *   outputs, unfinished ones run again, budgets continue from what was spent.
+ * - Secrets never reach the journal: the stored plan has its inline keys and inline MCP env and
+ *   header values replaced by `[redacted <fingerprint>]`; a resume takes them from the plan file
+ *   (or the plan passed again) after checking that the fingerprints match.
+ */
+import type { ErrorInfo, RunEvent, Usage } from '../machines/protocol.js';
+import { ZERO_USAGE } from '../machines/protocol.js';
+import type { Feedback, RestoredTask, RunRestore } from '../machines/runTable.js';
+import { createHash } from 'node:crypto';
+import { canonicalJson } from '../machines/canonical.js';
+import { fingerprint } from './keys.js';
+import type { PlanExpander } from './planner.js';
+import type { TaskSpec } from './plan/index.js';
+import { Journal, StoreError, type Store, type StoredRunStatus, type TaskRow } from './store/index.js';
+
+const REDACTED = /^\[redacted ([0-9a-f]{8})\]$/;
+const redacted = (secret: string) => `[redacted ${fingerprint(secret)}]`;
+
+/** The plan as it may be stored: every inline secret replaced by its fingerprint. */
+export function redactPlan<T>(plan: T): T {
+  const copy = structuredClone(plan) as Record<string, unknown>;
+  forEachSecret(copy, (holder, key) => {
+    const value = holder[key];
+    if (typeof value === 'string' && !REDACTED.test(value)) holder[key] = redacted(value);
+  });
+  return copy as T;
+}
+
+/** Whether a stored plan had inline secrets (a resume then needs the plan again for them). */
+export function hasRedactions(plan: unknown): boolean {
+  let found = false;
+  forEachSecret(plan as Record<string, unknown>, (holder, key) => {
+    if (typeof holder[key] === 'string' && REDACTED.test(holder[key] as string)) found = true;
+  });
+  return found;
+}
+
+/**
+ * Puts the secrets of `source` (the plan file, or the plan passed again) back into a stored plan.
+ * Each one must have the fingerprint the stored plan names; anything else is an error that says
+ * where, never what.
+ */
+export function unredactPlan<T>(stored: T, source: unknown): T {
+  const secrets = new Map<string, string>();
+  forEachSecret(source as Record<string, unknown>, (holder, key) => {
+    const value = holder[key];
+    if (typeof value === 'string' && !REDACTED.test(value)) secrets.set(fingerprint(value), value);
+  });
+  const copy = structuredClone(stored) as Record<string, unknown>;
+  const missing: string[] = [];
+  forEachSecret(copy, (holder, key, path) => {
+    const match = typeof holder[key] === 'string' ? REDACTED.exec(holder[key] as string) : null;
+    if (!match) return;
+    const secret = secrets.get(match[1]!);
+    if (secret === undefined) missing.push(path);
+    else holder[key] = secret;
+  });
+  if (missing.length > 0) {
+    throw new Error(`the plan given for the resume lacks the inline secret(s) the run was started with, at: ${missing.join(', ')}`);
+  }
+  return copy as T;
+}
+
+/** Calls `visit` for every place in a plan that may hold an inline secret. */
+function forEachSecret(plan: Record<string, unknown>, visit: (holder: Record<string, unknown>, key: string | number, path: string) => void): void {
+  const providers = isRecord(plan.providers) ? plan.providers : {};
+  for (const [name, provider] of Object.entries(providers)) {
+    if (!isRecord(provider) || !Array.isArray(provider.keys)) continue;
+    provider.keys.forEach((_k, i) => visit(provider.keys as unknown as Record<string, unknown>, i, `providers.${name}.keys[${i}]`));
+  }
+  const servers = isRecord(plan.tools) && isRecord(plan.tools.servers) ? plan.tools.servers : {};
+  for (const [name, server] of Object.entries(servers)) {
+    if (!isRecord(server)) continue;
+    for (const field of ['env', 'headers'] as const) {
+      const values = server[field];
+      if (!isRecord(values)) continue;
+      for (const key of Object.keys(values)) visit(values, key, `tools.servers.${name}.${field}.${key}`);
+    }
+  }
+}
+
+function isRecord(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing: the run's journal
+// ---------------------------------------------------------------------------------------------
+
+/** What the journal keeps of a review, in the task row's `extra`. */
+interface ReviewExtra {
+  rounds?: number;
+  approved?: boolean;
+  feedback?: { round: number; maxRounds: number; findings: string };
+}
+
+export class RunJournal {
+  private readonly journal: Journal;
+  /** The first write error: the run stops, and nothing more is written. */
+  failure: StoreError | undefined;
+  /** Told once, when a write fails (the runtime cancels the run). */
+  onFailure: (error: StoreError) => void = () => {};
+  /** Side-effect calls seen in this life of the run, per task, tool and arguments: the nth replays the nth. */
+  private readonly toolSeen = new Map<string, number>();
+
+  constructor(
+    readonly store: Store,
+    readonly runId: string,
+  ) {
+    this.journal = new Journal(store, runId);
+  }
+
+  /** One run event into the journal (a failure stops the run; later events are dropped). */
+  record(event: RunEvent & { at?: number }): void {
+    if (this.failure) return;
+    this.attempt(() => {
+      this.journal.record(event);
+      switch (event.type) {
+        case 'model:response':
+          if (event.costUsd !== undefined) this.store.recordSpend(this.runId, event.taskId, event.modelName ?? event.model, event.costUsd);
+          break;
+        case 'task:reviewed': {
+          this.store.setTaskExtra(this.runId, event.taskId, { rounds: event.round, approved: event.verdict === 'approve' } satisfies ReviewExtra);
+          if (!event.final) {
+            const extra: ReviewExtra = { rounds: event.round, feedback: { round: event.round, maxRounds: event.maxRounds, findings: event.findings ?? '' } };
+            this.store.taskReopened(this.runId, event.target, extra, event.at ?? Date.now());
+          }
+          break;
+        }
+      }
+    });
+  }
+
+  /** Sub-tasks a planner made, before they join the run. */
+  addSubtasks(planner: string, tasks: readonly TaskSpec[]): void {
+    this.attempt(() => this.store.addTasks(this.runId, tasks.map((t) => ({ id: t.id, spec: t, parent: planner }))));
+    this.check();
+  }
+
+  /** Commits what is pending: called before anything leaves the process (a model or tool call). */
+  flush(): void {
+    this.attempt(() => this.store.flush());
+    this.check();
+  }
+
+  /**
+   * A side-effecting tool call: the result recorded for it in an earlier life of the run, or
+   * the call made now and its result recorded (durable) before the agent sees it.
+   */
+  async sideEffect(taskId: string, name: string, args: unknown, run: (idempotencyKey: string) => Promise<string>): Promise<string> {
+    const base = `${taskId}\u0000${name}\u0000${canonicalJson(args)}`;
+    const n = this.toolSeen.get(base) ?? 0;
+    this.toolSeen.set(base, n + 1);
+    const key = `${base}\u0000${n}`;
+    const recorded = this.store.toolResult(this.runId, key);
+    if (recorded) {
+      if (recorded.isError) throw new Error(recorded.content);
+      return recorded.content;
+    }
+    this.flush();
+    let content: string;
+    try {
+      // Crashing after the tool ran but before its result was recorded repeats the call on
+      // resume; the key, the same both times, lets the tool's server see it is a repeat.
+      content = await run(createHash('sha256').update(`${this.runId}\u0000${key}`).digest('hex').slice(0, 32));
+    } catch (error) {
+      this.attempt(() => this.store.recordToolResult(this.runId, key, (error as Error).message ?? String(error), true));
+      throw error;
+    }
+    this.attempt(() => this.store.recordToolResult(this.runId, key, content, false));
+    this.check();
+    return content;
+  }
+
+  /** The run ended: its status and result, if the journal still works. */
+  finish(status: StoredRunStatus, result: unknown): void {
+    this.attempt(() => this.store.setRunStatus(this.runId, status, result));
+  }
+
+  /** The journal cannot write (a failed write, or a batch the store could not commit): the run stops. */
+  fail(error: StoreError): void {
+    if (this.failure) return;
+    this.failure = error;
+    this.onFailure(error);
+  }
+
+  private attempt(write: () => void): void {
+    if (this.failure) return;
+    try {
+      write();
+    } catch (error) {
+      this.fail(error instanceof StoreError ? error : new StoreError(`journal write failed: ${(error as Error).message}`, this.store.path, 'unknown'));
+    }
+  }
+
+  /** Throws the journal's failure: what depends on a durable write must not go on without it. */
+  private check(): void {
+    if (this.failure) throw Object.assign(new Error(`the run's journal cannot be written: ${this.failure.message}`), { code: 'internal', retryable: false });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading: a resume
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The supervisor's starting point for a resume: every journaled task's state, and the sub-tasks
+ * of planners that had completed (re-resolved, in the order they were made).
+ */
+export function restoreOf(rows: readonly TaskRow[], spentByTask: Record<string, number>, expander: PlanExpander, planTaskIds: ReadonlySet<string>): RunRestore {
+  const byId = new Map(rows.map((r) => [r.taskId, r]));
+  const depthOf = new Map<string, number>([...planTaskIds].map((id) => [id, 0]));
+  const expansions: RunRestore['expansions'] = [];
+  // Sub-tasks come in the order they were written, so a planner's row precedes its sub-tasks'.
+  const groups = new Map<string, TaskSpec[]>();
+  for (const row of rows) {
+    if (row.parent === null || row.spec === null) continue;
+    const list = groups.get(row.parent) ?? groups.set(row.parent, []).get(row.parent)!;
+    list.push(row.spec as TaskSpec);
+  }
+  for (const [planner, specs] of groups) {
+    // Only a planner that completed has sub-tasks; one that had not will plan again.
+    if (byId.get(planner)?.status !== 'completed' || !depthOf.has(planner)) continue;
+    const depth = depthOf.get(planner)! + 1;
+    for (const spec of specs) depthOf.set(spec.id, depth);
+    expansions.push({ planner, tasks: expander.resolve(planner, depth, specs) });
+  }
+  const known = new Set([...planTaskIds, ...expansions.flatMap((e) => e.tasks.map((t) => t.id))]);
+  const tasks: RestoredTask[] = [];
+  for (const row of rows) {
+    if (!known.has(row.taskId)) continue;
+    const extra = (row.extra ?? {}) as ReviewExtra;
+    const task: RestoredTask = {
+      id: row.taskId,
+      status: row.status === 'completed' || row.status === 'failed' || row.status === 'skipped' ? row.status : 'pending',
+      attempts: row.attempts,
+      retries: row.retries,
+      requests: row.requests,
+      usage: (row.usage as Usage | null) ?? ZERO_USAGE,
+      costUsd: spentByTask[row.taskId] ?? row.costUsd ?? 0,
+    };
+    if (row.output !== null) task.output = row.output;
+    if (row.error) task.error = row.error as ErrorInfo;
+    if (extra.rounds !== undefined) task.rounds = extra.rounds;
+    if (extra.approved !== undefined) task.approved = extra.approved;
+    if (extra.feedback && task.status === 'pending') {
+      const feedback: Feedback = { kind: 'review', ...extra.feedback, draft: row.output ?? '' };
+      task.feedback = feedback;
+    }
+    tasks.push(task);
+  }
+  return { tasks, expansions };
+}

@@ -1,0 +1,443 @@
+/**
+ * `MemoryStore`: the run journal in this process's memory, for tests and `--store memory` (a run
+ * that needs no resume). Same interface and same answers as `SqliteStore`: opaque values go
+ * through JSON both ways, rows come back in the order they were first written, a task completes
+ * once for the run's count. Nothing can fail to be written, so every write is durable at once and
+ * `flush()` has nothing to do; after `close()` every call throws, like the file store.
+ */
+import type { Usage } from '../../machines/protocol.js';
+import { fromJson, mayTake, toJson, type HeldLock } from './shared.js';
+import {
+  StoreError,
+  type AttemptRow,
+  type LockOwner,
+  type LockResult,
+  type NewRun,
+  type NewTask,
+  type RunRecord,
+  type RunSummary,
+  type Spent,
+  type Store,
+  type StoreOptions,
+  type StoredRunStatus,
+  type StoredTaskStatus,
+  type TaskRow,
+} from './types.js';
+
+interface RunState {
+  seq: number;
+  id: string;
+  status: StoredRunStatus;
+  createdAt: number;
+  updatedAt: number;
+  source: string | null;
+  optionsJson: string | null;
+  planJson: string | null;
+  resultJson: string | null;
+  tasksTotal: number;
+  tasksDone: number;
+  costUsd: number;
+}
+
+interface TaskState {
+  status: StoredTaskStatus;
+  attempts: number;
+  output: string | null;
+  errorJson: string | null;
+  reason: string | null;
+  usageJson: string | null;
+  costUsd: number | null;
+  requests: number;
+  retries: number;
+  specJson: string | null;
+  parent: string | null;
+  extraJson: string | null;
+  updatedAt: number;
+}
+
+interface AttemptState {
+  taskId: string;
+  attempt: number;
+  route: string;
+  startedAt: number;
+  endedAt: number | null;
+  status: AttemptRow['status'];
+  requests: number;
+  usageJson: string | null;
+  costUsd: number | null;
+}
+
+/** Everything journaled under one run id (a run record need not exist, as in SQLite: no foreign keys). */
+interface RunData {
+  tasks: Map<string, TaskState>;
+  attempts: AttemptState[];
+  attemptsOf: Map<string, Map<number, AttemptState>>;
+  /** `${taskId}\0${model}` -> spend, summed like the SQL upsert. */
+  spend: Map<string, { taskId: string; model: string; usd: number }>;
+  tools: Map<string, { content: string; isError: boolean; at: number }>;
+}
+
+function newTask(at: number): TaskState {
+  return {
+    status: 'pending',
+    attempts: 0,
+    output: null,
+    errorJson: null,
+    reason: null,
+    usageJson: null,
+    costUsd: null,
+    requests: 0,
+    retries: 0,
+    specJson: null,
+    parent: null,
+    extraJson: null,
+    updatedAt: at,
+  };
+}
+
+export class MemoryStore implements Store {
+  readonly path = ':memory:';
+  private readonly now: () => number;
+  private readonly runs = new Map<string, RunState>();
+  private readonly data = new Map<string, RunData>();
+  private readonly locks = new Map<string, HeldLock>();
+  private seq = 0;
+  private closed = false;
+
+  constructor(options: StoreOptions = {}) {
+    this.now = options.now ?? Date.now;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Runs
+  // -------------------------------------------------------------------------------------------
+
+  createRun(run: NewRun): void {
+    this.open();
+    if (this.runs.has(run.id)) throw new StoreError(`run journal ${this.path}: run "${run.id}" already exists`, this.path, 'exists');
+    this.runs.set(run.id, {
+      seq: this.seq++,
+      id: run.id,
+      status: 'running',
+      createdAt: run.createdAt,
+      updatedAt: run.createdAt,
+      source: run.source ?? null,
+      optionsJson: toJson(run.options),
+      planJson: toJson(run.plan),
+      resultJson: null,
+      tasksTotal: run.tasksTotal,
+      tasksDone: 0,
+      costUsd: 0,
+    });
+  }
+
+  getRun(id: string): RunRecord | undefined {
+    this.open();
+    const run = this.runs.get(id);
+    if (run === undefined) return undefined;
+    return { ...summaryOf(run), plan: fromJson(run.planJson), result: fromJson(run.resultJson) };
+  }
+
+  listRuns(limit = 50): RunSummary[] {
+    this.open();
+    return [...this.runs.values()]
+      .sort((a, b) => b.createdAt - a.createdAt || b.seq - a.seq)
+      .slice(0, Math.max(0, limit))
+      .map(summaryOf);
+  }
+
+  setRunStatus(id: string, status: StoredRunStatus, result?: unknown): void {
+    this.open();
+    const json = toJson(result);
+    const run = this.runs.get(id);
+    if (run === undefined) return;
+    run.status = status;
+    if (json !== null) run.resultJson = json;
+    run.updatedAt = this.now();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Tasks
+  // -------------------------------------------------------------------------------------------
+
+  taskStarted(runId: string, taskId: string, attempt: number, route: string, at: number): void {
+    this.open();
+    const task = this.task(runId, taskId, at);
+    task.status = 'running';
+    task.attempts = attempt;
+    task.updatedAt = at;
+    const row = this.attempt(runId, taskId, attempt, at);
+    Object.assign(row, { route, startedAt: at, endedAt: null, status: null, requests: 0, usageJson: null, costUsd: null });
+  }
+
+  taskCompleted(
+    runId: string,
+    taskId: string,
+    attempt: number,
+    output: string,
+    usage: Usage,
+    costUsd: number | null,
+    requests: number,
+    retries: number,
+    at: number,
+  ): void {
+    this.open();
+    const usageJson = toJson(usage);
+    const task = this.task(runId, taskId, at);
+    const before = task.status;
+    Object.assign(task, {
+      status: 'completed',
+      attempts: Math.max(task.attempts, attempt),
+      output,
+      errorJson: null,
+      usageJson,
+      costUsd,
+      requests,
+      retries,
+      updatedAt: at,
+    });
+    Object.assign(this.attempt(runId, taskId, attempt, at), { endedAt: at, status: 'completed', requests, usageJson, costUsd });
+    const run = this.runs.get(runId);
+    if (before !== 'completed' && run !== undefined) {
+      run.tasksDone += 1;
+      run.updatedAt = at;
+    }
+  }
+
+  taskFailed(runId: string, taskId: string, attempt: number, error: unknown, final: boolean, at: number): void {
+    this.open();
+    const errorJson = toJson(error);
+    const task = this.task(runId, taskId, at);
+    task.status = final ? 'failed' : 'queued';
+    task.attempts = Math.max(task.attempts, attempt);
+    task.errorJson = errorJson;
+    task.updatedAt = at;
+    Object.assign(this.attempt(runId, taskId, attempt, at), { endedAt: at, status: 'failed' });
+  }
+
+  taskFinal(runId: string, taskId: string, status: 'skipped' | 'cancelled', reason: string, at: number): void {
+    this.open();
+    const task = this.task(runId, taskId, at);
+    task.status = status;
+    task.reason = reason;
+    task.updatedAt = at;
+    for (const row of this.runData(runId).attemptsOf.get(taskId)?.values() ?? []) {
+      if (row.endedAt === null) Object.assign(row, { endedAt: at, status: 'cancelled' });
+    }
+  }
+
+  addTasks(runId: string, tasks: readonly NewTask[]): void {
+    this.open();
+    const specs = tasks.map((task) => toJson(task.spec));
+    const at = this.now();
+    const known = this.runData(runId).tasks;
+    let added = 0;
+    tasks.forEach((t, i) => {
+      if (known.has(t.id)) return; // like ON CONFLICT DO NOTHING
+      known.set(t.id, { ...newTask(at), specJson: specs[i], parent: t.parent });
+      added += 1;
+    });
+    const run = this.runs.get(runId);
+    if (added > 0 && run !== undefined) {
+      run.tasksTotal += added;
+      run.updatedAt = at;
+    }
+  }
+
+  setTaskExtra(runId: string, taskId: string, extra: unknown): void {
+    this.open();
+    const json = toJson(extra);
+    const at = this.now();
+    const task = this.task(runId, taskId, at);
+    task.extraJson = json;
+    task.updatedAt = at;
+  }
+
+  taskReopened(runId: string, taskId: string, extra: unknown, at: number): void {
+    this.open();
+    const json = toJson(extra);
+    const task = this.task(runId, taskId, at);
+    const run = this.runs.get(runId);
+    if (task.status === 'completed' && run) run.tasksDone -= 1;
+    task.status = 'queued';
+    task.extraJson = json;
+    task.updatedAt = at;
+  }
+
+  loadTasks(runId: string): TaskRow[] {
+    this.open();
+    return [...(this.data.get(runId)?.tasks ?? new Map<string, TaskState>())].map(([taskId, t]) => ({
+      taskId,
+      status: t.status,
+      attempts: t.attempts,
+      output: t.output,
+      error: fromJson(t.errorJson),
+      reason: t.reason,
+      usage: fromJson(t.usageJson) as Usage | null,
+      costUsd: t.costUsd,
+      requests: t.requests,
+      retries: t.retries,
+      spec: fromJson(t.specJson),
+      parent: t.parent,
+      extra: fromJson(t.extraJson),
+      updatedAt: t.updatedAt,
+    }));
+  }
+
+  loadAttempts(runId: string, taskId?: string): AttemptRow[] {
+    this.open();
+    const rows = this.data.get(runId)?.attempts ?? [];
+    return rows
+      .filter((row) => taskId === undefined || row.taskId === taskId)
+      .map((row) => ({
+        taskId: row.taskId,
+        attempt: row.attempt,
+        route: row.route,
+        startedAt: row.startedAt,
+        endedAt: row.endedAt,
+        status: row.status,
+        requests: row.requests,
+        usage: fromJson(row.usageJson) as Usage | null,
+        costUsd: row.costUsd,
+      }));
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Money and tools
+  // -------------------------------------------------------------------------------------------
+
+  recordSpend(runId: string, taskId: string, model: string, usd: number): void {
+    this.open();
+    const spend = this.runData(runId).spend;
+    const key = `${taskId}\0${model}`;
+    const entry = spend.get(key);
+    if (entry === undefined) spend.set(key, { taskId, model, usd });
+    else entry.usd += usd;
+    const run = this.runs.get(runId);
+    if (run !== undefined) {
+      run.costUsd += usd;
+      run.updatedAt = this.now();
+    }
+  }
+
+  spent(runId: string): Spent {
+    this.open();
+    const spent: Spent = { total: 0, byTask: {}, byModel: {} };
+    for (const row of this.data.get(runId)?.spend.values() ?? []) {
+      spent.total += row.usd;
+      spent.byTask[row.taskId] = (spent.byTask[row.taskId] ?? 0) + row.usd;
+      spent.byModel[row.model] = (spent.byModel[row.model] ?? 0) + row.usd;
+    }
+    return spent;
+  }
+
+  recordToolResult(runId: string, key: string, content: string, isError: boolean): void {
+    this.open();
+    this.runData(runId).tools.set(key, { content, isError, at: this.now() });
+  }
+
+  toolResult(runId: string, key: string): { content: string; isError: boolean } | undefined {
+    this.open();
+    const row = this.data.get(runId)?.tools.get(key);
+    return row === undefined ? undefined : { content: row.content, isError: row.isError };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Locks (one process: atomic by construction)
+  // -------------------------------------------------------------------------------------------
+
+  acquireLock(runId: string, owner: LockOwner, staleMs = 30_000): LockResult {
+    this.open();
+    const now = this.now();
+    const held = this.locks.get(runId);
+    if (held !== undefined) {
+      if (!mayTake(held, owner.id, now, staleMs)) {
+        return { ok: false, holder: { owner: held.owner, pid: held.pid, host: held.host, since: held.acquiredAt, heartbeatAt: held.heartbeatAt } };
+      }
+      if (held.owner === owner.id) {
+        held.heartbeatAt = now;
+        return { ok: true };
+      }
+    }
+    this.locks.set(runId, { owner: owner.id, pid: owner.pid, host: owner.host, acquiredAt: now, heartbeatAt: now });
+    return { ok: true };
+  }
+
+  heartbeat(runId: string, ownerId: string): boolean {
+    this.open();
+    const held = this.locks.get(runId);
+    if (held === undefined || held.owner !== ownerId) return false;
+    held.heartbeatAt = this.now();
+    return true;
+  }
+
+  releaseLock(runId: string, ownerId: string): void {
+    this.open();
+    if (this.locks.get(runId)?.owner === ownerId) this.locks.delete(runId);
+  }
+
+  flush(): void {
+    this.open();
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private open(): void {
+    if (this.closed) throw new StoreError(`run journal ${this.path}: the store is closed`, this.path, 'closed');
+  }
+
+  private runData(runId: string): RunData {
+    let data = this.data.get(runId);
+    if (data === undefined) {
+      data = { tasks: new Map(), attempts: [], attemptsOf: new Map(), spend: new Map(), tools: new Map() };
+      this.data.set(runId, data);
+    }
+    return data;
+  }
+
+  /** The task's state, made (`pending`) when first written, like the SQL upserts. */
+  private task(runId: string, taskId: string, at: number): TaskState {
+    const tasks = this.runData(runId).tasks;
+    let task = tasks.get(taskId);
+    if (task === undefined) {
+      task = newTask(at);
+      tasks.set(taskId, task);
+    }
+    return task;
+  }
+
+  /** The attempt's state, made when first written: route '' and started when first seen. */
+  private attempt(runId: string, taskId: string, attempt: number, at: number): AttemptState {
+    const data = this.runData(runId);
+    let ofTask = data.attemptsOf.get(taskId);
+    if (ofTask === undefined) {
+      ofTask = new Map();
+      data.attemptsOf.set(taskId, ofTask);
+    }
+    let row = ofTask.get(attempt);
+    if (row === undefined) {
+      row = { taskId, attempt, route: '', startedAt: at, endedAt: null, status: null, requests: 0, usageJson: null, costUsd: null };
+      ofTask.set(attempt, row);
+      data.attempts.push(row);
+    }
+    return row;
+  }
+}
+
+function summaryOf(run: RunState): RunSummary {
+  return {
+    id: run.id,
+    status: run.status,
+    createdAt: run.createdAt,
+    updatedAt: run.updatedAt,
+    source: run.source,
+    options: fromJson(run.optionsJson),
+    tasksTotal: run.tasksTotal,
+    tasksDone: run.tasksDone,
+    costUsd: run.costUsd,
+  };
+}

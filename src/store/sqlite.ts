@@ -1,0 +1,452 @@
+/**
+ * `SqliteStore`: the run journal in one SQLite file (better-sqlite3, synchronous), by default
+ * `.swarmstate/runs.db`. See `types.ts` for the contract (batches, durable-now writes, failure).
+ *
+ * Why these settings: WAL lets `swarmstate runs` read while a run writes; `synchronous=NORMAL`
+ * in WAL mode never corrupts the file, and a power cut loses at most the last commits, which the
+ * resume logic tolerates (it re-runs what was not recorded as done); `busy_timeout` makes a second
+ * process wait for the write lock instead of failing at once.
+ *
+ * Batching is one open `BEGIN IMMEDIATE` transaction: the first write opens it and arms a
+ * `setImmediate` that commits it; durable-now writes and `flush()` commit it at once. Every
+ * statement on the hot path is prepared once, in the constructor.
+ *
+ * The schema (sqliteSchema.ts) is versioned with `PRAGMA user_version`, brought up to date
+ * inside one write transaction, so two processes opening a new file do not race.
+ */
+import { mkdirSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import type { Usage } from '../../machines/protocol.js';
+import { fromJson, mayTake, toJson, type HeldLock } from './shared.js';
+import { migrate, prepare, type AttemptDbRow, type RunRow, type Statements, type SummaryRow, type TaskDbRow } from './sqliteSchema.js';
+import {
+  StoreError,
+  type AttemptRow,
+  type LockOwner,
+  type LockResult,
+  type NewRun,
+  type NewTask,
+  type RunRecord,
+  type RunSummary,
+  type Spent,
+  type Store,
+  type StoreOptions,
+  type StoredRunStatus,
+  type TaskRow,
+} from './types.js';
+
+/** Where the journal lives when no path is given, relative to the working directory. */
+export const DEFAULT_DB_PATH = '.swarmstate/runs.db';
+
+const BUSY_TIMEOUT_MS = 2000;
+
+export { SCHEMA_VERSION } from './sqliteSchema.js';
+
+function summaryOf(row: SummaryRow): RunSummary {
+  return {
+    id: row.id,
+    status: row.status,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    source: row.source,
+    options: fromJson(row.options_json),
+    tasksTotal: row.tasks_total,
+    tasksDone: row.tasks_done,
+    costUsd: row.cost_usd,
+  };
+}
+
+/** A SQLite error's code (`SQLITE_FULL`...), or what else failed, for the message. */
+function codeOf(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : 'internal';
+}
+
+/** The error's own words, short: SQLite's messages describe the failure, never the data bound. */
+function reasonOf(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.length > 200 ? `${text.slice(0, 200)}...` : text;
+}
+
+export class SqliteStore implements Store {
+  readonly path: string;
+  private readonly db: Database.Database;
+  private readonly st: Statements;
+  private readonly now: () => number;
+  private readonly onError: ((error: StoreError) => void) | undefined;
+  /** The commit armed by the first write of a batch. */
+  private timer: NodeJS.Immediate | null = null;
+  /** Set by the first failed write; every later write throws it. */
+  private failed: StoreError | null = null;
+  private closed = false;
+
+  constructor(file: string = DEFAULT_DB_PATH, options: StoreOptions = {}) {
+    this.path = file === ':memory:' ? file : resolve(file);
+    this.now = options.now ?? Date.now;
+    this.onError = options.onError;
+    let db: Database.Database | undefined;
+    try {
+      if (this.path !== ':memory:') {
+        mkdirSync(dirname(this.path), { recursive: true });
+        // Root ignores permission bits, so SQLite would write a file its owner made read-only: refuse here.
+        const mode = statSync(this.path, { throwIfNoEntry: false })?.mode;
+        if (mode !== undefined && (mode & 0o222) === 0) {
+          throw Object.assign(new Error('the file is read-only'), { code: 'SQLITE_READONLY' });
+        }
+      }
+      db = new Database(this.path, { timeout: BUSY_TIMEOUT_MS });
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = NORMAL');
+      db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      migrate(db, this.path);
+      this.st = prepare(db);
+    } catch (error) {
+      try {
+        db?.close();
+      } catch {
+        // Closing a half-open handle: nothing more to report than the first error.
+      }
+      if (error instanceof StoreError) throw error;
+      throw new StoreError(
+        `run journal ${this.path}: cannot open: ${codeOf(error)} (${reasonOf(error)})`,
+        this.path,
+        codeOf(error),
+      );
+    }
+    this.db = db;
+  }
+
+  /** The connection, for tests and diagnostics (pragmas, a look at the tables). Not for writes. */
+  get database(): Database.Database {
+    return this.db;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Runs
+  // -------------------------------------------------------------------------------------------
+
+  createRun(run: NewRun): void {
+    const plan = toJson(run.plan);
+    const options = toJson(run.options);
+    this.write('create run', true, () => {
+      if (this.st.runExists.get(run.id) !== undefined) {
+        throw new StoreError(`run journal ${this.path}: run "${run.id}" already exists`, this.path, 'exists');
+      }
+      this.st.insertRun.run(run.id, run.createdAt, run.createdAt, plan, run.source ?? null, options, run.tasksTotal);
+    });
+  }
+
+  getRun(id: string): RunRecord | undefined {
+    const row = this.read(() => this.st.getRun.get(id) as RunRow | undefined);
+    if (row === undefined) return undefined;
+    return { ...summaryOf(row), plan: fromJson(row.plan_json), result: fromJson(row.result_json) };
+  }
+
+  listRuns(limit = 50): RunSummary[] {
+    return this.read(() => (this.st.listRuns.all(Math.max(0, limit)) as SummaryRow[]).map(summaryOf));
+  }
+
+  setRunStatus(id: string, status: StoredRunStatus, result?: unknown): void {
+    const json = toJson(result);
+    const at = this.now();
+    this.write('set run status', true, () => {
+      if (json === null) this.st.setStatus.run(status, at, id);
+      else this.st.setStatusResult.run(status, json, at, id);
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Tasks
+  // -------------------------------------------------------------------------------------------
+
+  taskStarted(runId: string, taskId: string, attempt: number, route: string, at: number): void {
+    this.write('record task start', false, () => {
+      this.st.taskStart.run(runId, taskId, attempt, at);
+      this.st.attemptStart.run(runId, taskId, attempt, route, at);
+    });
+  }
+
+  taskCompleted(
+    runId: string,
+    taskId: string,
+    attempt: number,
+    output: string,
+    usage: Usage,
+    costUsd: number | null,
+    requests: number,
+    retries: number,
+    at: number,
+  ): void {
+    const usageJson = toJson(usage);
+    this.write('record task completion', true, () => {
+      const before = this.st.taskStatus.get(runId, taskId);
+      this.st.taskComplete.run(runId, taskId, attempt, output, usageJson, costUsd, requests, retries, at);
+      this.st.attemptComplete.run(runId, taskId, attempt, at, at, requests, usageJson, costUsd);
+      if (before !== 'completed') this.st.runDone.run(at, runId);
+    });
+  }
+
+  taskFailed(runId: string, taskId: string, attempt: number, error: unknown, final: boolean, at: number): void {
+    const errorJson = toJson(error);
+    this.write('record task failure', final, () => {
+      this.st.taskFail.run(runId, taskId, final ? 'failed' : 'queued', attempt, errorJson, at);
+      this.st.attemptFail.run(runId, taskId, attempt, at, at);
+    });
+  }
+
+  taskFinal(runId: string, taskId: string, status: 'skipped' | 'cancelled', reason: string, at: number): void {
+    this.write(`record task ${status}`, false, () => {
+      this.st.taskFinal.run(runId, taskId, status, reason, at);
+      this.st.attemptCancelOpen.run(at, runId, taskId);
+    });
+  }
+
+  addTasks(runId: string, tasks: readonly NewTask[]): void {
+    const specs = tasks.map((task) => toJson(task.spec));
+    const at = this.now();
+    this.write('add tasks', true, () => {
+      let added = 0;
+      for (let i = 0; i < tasks.length; i++) {
+        added += this.st.taskAdd.run(runId, tasks[i].id, specs[i], tasks[i].parent, at).changes;
+      }
+      if (added > 0) this.st.runTotal.run(added, at, runId);
+    });
+  }
+
+  setTaskExtra(runId: string, taskId: string, extra: unknown): void {
+    const json = toJson(extra);
+    const at = this.now();
+    this.write('set task extra', false, () => {
+      this.st.taskExtra.run(runId, taskId, json, at);
+    });
+  }
+
+  taskReopened(runId: string, taskId: string, extra: unknown, at: number): void {
+    const json = toJson(extra);
+    this.write('reopen task', true, () => {
+      const before = this.st.taskStatus.get(runId, taskId);
+      this.st.taskReopen.run(json, at, runId, taskId);
+      if (before === 'completed') this.st.runUndone.run(at, runId);
+    });
+  }
+
+  loadTasks(runId: string): TaskRow[] {
+    const rows = this.read(() => this.st.loadTasks.all(runId) as TaskDbRow[]);
+    return rows.map((row) => ({
+      taskId: row.task_id,
+      status: row.status,
+      attempts: row.attempts,
+      output: row.output,
+      error: fromJson(row.error_json),
+      reason: row.reason,
+      usage: fromJson(row.usage_json) as Usage | null,
+      costUsd: row.cost_usd,
+      requests: row.requests,
+      retries: row.retries,
+      spec: fromJson(row.spec_json),
+      parent: row.parent,
+      extra: fromJson(row.extra_json),
+      updatedAt: row.updated_at,
+    }));
+  }
+
+  loadAttempts(runId: string, taskId?: string): AttemptRow[] {
+    const rows = this.read(
+      () => (taskId === undefined ? this.st.loadAttempts.all(runId) : this.st.loadAttemptsOf.all(runId, taskId)) as AttemptDbRow[],
+    );
+    return rows.map((row) => ({
+      taskId: row.task_id,
+      attempt: row.attempt,
+      route: row.route,
+      startedAt: row.started_at,
+      endedAt: row.ended_at,
+      status: row.status,
+      requests: row.requests,
+      usage: fromJson(row.usage_json) as Usage | null,
+      costUsd: row.cost_usd,
+    }));
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Money and tools
+  // -------------------------------------------------------------------------------------------
+
+  recordSpend(runId: string, taskId: string, model: string, usd: number): void {
+    const at = this.now();
+    this.write('record spend', false, () => {
+      this.st.spend.run(runId, taskId, model, usd);
+      this.st.runCost.run(usd, at, runId);
+    });
+  }
+
+  spent(runId: string): Spent {
+    const rows = this.read(() => this.st.spent.all(runId) as Array<{ task_id: string; model: string; usd: number }>);
+    const spent: Spent = { total: 0, byTask: {}, byModel: {} };
+    for (const row of rows) {
+      spent.total += row.usd;
+      spent.byTask[row.task_id] = (spent.byTask[row.task_id] ?? 0) + row.usd;
+      spent.byModel[row.model] = (spent.byModel[row.model] ?? 0) + row.usd;
+    }
+    return spent;
+  }
+
+  recordToolResult(runId: string, key: string, content: string, isError: boolean): void {
+    const at = this.now();
+    this.write('record tool result', true, () => {
+      this.st.toolPut.run(runId, key, content, isError ? 1 : 0, at);
+    });
+  }
+
+  toolResult(runId: string, key: string): { content: string; isError: boolean } | undefined {
+    const row = this.read(() => this.st.toolGet.get(runId, key) as { content: string; is_error: number } | undefined);
+    return row === undefined ? undefined : { content: row.content, isError: row.is_error !== 0 };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Locks: each one write transaction (BEGIN IMMEDIATE holds the write lock before the read)
+  // -------------------------------------------------------------------------------------------
+
+  acquireLock(runId: string, owner: LockOwner, staleMs = 30_000): LockResult {
+    return this.write('acquire lock', true, (): LockResult => {
+      const now = this.now();
+      const row = this.st.lockGet.get(runId) as
+        | { owner: string; pid: number; host: string; acquired_at: number; heartbeat_at: number }
+        | undefined;
+      if (row !== undefined) {
+        const held: HeldLock = { owner: row.owner, pid: row.pid, host: row.host, acquiredAt: row.acquired_at, heartbeatAt: row.heartbeat_at };
+        if (!mayTake(held, owner.id, now, staleMs)) {
+          return { ok: false, holder: { owner: row.owner, pid: row.pid, host: row.host, since: row.acquired_at, heartbeatAt: row.heartbeat_at } };
+        }
+        if (row.owner === owner.id) {
+          this.st.lockBeat.run(now, runId, owner.id);
+          return { ok: true };
+        }
+      }
+      this.st.lockPut.run(runId, owner.id, owner.pid, owner.host, now, now);
+      return { ok: true };
+    });
+  }
+
+  heartbeat(runId: string, ownerId: string): boolean {
+    return this.write('heartbeat lock', true, () => this.st.lockBeat.run(this.now(), runId, ownerId).changes > 0);
+  }
+
+  releaseLock(runId: string, ownerId: string): void {
+    this.write('release lock', true, () => {
+      this.st.lockDel.run(runId, ownerId);
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Batches
+  // -------------------------------------------------------------------------------------------
+
+  flush(): void {
+    this.usable();
+    if (!this.db.inTransaction) return;
+    try {
+      this.commitNow();
+    } catch (error) {
+      throw this.poison(error, 'commit');
+    }
+  }
+
+  close(): void {
+    if (this.closed) return;
+    try {
+      if (this.failed === null && this.db.inTransaction) this.commitNow();
+    } catch (error) {
+      this.poison(error, 'commit at close');
+    } finally {
+      this.closed = true;
+      this.clearTimer();
+      if (this.db.inTransaction) this.rollbackQuietly();
+      this.db.close();
+    }
+  }
+
+  /** Runs one method's statements in the current batch (opening one if none), atomically with it. */
+  private write<T>(doing: string, durable: boolean, body: () => T): T {
+    this.usable();
+    let opened = false;
+    try {
+      if (!this.db.inTransaction) {
+        this.st.begin.run();
+        opened = true;
+      }
+      const value = body();
+      if (durable) this.commitNow();
+      else if (opened) this.timer ??= setImmediate(this.autoCommit);
+      return value;
+    } catch (error) {
+      // A refusal of ours (the run exists) before anything was written leaves the batch alone.
+      if (error instanceof StoreError && error.sqliteCode === 'exists') {
+        if (opened && this.db.inTransaction) this.rollbackQuietly();
+        throw error;
+      }
+      throw this.poison(error, doing);
+    }
+  }
+
+  private read<T>(body: () => T): T {
+    if (this.closed) throw this.closedError();
+    return body();
+  }
+
+  private readonly autoCommit = (): void => {
+    this.timer = null;
+    if (this.closed || this.failed !== null || !this.db.inTransaction) return;
+    try {
+      this.commitNow();
+    } catch (error) {
+      const failure = this.poison(error, 'commit');
+      this.onError?.(failure);
+    }
+  };
+
+  private commitNow(): void {
+    this.st.commit.run();
+    this.clearTimer();
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== null) {
+      clearImmediate(this.timer);
+      this.timer = null;
+    }
+  }
+
+  /** Throws when the store cannot take writes: closed, or failed before. */
+  private usable(): void {
+    if (this.closed) throw this.closedError();
+    if (this.failed !== null) throw this.failed;
+  }
+
+  private closedError(): StoreError {
+    return new StoreError(`run journal ${this.path}: the store is closed`, this.path, 'closed');
+  }
+
+  /** Rolls the batch back, remembers the failure and returns it (the same error from now on). */
+  private poison(error: unknown, doing: string): StoreError {
+    this.clearTimer();
+    if (this.db.inTransaction) this.rollbackQuietly();
+    if (this.failed !== null) return this.failed;
+    const code = codeOf(error);
+    this.failed = new StoreError(
+      `run journal ${this.path}: ${doing} failed: ${code} (${reasonOf(error)}); ` +
+        'the uncommitted batch was rolled back and the store takes no more writes until it is reopened',
+      this.path,
+      code,
+    );
+    return this.failed;
+  }
+
+  private rollbackQuietly(): void {
+    try {
+      this.db.exec('ROLLBACK');
+    } catch {
+      // SQLite may have rolled back by itself (SQLITE_FULL, SQLITE_IOERR): nothing is left to undo.
+    }
+  }
+}

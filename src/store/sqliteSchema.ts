@@ -1,0 +1,263 @@
+/**
+ * The journal's SQLite schema and statements, apart from `SqliteStore` so each file reads on its
+ * own: the migrations (`PRAGMA user_version` is the version: `MIGRATIONS[i]` takes a file from
+ * version i to i + 1), every statement the store runs (prepared once per connection), and the
+ * row shapes SQLite hands back.
+ */
+import type Database from 'better-sqlite3';
+import { StoreError, type AttemptRow, type StoredRunStatus, type StoredTaskStatus } from './types.js';
+
+/** `MIGRATIONS[i]` takes the schema from version i to i + 1. The last index + 1 is the version. */
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE IF NOT EXISTS runs (
+    id           TEXT PRIMARY KEY,
+    created_at   INTEGER NOT NULL,
+    updated_at   INTEGER NOT NULL,
+    status       TEXT NOT NULL,
+    plan_json    TEXT,              -- already secret-free: the caller redacts
+    source       TEXT,              -- the plan file's path
+    options_json TEXT,
+    tasks_total  INTEGER NOT NULL,
+    tasks_done   INTEGER NOT NULL DEFAULT 0,
+    cost_usd     REAL NOT NULL DEFAULT 0,
+    result_json  TEXT
+  );
+  CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created_at);
+  CREATE TABLE IF NOT EXISTS tasks (
+    run_id     TEXT NOT NULL,
+    task_id    TEXT NOT NULL,
+    status     TEXT NOT NULL,
+    attempts   INTEGER NOT NULL DEFAULT 0,
+    output     TEXT,
+    error_json TEXT,
+    reason     TEXT,
+    usage_json TEXT,
+    cost_usd   REAL,
+    requests   INTEGER NOT NULL DEFAULT 0,
+    retries    INTEGER NOT NULL DEFAULT 0,
+    spec_json  TEXT,                -- sub-tasks a planner task made at run time
+    parent     TEXT,
+    extra_json TEXT,                -- review round, feedback: opaque to the store
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (run_id, task_id)
+  );
+  CREATE TABLE IF NOT EXISTS attempts (
+    run_id     TEXT NOT NULL,
+    task_id    TEXT NOT NULL,
+    attempt    INTEGER NOT NULL,
+    route      TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    ended_at   INTEGER,
+    status     TEXT,
+    requests   INTEGER NOT NULL DEFAULT 0,
+    usage_json TEXT,
+    cost_usd   REAL,
+    PRIMARY KEY (run_id, task_id, attempt)
+  );
+  CREATE TABLE IF NOT EXISTS tool_results (
+    run_id   TEXT NOT NULL,
+    key      TEXT NOT NULL,
+    content  TEXT NOT NULL,
+    is_error INTEGER NOT NULL,
+    at       INTEGER NOT NULL,
+    PRIMARY KEY (run_id, key)
+  );
+  CREATE TABLE IF NOT EXISTS spend (
+    run_id  TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    model   TEXT NOT NULL,
+    usd     REAL NOT NULL,
+    PRIMARY KEY (run_id, task_id, model)
+  );
+  CREATE TABLE IF NOT EXISTS locks (
+    run_id       TEXT PRIMARY KEY,
+    owner        TEXT NOT NULL,
+    pid          INTEGER NOT NULL,
+    host         TEXT NOT NULL,
+    acquired_at  INTEGER NOT NULL,
+    heartbeat_at INTEGER NOT NULL
+  );
+  `,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+const TASK_COLUMNS =
+  'task_id, status, attempts, output, error_json, reason, usage_json, cost_usd, requests, retries, spec_json, parent, extra_json, updated_at';
+const ATTEMPT_COLUMNS = 'task_id, attempt, route, started_at, ended_at, status, requests, usage_json, cost_usd';
+const SUMMARY_COLUMNS = 'id, status, created_at, updated_at, source, options_json, tasks_total, tasks_done, cost_usd';
+
+/** Every statement, prepared once. */
+/** The part of a prepared statement the store uses (declared here, so declaration files can name it). */
+export interface Stmt {
+  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+  pluck(toggle?: boolean): Stmt;
+}
+
+export function prepare(db: Database.Database) {
+  const p = (sql: string): Stmt => db.prepare(sql) as unknown as Stmt;
+  return {
+    begin: p('BEGIN IMMEDIATE'),
+    commit: p('COMMIT'),
+    runExists: p('SELECT 1 FROM runs WHERE id = ?').pluck(),
+    insertRun: p(
+      `INSERT INTO runs (id, created_at, updated_at, status, plan_json, source, options_json, tasks_total)
+       VALUES (?, ?, ?, 'running', ?, ?, ?, ?)`,
+    ),
+    getRun: p(`SELECT ${SUMMARY_COLUMNS}, plan_json, result_json FROM runs WHERE id = ?`),
+    listRuns: p(`SELECT ${SUMMARY_COLUMNS} FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?`),
+    setStatus: p('UPDATE runs SET status = ?, updated_at = ? WHERE id = ?'),
+    setStatusResult: p('UPDATE runs SET status = ?, result_json = ?, updated_at = ? WHERE id = ?'),
+    runDone: p('UPDATE runs SET tasks_done = tasks_done + 1, updated_at = ? WHERE id = ?'),
+    runUndone: p('UPDATE runs SET tasks_done = tasks_done - 1, updated_at = ? WHERE id = ?'),
+    taskReopen: p(`UPDATE tasks SET status = 'queued', extra_json = ?, updated_at = ? WHERE run_id = ? AND task_id = ?`),
+    runTotal: p('UPDATE runs SET tasks_total = tasks_total + ?, updated_at = ? WHERE id = ?'),
+    runCost: p('UPDATE runs SET cost_usd = cost_usd + ?, updated_at = ? WHERE id = ?'),
+
+    taskStatus: p('SELECT status FROM tasks WHERE run_id = ? AND task_id = ?').pluck(),
+    taskStart: p(
+      `INSERT INTO tasks (run_id, task_id, status, attempts, updated_at) VALUES (?, ?, 'running', ?, ?)
+       ON CONFLICT (run_id, task_id) DO UPDATE SET status = 'running', attempts = excluded.attempts, updated_at = excluded.updated_at`,
+    ),
+    taskComplete: p(
+      `INSERT INTO tasks (run_id, task_id, status, attempts, output, usage_json, cost_usd, requests, retries, updated_at)
+       VALUES (?, ?, 'completed', ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (run_id, task_id) DO UPDATE SET status = 'completed', attempts = max(attempts, excluded.attempts),
+         output = excluded.output, error_json = NULL, usage_json = excluded.usage_json, cost_usd = excluded.cost_usd,
+         requests = excluded.requests, retries = excluded.retries, updated_at = excluded.updated_at`,
+    ),
+    taskFail: p(
+      `INSERT INTO tasks (run_id, task_id, status, attempts, error_json, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (run_id, task_id) DO UPDATE SET status = excluded.status, attempts = max(attempts, excluded.attempts),
+         error_json = excluded.error_json, updated_at = excluded.updated_at`,
+    ),
+    taskFinal: p(
+      `INSERT INTO tasks (run_id, task_id, status, reason, updated_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (run_id, task_id) DO UPDATE SET status = excluded.status, reason = excluded.reason, updated_at = excluded.updated_at`,
+    ),
+    taskAdd: p(
+      `INSERT INTO tasks (run_id, task_id, status, spec_json, parent, updated_at) VALUES (?, ?, 'pending', ?, ?, ?)
+       ON CONFLICT (run_id, task_id) DO NOTHING`,
+    ),
+    taskExtra: p(
+      `INSERT INTO tasks (run_id, task_id, status, extra_json, updated_at) VALUES (?, ?, 'pending', ?, ?)
+       ON CONFLICT (run_id, task_id) DO UPDATE SET extra_json = excluded.extra_json, updated_at = excluded.updated_at`,
+    ),
+    loadTasks: p(`SELECT ${TASK_COLUMNS} FROM tasks WHERE run_id = ? ORDER BY rowid`),
+
+    attemptStart: p(
+      `INSERT INTO attempts (run_id, task_id, attempt, route, started_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (run_id, task_id, attempt) DO UPDATE SET route = excluded.route, started_at = excluded.started_at,
+         ended_at = NULL, status = NULL, requests = 0, usage_json = NULL, cost_usd = NULL`,
+    ),
+    // An attempt that ends without having been journaled as started gets route '' and starts when it ends.
+    attemptComplete: p(
+      `INSERT INTO attempts (run_id, task_id, attempt, route, started_at, ended_at, status, requests, usage_json, cost_usd)
+       VALUES (?, ?, ?, '', ?, ?, 'completed', ?, ?, ?)
+       ON CONFLICT (run_id, task_id, attempt) DO UPDATE SET ended_at = excluded.ended_at, status = 'completed',
+         requests = excluded.requests, usage_json = excluded.usage_json, cost_usd = excluded.cost_usd`,
+    ),
+    attemptFail: p(
+      `INSERT INTO attempts (run_id, task_id, attempt, route, started_at, ended_at, status) VALUES (?, ?, ?, '', ?, ?, 'failed')
+       ON CONFLICT (run_id, task_id, attempt) DO UPDATE SET ended_at = excluded.ended_at, status = 'failed'`,
+    ),
+    attemptCancelOpen: p(
+      `UPDATE attempts SET ended_at = ?, status = 'cancelled' WHERE run_id = ? AND task_id = ? AND ended_at IS NULL`,
+    ),
+    loadAttempts: p(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY rowid`),
+    loadAttemptsOf: p(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? AND task_id = ? ORDER BY rowid`),
+
+    spend: p(
+      `INSERT INTO spend (run_id, task_id, model, usd) VALUES (?, ?, ?, ?)
+       ON CONFLICT (run_id, task_id, model) DO UPDATE SET usd = usd + excluded.usd`,
+    ),
+    spent: p('SELECT task_id, model, usd FROM spend WHERE run_id = ? ORDER BY rowid'),
+
+    toolPut: p(
+      `INSERT INTO tool_results (run_id, key, content, is_error, at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (run_id, key) DO UPDATE SET content = excluded.content, is_error = excluded.is_error, at = excluded.at`,
+    ),
+    toolGet: p('SELECT content, is_error FROM tool_results WHERE run_id = ? AND key = ?'),
+
+    lockGet: p('SELECT owner, pid, host, acquired_at, heartbeat_at FROM locks WHERE run_id = ?'),
+    lockPut: p(
+      `INSERT INTO locks (run_id, owner, pid, host, acquired_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, pid = excluded.pid, host = excluded.host,
+         acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at`,
+    ),
+    lockBeat: p('UPDATE locks SET heartbeat_at = ? WHERE run_id = ? AND owner = ?'),
+    lockDel: p('DELETE FROM locks WHERE run_id = ? AND owner = ?'),
+  };
+}
+
+export type Statements = ReturnType<typeof prepare>;
+
+// Row shapes as SQLite returns them.
+export interface SummaryRow {
+  id: string;
+  status: StoredRunStatus;
+  created_at: number;
+  updated_at: number;
+  source: string | null;
+  options_json: string | null;
+  tasks_total: number;
+  tasks_done: number;
+  cost_usd: number;
+}
+export interface RunRow extends SummaryRow {
+  plan_json: string | null;
+  result_json: string | null;
+}
+export interface TaskDbRow {
+  task_id: string;
+  status: StoredTaskStatus;
+  attempts: number;
+  output: string | null;
+  error_json: string | null;
+  reason: string | null;
+  usage_json: string | null;
+  cost_usd: number | null;
+  requests: number;
+  retries: number;
+  spec_json: string | null;
+  parent: string | null;
+  extra_json: string | null;
+  updated_at: number;
+}
+export interface AttemptDbRow {
+  task_id: string;
+  attempt: number;
+  route: string;
+  started_at: number;
+  ended_at: number | null;
+  status: AttemptRow['status'];
+  requests: number;
+  usage_json: string | null;
+  cost_usd: number | null;
+}
+
+/** Brings the file's schema to SCHEMA_VERSION, in one write transaction (idempotent). */
+export function migrate(db: Database.Database, path: string): void {
+  const versionOf = () => db.pragma('user_version', { simple: true }) as number;
+  if (versionOf() === SCHEMA_VERSION) return;
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    const version = versionOf(); // again, now that we hold the write lock: another process may have done it
+    if (version > SCHEMA_VERSION) {
+      throw new StoreError(
+        `run journal ${path}: schema version ${version} is newer than this swarmstate knows (${SCHEMA_VERSION})`,
+        path,
+        'schema',
+      );
+    }
+    for (let v = version; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v]);
+    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    db.exec('COMMIT');
+  } catch (error) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    throw error;
+  }
+}

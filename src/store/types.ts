@@ -1,0 +1,249 @@
+/**
+ * The run journal's storage contract: the `Store` interface both stores implement (`SqliteStore`
+ * on a file, `MemoryStore` for tests and `--store memory`), the rows they return, and `StoreError`.
+ *
+ * Why a journal: a run that dies (a crash, a kill, a full disk) can be resumed from what was
+ * recorded: which tasks completed and with what output, what each attempt spent, which tool side
+ * effects already happened. The store is storage only; the runtime decides what to write and when.
+ *
+ * Durability. Every write is synchronous. Writes are grouped in batches: the first write opens a
+ * batch (one transaction), and the batch commits on `flush()`, or by itself on the next macrotask
+ * (`setImmediate`) after that first write. The runtime calls `flush()` before any network side
+ * effect. Some writes are "durable now": they commit at once, together with anything pending.
+ * Each method says which kind it is:
+ *
+ *   durable now: createRun, setRunStatus, taskCompleted, taskFailed with final = true, addTasks,
+ *                recordToolResult, acquireLock, heartbeat, releaseLock
+ *   batched:     taskStarted, taskFailed with final = false, taskFinal, setTaskExtra, recordSpend
+ *
+ * Reads see every write made through the same store, committed or not.
+ *
+ * Failure. A write the database refuses (SQLITE_FULL, SQLITE_READONLY, SQLITE_IOERR, SQLITE_BUSY
+ * past the busy timeout...) throws a `StoreError`, and the whole pending batch is rolled back: a
+ * method's writes (a task row and its attempt row, say) are never half-committed. From then on
+ * every write, and `flush()`, throws the same error until the store is closed and opened again.
+ * Reads keep working on what was committed.
+ *
+ * Opaque values (plans, options, results, errors, specs, extras, usage) are stored as JSON: what
+ * comes back is what `JSON.parse(JSON.stringify(value))` gives. The caller redacts secrets before
+ * writing; the store never adds any to its messages.
+ */
+import type { Usage } from '../../machines/protocol.js';
+
+/** A run's status in the journal: `running` while it runs, `interrupted` when found dead. */
+export type StoredRunStatus =
+  | 'running'
+  | 'completed'
+  | 'partial'
+  | 'failed'
+  | 'cancelled'
+  | 'budget_exceeded'
+  | 'interrupted';
+
+/**
+ * A task's status in the journal. `pending` for a task added by `addTasks` and not yet started;
+ * `queued` after a failed attempt that will be retried.
+ */
+export type StoredTaskStatus = 'pending' | 'queued' | 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';
+
+/** What `createRun` takes. `plan` must already be free of secrets. */
+export interface NewRun {
+  id: string;
+  plan: unknown;
+  /** The plan file's path, when the plan came from a file. */
+  source?: string;
+  /** The run's options (seed, onFailure...), opaque to the store. */
+  options: unknown;
+  tasksTotal: number;
+  createdAt: number;
+}
+
+/** One run as `listRuns` gives it: everything but the plan and result bodies. */
+export interface RunSummary {
+  id: string;
+  status: StoredRunStatus;
+  createdAt: number;
+  updatedAt: number;
+  source: string | null;
+  options: unknown;
+  tasksTotal: number;
+  /** Tasks completed (each counted once). */
+  tasksDone: number;
+  /** The sum of `recordSpend` for this run. */
+  costUsd: number;
+}
+
+/** One run as `getRun` gives it. */
+export interface RunRecord extends RunSummary {
+  plan: unknown;
+  /** What `setRunStatus` stored last with a result, else null. */
+  result: unknown;
+}
+
+/** A task of a run as `loadTasks` gives it (in the order the tasks were first written). */
+export interface TaskRow {
+  taskId: string;
+  status: StoredTaskStatus;
+  /** The number of the last attempt started (0 when none started). */
+  attempts: number;
+  output: string | null;
+  /** The last attempt's error (set by `taskFailed`, cleared by `taskCompleted`). */
+  error: unknown;
+  /** Why the task was skipped or cancelled (`taskFinal`). */
+  reason: string | null;
+  usage: Usage | null;
+  costUsd: number | null;
+  requests: number;
+  retries: number;
+  /** The spec of a task a planner task made at run time (`addTasks`), else null. */
+  spec: unknown;
+  /** The planner task that made it, else null. */
+  parent: string | null;
+  /** Opaque state of the runtime (a review round, feedback): `setTaskExtra`. */
+  extra: unknown;
+  updatedAt: number;
+}
+
+/** One attempt of a task as `loadAttempts` gives it (in the order they started). */
+export interface AttemptRow {
+  taskId: string;
+  attempt: number;
+  /** `<provider>/<model>` (or the plan model's name when the route is not known). */
+  route: string;
+  startedAt: number;
+  endedAt: number | null;
+  /** null while it runs. */
+  status: 'completed' | 'failed' | 'cancelled' | null;
+  requests: number;
+  usage: Usage | null;
+  costUsd: number | null;
+}
+
+/** What `spent` gives: USD spent by a run, in all, per task and per model. */
+export interface Spent {
+  total: number;
+  byTask: Record<string, number>;
+  byModel: Record<string, number>;
+}
+
+/** Who holds (or wants) a run's lock. `id` is unique per process run; pid and host are for humans and the dead-holder check. */
+export interface LockOwner {
+  id: string;
+  pid: number;
+  host: string;
+}
+
+export type LockResult =
+  | { ok: true }
+  | { ok: false; holder: { owner: string; pid: number; host: string; since: number; heartbeatAt: number } };
+
+/** A planner sub-task joining a run. */
+export interface NewTask {
+  id: string;
+  spec: unknown;
+  parent: string;
+}
+
+export interface StoreOptions {
+  /** The clock for lock times (acquired, heartbeat, staleness). Default `Date.now`. */
+  now?: () => number;
+  /**
+   * Called when a batch that commits by itself (on the next macrotask) fails: nobody is on the
+   * stack to catch it. The error is also kept and thrown by the next write or `flush()`.
+   */
+  onError?: (error: StoreError) => void;
+}
+
+export interface Store {
+  /** Where the data lives: a file path, or `:memory:`. */
+  readonly path: string;
+
+  /** Records a new run, status `running`. Durable now. Throws a StoreError if the id exists. */
+  createRun(run: NewRun): void;
+  getRun(id: string): RunRecord | undefined;
+  /** Newest first (by createdAt), at most `limit` (default 50). */
+  listRuns(limit?: number): RunSummary[];
+  /** Durable now. `result`, when given, is stored as JSON and replaces the previous one. */
+  setRunStatus(id: string, status: StoredRunStatus, result?: unknown): void;
+
+  /** Task row -> `running`, attempts = attempt; a new attempt row. Batched. */
+  taskStarted(runId: string, taskId: string, attempt: number, route: string, at: number): void;
+  /**
+   * Task row -> `completed` with its output, usage, cost, requests and retries (as given: the
+   * caller's totals); the attempt row ends `completed` with the same numbers; the run's
+   * tasksDone + 1 the first time the task completes. Durable now.
+   */
+  taskCompleted(
+    runId: string,
+    taskId: string,
+    attempt: number,
+    output: string,
+    usage: Usage,
+    costUsd: number | null,
+    requests: number,
+    retries: number,
+    at: number,
+  ): void;
+  /**
+   * The attempt ends `failed`; the task row keeps the error and goes to `failed` when `final`,
+   * else to `queued` (a retry comes). Durable now when final, else batched.
+   */
+  taskFailed(runId: string, taskId: string, attempt: number, error: unknown, final: boolean, at: number): void;
+  /** Task row -> `skipped` or `cancelled` with the reason; an attempt still open ends `cancelled`. Batched. */
+  taskFinal(runId: string, taskId: string, status: 'skipped' | 'cancelled', reason: string, at: number): void;
+  /** Planner sub-tasks joining the run (status `pending`); the run's tasksTotal + n. Durable now. */
+  addTasks(runId: string, tasks: readonly NewTask[]): void;
+  /** Replaces the task's opaque extra state. Batched. */
+  setTaskExtra(runId: string, taskId: string, extra: unknown): void;
+  /**
+   * A completed task runs again (a reviewer sent it back): status `queued`, `extra` saved (its
+   * feedback), and it no longer counts as done. Durable now: a resume must not take the old
+   * draft for the final one.
+   */
+  taskReopened(runId: string, taskId: string, extra: unknown, at: number): void;
+  /** Adds one priced model call's cost to the run's ledger (and the run's costUsd). Batched. */
+  recordSpend(runId: string, taskId: string, model: string, usd: number): void;
+  /** The result of a non-read-only tool call, by its canonical key (the latest wins). Durable now. */
+  recordToolResult(runId: string, key: string, content: string, isError: boolean): void;
+  toolResult(runId: string, key: string): { content: string; isError: boolean } | undefined;
+
+  loadTasks(runId: string): TaskRow[];
+  /** The attempts of a run, or of one of its tasks. */
+  loadAttempts(runId: string, taskId?: string): AttemptRow[];
+  spent(runId: string): Spent;
+
+  /**
+   * Takes the run's lock, atomically (a write transaction: two processes cannot both win). Free,
+   * or already held by the same owner id: taken. Held by another: taken over when the holder is on
+   * this host and its pid is dead, or its heartbeat is older than `staleMs`; else refused with
+   * who holds it. Durable now.
+   */
+  acquireLock(runId: string, owner: LockOwner, staleMs?: number): LockResult;
+  /** Refreshes the heartbeat; false when `ownerId` does not hold the lock (any more). Durable now. */
+  heartbeat(runId: string, ownerId: string): boolean;
+  /** Lets go of the lock if `ownerId` holds it. Durable now. */
+  releaseLock(runId: string, ownerId: string): void;
+
+  /** Commits the pending batch. Throws the StoreError of an earlier failure. */
+  flush(): void;
+  /** Commits what is pending (unless the store failed) and closes. Idempotent. Releases no lock. */
+  close(): void;
+}
+
+/**
+ * The store could not do its job: a write was refused, the file cannot be opened, the store is
+ * closed. `message` names the database path and the SQLite error code; it never holds data.
+ */
+export class StoreError extends Error {
+  readonly code = 'store_failed' as const;
+  /** The SQLite error code (SQLITE_FULL...), or a code of ours (`closed`, `exists`...). */
+  readonly sqliteCode: string;
+  readonly path: string;
+
+  constructor(message: string, path: string, sqliteCode: string) {
+    super(message);
+    this.name = 'StoreError';
+    this.path = path;
+    this.sqliteCode = sqliteCode;
+  }
+}
