@@ -399,7 +399,7 @@ export type RunEvent =
   /** A planner's output was not a valid list of sub-tasks: the attempt failed with these problems. */
   | { type: 'task:plan-rejected'; taskId: string; attempt: number; issues: string[] }
   /** A review task's verdict on the task it reviews (`revise` sends it back for one more round). */
-  | { type: 'task:reviewed'; taskId: string; target: string; round: number; maxRounds: number; verdict: 'approve' | 'revise'; findings?: string; final: boolean }
+  | { type: 'task:reviewed'; taskId: string; attempt: number; target: string; round: number; maxRounds: number; verdict: 'approve' | 'revise'; findings?: string; final: boolean }
   /** Cache-aware fan-out: this task goes first; `held` tasks sharing its prompt prefix wait for its response to start. */
   | { type: 'cache:lead'; taskId: string; group: string }
   /** The leader's response started (or it ended): the held tasks go out and read the cache. */

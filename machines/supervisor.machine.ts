@@ -179,11 +179,11 @@ function settleAttempt(context: SupervisorContext, enqueue: Enqueue, report: Att
       break;
     }
     case 'revise':
-      reportReview(enqueue, report.taskId, settlement.review);
+      reportReview(enqueue, report.taskId, report.attempt, settlement.review);
       enqueueReport(enqueue, { type: 'task:queued', taskId: settlement.review.target });
       break;
     case 'completed':
-      if (settlement.review) reportReview(enqueue, report.taskId, settlement.review);
+      if (settlement.review) reportReview(enqueue, report.taskId, report.attempt, settlement.review);
       enqueueReport(enqueue, { type: 'task:completed', taskId: report.taskId, attempt: report.attempt, output: report.output ?? '', usage: report.usage, requests: report.requests, retries: report.retries });
       for (const id of settlement.unlocked) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
       break;
@@ -208,8 +208,8 @@ function settleAttempt(context: SupervisorContext, enqueue: Enqueue, report: Att
   }
 }
 
-function reportReview(enqueue: Enqueue, taskId: string, review: ReviewOutcome): void {
-  enqueueReport(enqueue, { type: 'task:reviewed', taskId, ...review });
+function reportReview(enqueue: Enqueue, taskId: string, attempt: number, review: ReviewOutcome): void {
+  enqueueReport(enqueue, { type: 'task:reviewed', taskId, attempt, ...review });
 }
 
 /** Releases the tasks held behind a cache leader, if `taskId` leads a group. */

@@ -23,7 +23,7 @@ import { canonicalJson } from '../machines/canonical.js';
 import { fingerprint } from './keys.js';
 import type { PlanExpander } from './planner.js';
 import type { TaskSpec } from './plan/index.js';
-import { Journal, StoreError, type Store, type StoredRunStatus, type TaskRow } from './store/index.js';
+import { Journal, StoreError, type AttemptRow, type Store, type StoredRunStatus, type TaskRow } from './store/index.js';
 
 const REDACTED = /^\[redacted ([0-9a-f]{8})\]$/;
 const redacted = (secret: string) => `[redacted ${fingerprint(secret)}]`;
@@ -112,6 +112,8 @@ export class RunJournal {
   failure: StoreError | undefined;
   /** Told once, when a write fails (the runtime cancels the run). */
   onFailure: (error: StoreError) => void = () => {};
+  /** A priced call's cost is written but not yet committed. */
+  private spendPending = false;
   /** Side-effect calls seen in this life of the run, per task, tool and arguments: the nth replays the nth. */
   private readonly toolSeen = new Map<string, number>();
 
@@ -129,11 +131,16 @@ export class RunJournal {
       this.journal.record(event);
       switch (event.type) {
         case 'model:response':
-          if (event.costUsd !== undefined) this.store.recordSpend(this.runId, event.taskId, event.modelName ?? event.model, event.costUsd);
+          if (event.costUsd !== undefined) {
+            this.store.recordSpend(this.runId, event.taskId, event.modelName ?? event.model, event.costUsd);
+            this.spendPending = true;
+          }
           break;
         case 'task:reviewed': {
           this.store.setTaskExtra(this.runId, event.taskId, { rounds: event.round, approved: event.verdict === 'approve' } satisfies ReviewExtra);
           if (!event.final) {
+            // The review's attempt is over (the reviewer waits for the new draft); its task is not.
+            this.store.attemptEnded(this.runId, event.taskId, event.attempt, 'completed', event.at ?? Date.now());
             const extra: ReviewExtra = { rounds: event.round, feedback: { round: event.round, maxRounds: event.maxRounds, findings: event.findings ?? '' } };
             this.store.taskReopened(this.runId, event.target, extra, event.at ?? Date.now());
           }
@@ -149,7 +156,19 @@ export class RunJournal {
     this.check();
   }
 
-  /** Commits what is pending: called before anything leaves the process (a model or tool call). */
+  /**
+   * Before a model call leaves: what earlier calls spent is committed first, so a crash can never
+   * leave a resumed run's budget counting less than was spent. (Other writes ride the store's
+   * batch, committed within the same macrotask: a crash loses at most that much, which a resume
+   * runs again.)
+   */
+  beforeCall(): void {
+    if (!this.spendPending) return;
+    this.spendPending = false;
+    this.flush();
+  }
+
+  /** Commits what is pending: called before a side-effecting tool call leaves the process. */
   flush(): void {
     this.attempt(() => this.store.flush());
     this.check();
@@ -219,7 +238,15 @@ export class RunJournal {
  * The supervisor's starting point for a resume: every journaled task's state, and the sub-tasks
  * of planners that had completed (re-resolved, in the order they were made).
  */
-export function restoreOf(rows: readonly TaskRow[], spentByTask: Record<string, number>, expander: PlanExpander, planTaskIds: ReadonlySet<string>): RunRestore {
+export function restoreOf(
+  rows: readonly TaskRow[],
+  attempts: readonly AttemptRow[],
+  spentByTask: Record<string, number>,
+  expander: PlanExpander,
+  planTaskIds: ReadonlySet<string>,
+): RunRestore {
+  const interrupted = new Map<string, number>();
+  for (const a of attempts) if (a.endedAt === null) interrupted.set(a.taskId, (interrupted.get(a.taskId) ?? 0) + 1);
   const byId = new Map(rows.map((r) => [r.taskId, r]));
   const depthOf = new Map<string, number>([...planTaskIds].map((id) => [id, 0]));
   const expansions: RunRestore['expansions'] = [];
@@ -246,7 +273,9 @@ export function restoreOf(rows: readonly TaskRow[], spentByTask: Record<string, 
       id: row.taskId,
       status: row.status === 'completed' || row.status === 'failed' || row.status === 'skipped' ? row.status : 'pending',
       attempts: row.attempts,
-      retries: row.retries,
+      // Attempts a crash interrupted count against the task's retries: a task that takes the
+      // process down each time it runs is not dispatched forever.
+      retries: row.retries + (interrupted.get(row.taskId) ?? 0),
       requests: row.requests,
       usage: (row.usage as Usage | null) ?? ZERO_USAGE,
       costUsd: spentByTask[row.taskId] ?? row.costUsd ?? 0,

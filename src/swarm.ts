@@ -39,7 +39,7 @@ import { decisionOf, loadHookModule, toolDecisionOf, type BeforeDispatch, type B
 import type { ToolDefinition } from './tools/local.js';
 import { RunTools } from './tools/registry.js';
 import { hasRedactions, redactPlan, restoreOf, RunJournal, unredactPlan } from './durable.js';
-import { openStore, type RunSummary, type Spent, type Store, type StoreError, type TaskRow } from './store/index.js';
+import { openStore, type AttemptRow, type RunSummary, type Spent, type Store, type StoreError, type TaskRow } from './store/index.js';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 
@@ -169,7 +169,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   const owner = { id: nanoid(10), pid: process.pid, host: hostname() };
 
   /** Starts a run (new, or resumed from its journal); the plan is valid and the run locked. */
-  const start = (plan: Plan, runId: string, restore: { rows: TaskRow[]; spent: Spent } | undefined): RunHandle => {
+  const start = (plan: Plan, runId: string, restore: { rows: TaskRow[]; attempts: AttemptRow[]; spent: Spent } | undefined): RunHandle => {
     const events = createEmitter<RunEvents>();
     const durable = storeOf();
     runningHere.add(runId);
@@ -240,7 +240,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           journal ? (planner, specs) => journal.addSubtasks(planner, specs) : undefined,
         );
         if (restore) {
-          input.restore = restoreOf(restore.rows, restore.spent.byTask, expander, new Set(plan.tasks.map((t) => t.id)));
+          input.restore = restoreOf(restore.rows, restore.attempts, restore.spent.byTask, expander, new Set(plan.tasks.map((t) => t.id)));
           if (input.budgets) input.budgets.spent = { runUsd: restore.spent.total, byTask: restore.spent.byTask, byModel: restore.spent.byModel };
         }
         const keyIdsOf = new Map(input.providers.map((p) => [p.name, p.keys.map((k) => k.keyId)]));
@@ -351,7 +351,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       const plan = parsePlan(raw, { env, tools: tools.keys() });
       lock(durable, runId);
       try {
-        return start(plan, runId, { rows: durable.loadTasks(runId), spent: durable.spent(runId) });
+        return start(plan, runId, { rows: durable.loadTasks(runId), attempts: durable.loadAttempts(runId), spent: durable.spent(runId) });
       } catch (error) {
         durable.releaseLock(runId, owner.id);
         throw error;
@@ -452,8 +452,8 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
   const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal, system }) => {
     const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
     try {
-      // Whatever led to this call is on disk before the call leaves.
-      journal?.flush();
+      // The spend of earlier calls is on disk before this one leaves (a resumed budget must not undercount).
+      journal?.beforeCall();
       const naming = toolNaming(call.tools);
       const wire = toWire(naming, call.tools.flatMap((name) => runTools.spec(name) ?? []), call.messages);
       const reply = await adapters.get(call.provider)!.call({

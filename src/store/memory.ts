@@ -253,6 +253,11 @@ export class MemoryStore implements Store {
     task.updatedAt = at;
   }
 
+  attemptEnded(runId: string, taskId: string, attempt: number, status: 'completed' | 'failed' | 'cancelled', at: number): void {
+    this.open();
+    Object.assign(this.attempt(runId, taskId, attempt, at), { endedAt: at, status });
+  }
+
   taskReopened(runId: string, taskId: string, extra: unknown, at: number): void {
     this.open();
     const json = toJson(extra);

@@ -179,7 +179,7 @@ export class SqliteStore implements Store {
     at: number,
   ): void {
     const usageJson = toJson(usage);
-    this.write('record task completion', true, () => {
+    this.write('record task completion', false, () => {
       const before = this.st.taskStatus.get(runId, taskId);
       this.st.taskComplete.run(runId, taskId, attempt, output, usageJson, costUsd, requests, retries, at);
       this.st.attemptComplete.run(runId, taskId, attempt, at, at, requests, usageJson, costUsd);
@@ -219,6 +219,12 @@ export class SqliteStore implements Store {
     const at = this.now();
     this.write('set task extra', false, () => {
       this.st.taskExtra.run(runId, taskId, json, at);
+    });
+  }
+
+  attemptEnded(runId: string, taskId: string, attempt: number, status: 'completed' | 'failed' | 'cancelled', at: number): void {
+    this.write('end attempt', false, () => {
+      this.st.attemptEnd.run(at, status, runId, taskId, attempt);
     });
   }
 

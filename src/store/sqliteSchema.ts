@@ -160,6 +160,7 @@ export function prepare(db: Database.Database) {
        ON CONFLICT (run_id, task_id, attempt) DO UPDATE SET ended_at = excluded.ended_at, status = 'completed',
          requests = excluded.requests, usage_json = excluded.usage_json, cost_usd = excluded.cost_usd`,
     ),
+    attemptEnd: p(`UPDATE attempts SET ended_at = ?, status = ? WHERE run_id = ? AND task_id = ? AND attempt = ?`),
     attemptFail: p(
       `INSERT INTO attempts (run_id, task_id, attempt, route, started_at, ended_at, status) VALUES (?, ?, ?, '', ?, ?, 'failed')
        ON CONFLICT (run_id, task_id, attempt) DO UPDATE SET ended_at = excluded.ended_at, status = 'failed'`,

@@ -12,9 +12,14 @@
  * effect. Some writes are "durable now": they commit at once, together with anything pending.
  * Each method says which kind it is:
  *
- *   durable now: createRun, setRunStatus, taskCompleted, taskFailed with final = true, addTasks,
+ *   durable now: createRun, setRunStatus, taskFailed with final = true, addTasks, taskReopened,
  *                recordToolResult, acquireLock, heartbeat, releaseLock
- *   batched:     taskStarted, taskFailed with final = false, taskFinal, setTaskExtra, recordSpend
+ *   batched:     taskStarted, taskCompleted, taskFailed with final = false, taskFinal,
+ *                setTaskExtra, recordSpend
+ *
+ * Completions are batched: one commit per task would be the journal's largest cost on a big run
+ * (10,000 tasks), and a crash loses at most one macrotask of them (those tasks run again on
+ * resume). The runtime commits pending spend before every model call.
  *
  * Reads see every write made through the same store, committed or not.
  *
@@ -201,6 +206,8 @@ export interface Store {
    * draft for the final one.
    */
   taskReopened(runId: string, taskId: string, extra: unknown, at: number): void;
+  /** An attempt that ended without ending its task (a review that sent the work back). Batched. */
+  attemptEnded(runId: string, taskId: string, attempt: number, status: 'completed' | 'failed' | 'cancelled', at: number): void;
   /** Adds one priced model call's cost to the run's ledger (and the run's costUsd). Batched. */
   recordSpend(runId: string, taskId: string, model: string, usd: number): void;
   /** The result of a non-read-only tool call, by its canonical key (the latest wins). Durable now. */

@@ -159,18 +159,20 @@ describe('SqliteStore: batches', () => {
     store.createRun(RUN);
     const other = peek(file);
     store.taskStarted('r1', 'a', 1, 'p/m', 110); // batched
-    store.taskCompleted('r1', 'a', 1, 'out', usage(1, 1), 0.01, 1, 0, 120); // durable now
-    expect(other.prepare('SELECT task_id, status, output FROM tasks').all()).toEqual([{ task_id: 'a', status: 'completed', output: 'out' }]);
-    expect(other.prepare('SELECT count(*) FROM attempts').pluck().get()).toBe(1);
+    store.taskCompleted('r1', 'a', 1, 'out', usage(1, 1), 0.01, 1, 0, 120); // batched too
+    expect(countTasks(other)).toBe(0);
+    store.taskFailed('r1', 'z', 1, { code: 'x' }, true, 125); // durable now: commits the batch with it
+    expect(other.prepare("SELECT task_id, status, output FROM tasks WHERE task_id = 'a'").all()).toEqual([{ task_id: 'a', status: 'completed', output: 'out' }]);
+    expect(other.prepare('SELECT count(*) FROM attempts').pluck().get()).toBe(2);
     expect(other.prepare('SELECT tasks_done FROM runs').pluck().get()).toBe(1);
     store.taskStarted('r1', 'b', 1, 'p/m', 130);
     store.recordToolResult('r1', 'k', 'sent the mail', false);
     expect(other.prepare('SELECT content FROM tool_results').pluck().all()).toEqual(['sent the mail']);
-    expect(countTasks(other)).toBe(2);
+    expect(countTasks(other)).toBe(3);
     store.taskStarted('r1', 'c', 1, 'p/m', 140);
     store.setRunStatus('r1', 'completed', { ok: true });
     expect(other.prepare('SELECT status, result_json FROM runs').get()).toEqual({ status: 'completed', result_json: '{"ok":true}' });
-    expect(countTasks(other)).toBe(3);
+    expect(countTasks(other)).toBe(4);
   });
 
   it('keeps what was committed across close and reopen; close commits what is pending', () => {
@@ -198,6 +200,7 @@ describe('SqliteStore: write failures', () => {
     store.createRun(RUN);
     store.taskStarted('r1', 'done', 1, 'p/m', 105);
     store.taskCompleted('r1', 'done', 1, 'kept', usage(1, 1), 0.01, 1, 0, 106);
+    store.flush();
     const pages = store.database.pragma('page_count', { simple: true }) as number;
     store.database.pragma(`max_page_count = ${pages}`);
     return store;
