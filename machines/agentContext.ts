@@ -222,7 +222,8 @@ export function callInputOf(context: AgentContext): ModelCallInput {
   };
   if (summary) call.system = SUMMARY_SYSTEM;
   else if (context.input.system !== undefined) call.system = context.input.system;
-  if (context.input.cacheLead && !summary) call.cacheLead = true;
+  // Only a call on the task's own route warms its group's cache (a fallback writes another one).
+  if (context.input.cacheLead && !summary && context.routeIndex === 0 && !context.override?.target) call.cacheLead = true;
   return call;
 }
 

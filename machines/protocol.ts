@@ -386,6 +386,7 @@ export type RunEvent =
   | { type: 'task:queued'; taskId: string }
   | { type: 'task:started'; taskId: string; attempt: number; model: string; route?: string }
   | { type: 'task:retry'; taskId: string; attempt: number; retry: number; delayMs: number; error: ErrorInfo }
+  /** `usage`: this attempt's. `requests`, `retries`: the task's, over all its attempts. */
   | { type: 'task:completed'; taskId: string; attempt: number; output: string; usage: Usage; requests?: number; retries?: number }
   | { type: 'task:failed'; taskId: string; attempt: number; error: ErrorInfo; willRetry: boolean }
   | { type: 'task:skipped'; taskId: string; reason: string }

@@ -283,6 +283,17 @@ export class RunTable {
     if (saved.output !== undefined) record.output = saved.output;
     if (saved.error) record.error = saved.error;
     if (saved.status !== 'pending') this.move(record, saved.status);
+    else if (saved.retries > record.spec.maxRetries) {
+      // Interrupted by crashes more often than its retries allow: it is not dispatched yet again.
+      record.error = { code: 'internal', message: `task "${saved.id}" was in flight at ${saved.retries} crashes, more than its ${record.spec.maxRetries} retries allow`, retryable: false };
+      this.move(record, 'failed');
+    }
+  }
+
+  /** A task's counters over all its attempts so far. */
+  countersOf(id: string): { requests: number; retries: number } {
+    const r = this.record(id);
+    return { requests: r.requests, retries: r.retries };
   }
 
   /**
@@ -479,13 +490,14 @@ export class RunTable {
    * waited for it); findings before the last round send the reviewed task back with them, and
    * the reviewer waits for the new draft.
    */
-  private review(record: TaskRecord, output: string): Settlement {
+  private review(record: TaskRecord, output: string, mayRevise: boolean): Settlement {
     record.rounds += 1;
     record.output = output;
     const maxRounds = record.spec.maxRounds ?? 2;
     const target = this.records.get(record.spec.reviews ?? '');
     const { verdict, findings } = verdictOf(output);
-    const final = verdict === 'approve' || record.rounds >= maxRounds || target?.status !== 'completed';
+    // A run that is stopping sends nothing back: the verdict is recorded, the draft stands.
+    const final = verdict === 'approve' || record.rounds >= maxRounds || target?.status !== 'completed' || !mayRevise;
     const outcome: ReviewOutcome = { target: target?.spec.id ?? '', round: record.rounds, maxRounds, verdict, final };
     if (findings !== undefined) outcome.findings = findings;
     if (final) {
@@ -532,7 +544,7 @@ export class RunTable {
         record.output = report.output ?? '';
         return { kind: 'plan', output: record.output };
       }
-      if (record.spec.kind === 'review') return this.review(record, report.output ?? '');
+      if (record.spec.kind === 'review') return this.review(record, report.output ?? '', opts.retry);
       record.output = report.output ?? '';
       delete record.error;
       delete record.feedback;

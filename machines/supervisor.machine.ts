@@ -165,7 +165,7 @@ function settleAttempt(context: SupervisorContext, enqueue: Enqueue, report: Att
   context.slots.release(actorId);
   const table = context.table;
   // A cache leader that ends releases the tasks held behind it (warm if it completed: the prefix was written).
-  releaseGroup(context, enqueue, report.taskId, report.attempt, report.status === 'completed', now);
+  releaseGroup(context, enqueue, report.taskId, report.attempt, report.status === 'completed' && report.servedBy === undefined, now);
   const settlement = table.settle(report, { retry: context.stop === null });
   if (settlement.kind === 'stale') return;
   enqueue.assign({ inFlight: context.inFlight - 1 });
@@ -184,7 +184,8 @@ function settleAttempt(context: SupervisorContext, enqueue: Enqueue, report: Att
       break;
     case 'completed':
       if (settlement.review) reportReview(enqueue, report.taskId, report.attempt, settlement.review);
-      enqueueReport(enqueue, { type: 'task:completed', taskId: report.taskId, attempt: report.attempt, output: report.output ?? '', usage: report.usage, requests: report.requests, retries: report.retries });
+      // usage: this attempt's; requests and retries: the task's, over all its attempts (what the journal keeps).
+      enqueueReport(enqueue, { type: 'task:completed', taskId: report.taskId, attempt: report.attempt, output: report.output ?? '', usage: report.usage, ...table.countersOf(report.taskId) });
       for (const id of settlement.unlocked) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
       break;
     case 'retry':
@@ -376,7 +377,7 @@ export const supervisorMachine = setup({
         const settlement = table.expand(taskId, attempt, expansion.tasks);
         if (settlement.kind !== 'completed') return;
         enqueueReport(q, { type: 'task:planned', taskId, attempt, subtasks: expansion.tasks.map((t) => t.id), depth: (table.spec(taskId).depth ?? 0) + 1 });
-        enqueueReport(q, { type: 'task:completed', taskId, attempt, output: pending.output, usage: pending.usage });
+        enqueueReport(q, { type: 'task:completed', taskId, attempt, output: pending.output, usage: pending.usage, ...table.countersOf(taskId) });
         for (const id of settlement.unlocked) enqueueReport(q, { type: 'task:queued', taskId: id });
         return;
       }

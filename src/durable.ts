@@ -3,8 +3,9 @@
  *
  * - The journal takes the run's events as they happen (task status changes, outputs, usage, each
  *   priced call's cost), the sub-tasks planners make, review rounds, and the results of tool calls
- *   that are not read-only. Writes are batched per macrotask; completions and tool results are
- *   durable at once, and every model or tool call flushes what is pending before it leaves.
+ *   that are not read-only. Writes are batched, one transaction per macrotask; tool results,
+ *   sub-tasks, reopened drafts and final failures are committed at once; pending spend is
+ *   committed before each model call, and everything pending before each side-effecting tool call.
  * - A journal that cannot write (disk full, read-only file) stops the run: agents are cancelled,
  *   nothing more is sent, and the run's result rejects with the StoreError. What was committed
  *   stays consistent (each batch is one transaction), so a resume works once the disk is fixed.
@@ -99,6 +100,11 @@ function isRecord(x: unknown): x is Record<string, unknown> {
 // Writing: the run's journal
 // ---------------------------------------------------------------------------------------------
 
+/** What the journal keeps of a planner, in its row's `extra`: the sub-tasks of its completed answer. */
+interface PlannerExtra {
+  subtasks: string[];
+}
+
 /** What the journal keeps of a review, in the task row's `extra`. */
 interface ReviewExtra {
   rounds?: number;
@@ -136,6 +142,15 @@ export class RunJournal {
             this.spendPending = true;
           }
           break;
+        case 'task:planned': {
+          // The sub-tasks joined the run: their specs, and which ones the planner made this time
+          // (a planner that plans again after a crash leaves older rows behind).
+          const specs = this.accepted.get(event.taskId) ?? [];
+          this.accepted.delete(event.taskId);
+          this.store.addTasks(this.runId, specs.map((t) => ({ id: t.id, spec: t, parent: event.taskId })));
+          this.store.setTaskExtra(this.runId, event.taskId, { subtasks: event.subtasks } satisfies PlannerExtra);
+          break;
+        }
         case 'task:reviewed': {
           this.store.setTaskExtra(this.runId, event.taskId, { rounds: event.round, approved: event.verdict === 'approve' } satisfies ReviewExtra);
           if (!event.final) {
@@ -150,17 +165,19 @@ export class RunJournal {
     });
   }
 
-  /** Sub-tasks a planner made, before they join the run. */
-  addSubtasks(planner: string, tasks: readonly TaskSpec[]): void {
-    this.attempt(() => this.store.addTasks(this.runId, tasks.map((t) => ({ id: t.id, spec: t, parent: planner }))));
-    this.check();
+  /** Sub-tasks a planner's answer made, kept until the supervisor has taken them in (`task:planned`). */
+  private readonly accepted = new Map<string, readonly TaskSpec[]>();
+
+  /** A planner's answer passed the check; its sub-tasks are written when they join the run. */
+  acceptSubtasks(planner: string, tasks: readonly TaskSpec[]): void {
+    this.accepted.set(planner, tasks);
   }
 
   /**
-   * Before a model call leaves: what earlier calls spent is committed first, so a crash can never
-   * leave a resumed run's budget counting less than was spent. (Other writes ride the store's
-   * batch, committed within the same macrotask: a crash loses at most that much, which a resume
-   * runs again.)
+   * Before a model call leaves: what earlier calls spent is committed first, so a resumed budget
+   * counts every call that was answered before the next one left. (The answer to a call in flight
+   * when the process dies is lost with it; other writes ride the store's batch, committed within
+   * the same macrotask: a crash loses at most that much, which a resume runs again.)
    */
   beforeCall(): void {
     if (!this.spendPending) return;
@@ -178,7 +195,7 @@ export class RunJournal {
    * A side-effecting tool call: the result recorded for it in an earlier life of the run, or
    * the call made now and its result recorded (durable) before the agent sees it.
    */
-  async sideEffect(taskId: string, name: string, args: unknown, run: (idempotencyKey: string) => Promise<string>): Promise<string> {
+  async sideEffect(taskId: string, name: string, args: unknown, signal: AbortSignal, run: (idempotencyKey: string) => Promise<string>): Promise<string> {
     const base = `${taskId}\u0000${name}\u0000${canonicalJson(args)}`;
     const n = this.toolSeen.get(base) ?? 0;
     this.toolSeen.set(base, n + 1);
@@ -195,7 +212,8 @@ export class RunJournal {
       // resume; the key, the same both times, lets the tool's server see it is a repeat.
       content = await run(createHash('sha256').update(`${this.runId}\u0000${key}`).digest('hex').slice(0, 32));
     } catch (error) {
-      this.attempt(() => this.store.recordToolResult(this.runId, key, (error as Error).message ?? String(error), true));
+      // A call cut short (its attempt cancelled or timed out) has no result to replay.
+      if (!signal.aborted) this.attempt(() => this.store.recordToolResult(this.runId, key, (error as Error).message ?? String(error), true));
       throw error;
     }
     this.attempt(() => this.store.recordToolResult(this.runId, key, content, false));
@@ -245,8 +263,14 @@ export function restoreOf(
   expander: PlanExpander,
   planTaskIds: ReadonlySet<string>,
 ): RunRestore {
+  // What the task rows do not keep for an unfinished task: its failed (retried) attempts, and
+  // those a crash interrupted. Both count against its retries.
   const interrupted = new Map<string, number>();
-  for (const a of attempts) if (a.endedAt === null) interrupted.set(a.taskId, (interrupted.get(a.taskId) ?? 0) + 1);
+  const failed = new Map<string, number>();
+  for (const a of attempts) {
+    if (a.endedAt === null) interrupted.set(a.taskId, (interrupted.get(a.taskId) ?? 0) + 1);
+    else if (a.status === 'failed') failed.set(a.taskId, (failed.get(a.taskId) ?? 0) + 1);
+  }
   const byId = new Map(rows.map((r) => [r.taskId, r]));
   const depthOf = new Map<string, number>([...planTaskIds].map((id) => [id, 0]));
   const expansions: RunRestore['expansions'] = [];
@@ -257,9 +281,13 @@ export function restoreOf(
     const list = groups.get(row.parent) ?? groups.set(row.parent, []).get(row.parent)!;
     list.push(row.spec as TaskSpec);
   }
-  for (const [planner, specs] of groups) {
+  for (const [planner, all] of groups) {
     // Only a planner that completed has sub-tasks; one that had not will plan again.
-    if (byId.get(planner)?.status !== 'completed' || !depthOf.has(planner)) continue;
+    const row = byId.get(planner);
+    if (row?.status !== 'completed' || !depthOf.has(planner)) continue;
+    // Those of its completed answer (older rows of an answer that never joined are left out).
+    const made = (row.extra as Partial<PlannerExtra> | null)?.subtasks;
+    const specs = made ? all.filter((s) => made.includes(s.id)) : all;
     const depth = depthOf.get(planner)! + 1;
     for (const spec of specs) depthOf.set(spec.id, depth);
     expansions.push({ planner, tasks: expander.resolve(planner, depth, specs) });
@@ -275,7 +303,7 @@ export function restoreOf(
       attempts: row.attempts,
       // Attempts a crash interrupted count against the task's retries: a task that takes the
       // process down each time it runs is not dispatched forever.
-      retries: row.retries + (interrupted.get(row.taskId) ?? 0),
+      retries: row.status === 'completed' ? row.retries : Math.max(row.retries, failed.get(row.taskId) ?? 0) + (interrupted.get(row.taskId) ?? 0),
       requests: row.requests,
       usage: (row.usage as Usage | null) ?? ZERO_USAGE,
       costUsd: spentByTask[row.taskId] ?? row.costUsd ?? 0,

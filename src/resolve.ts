@@ -155,7 +155,8 @@ export function resolveTask(plan: Plan, spec: TaskSpec, rank: number, opts: Task
 /** Cache-aware fan-out: on by default where the wire has explicit cache breakpoints (Anthropic). */
 function cacheFanOutOf(provider: Plan['providers'][string]): boolean {
   const protocol = provider.type === 'sim' ? (provider.sim?.protocol ?? 'anthropic') : provider.type;
-  return provider.cacheFanOut ?? (protocol === 'anthropic' && provider.cache !== false);
+  // Without breakpoints there is nothing to wait for; OpenAI caches by itself, so fan-out is opt-in there.
+  return provider.cache !== false && (provider.cacheFanOut ?? protocol === 'anthropic');
 }
 
 function plannerInstructions(plan: Plan, t: TaskSpec, depth: number, toolNames: readonly string[]): string {

@@ -11,7 +11,7 @@
  *    output is the run's result.
  */
 import { createEmitter, type Emitter } from './util/emitter.js';
-import { nanoid } from 'nanoid';
+import { customAlphabet, nanoid } from 'nanoid';
 import type { CacheWarmEvent } from '../machines/protocol.js';
 import type { PlanExpansion, PlanExpansionInput } from '../machines/supervisor.machine.js';
 import { PlanExpander } from './planner.js';
@@ -115,7 +115,8 @@ export interface RunHandle {
   readonly events: Emitter<RunEvents>;
   /**
    * The run's result. It resolves for every ending, cancelled and partial included; it rejects
-   * only when the run cannot start (an MCP server that does not connect, a tool it lacks).
+   * when the run cannot start (an MCP server that does not connect, a tool it lacks), and with a
+   * StoreError when its journal cannot be written (the run stops; resume it once that is fixed).
    */
   readonly result: Promise<RunResult>;
   /** Cancels the run: nothing new starts, agents in flight are aborted, results so far are kept. */
@@ -162,14 +163,14 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   const storeOf = (): Store | undefined => {
     if (options.store === false) return undefined;
     if (typeof options.store === 'object') return options.store;
-    store ??= openStore(options.store ?? env.SWARMSTATE_STORE, { onError: (e) => journals.forEach((j) => j.failWith(e)) });
+    store ??= openStore(options.store ?? (env.SWARMSTATE_STORE || undefined), { onError: (e) => journals.forEach((j) => j.failWith(e)) });
     return store;
   };
   const journals = new Set<{ failWith(e: StoreError): void }>();
   const owner = { id: nanoid(10), pid: process.pid, host: hostname() };
 
   /** Starts a run (new, or resumed from its journal); the plan is valid and the run locked. */
-  const start = (plan: Plan, runId: string, restore: { rows: TaskRow[]; attempts: AttemptRow[]; spent: Spent } | undefined): RunHandle => {
+  const start = (plan: Plan, runId: string, seed: number, restore: { rows: TaskRow[]; attempts: AttemptRow[]; spent: Spent } | undefined): RunHandle => {
     const events = createEmitter<RunEvents>();
     const durable = storeOf();
     runningHere.add(runId);
@@ -190,7 +191,12 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     let cancelled: string | undefined;
     const heartbeat = durable ? setInterval(() => {
       try {
-        durable.heartbeat(runId, owner.id);
+        // Another process took the lock over (this one stalled past the stale limit): stop, so
+        // the run never goes on in two places.
+        if (!durable.heartbeat(runId, owner.id)) {
+          cancelled = 'lost the run\'s lock to another process';
+          actor?.send({ type: 'CANCEL', reason: cancelled });
+        }
       } catch {
         // A journal that fails stops the run through its next write.
       }
@@ -227,7 +233,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           env,
           busTools,
           toolTokens: (names) => runTools.specTokens(names),
-          seed: options.seed ?? 0,
+          seed,
           backoff: options.backoff ?? { baseMs: 500, maxMs: 30_000 },
           ...(options.breaker ? { breaker: options.breaker } : {}),
           ...(options.shareTools === false ? { shareTools: false } : {}),
@@ -237,7 +243,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         const expander = new PlanExpander(
           plan,
           { toolTokens: (names) => runTools.specTokens(names), toolNames: busTools.map((t) => t.name) },
-          journal ? (planner, specs) => journal.addSubtasks(planner, specs) : undefined,
+          journal ? (planner, specs) => journal.acceptSubtasks(planner, specs) : undefined,
         );
         if (restore) {
           input.restore = restoreOf(restore.rows, restore.attempts, restore.spent.byTask, expander, new Set(plan.tasks.map((t) => t.id)));
@@ -308,6 +314,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
 
   /** Takes the run's lock for this process, or says who holds it. */
   const lock = (durable: Store, runId: string) => {
+    if (runningHere.has(runId)) throw new RunLockedError(runId, { pid: process.pid, host: owner.host, since: Date.now() });
     let got = durable.acquireLock(runId, owner);
     // Held by this very process for a run it no longer runs (its journal broke before it could
     // let go): stale, take it over.
@@ -318,7 +325,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   return {
     run(raw, runOptions = {}) {
       const plan = parsePlan(raw, { env, tools: tools.keys() });
-      const runId = nanoid(12);
+      const runId = newRunId();
       const durable = storeOf();
       if (durable) {
         durable.createRun({
@@ -331,7 +338,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         });
         lock(durable, runId);
       }
-      return start(plan, runId, undefined);
+      return start(plan, runId, options.seed ?? 0, undefined);
     },
 
     resume(runId, resumeOptions = {}) {
@@ -351,7 +358,10 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       const plan = parsePlan(raw, { env, tools: tools.keys() });
       lock(durable, runId);
       try {
-        return start(plan, runId, { rows: durable.loadTasks(runId), attempts: durable.loadAttempts(runId), spent: durable.spent(runId) });
+        // The run's own seed, as it started: the same jitter and route draws as if never interrupted.
+        const recorded = (record.options as { seed?: unknown } | null)?.seed;
+        const seed = typeof recorded === 'number' ? recorded : (options.seed ?? 0);
+        return start(plan, runId, seed, { rows: durable.loadTasks(runId), attempts: durable.loadAttempts(runId), spent: durable.spent(runId) });
       } catch (error) {
         durable.releaseLock(runId, owner.id);
         throw error;
@@ -383,6 +393,9 @@ interface RunEffects {
   /** Tools whose calls have no side effect (their results are not journaled). */
   readOnly: ReadonlySet<string>;
 }
+
+/** Run ids: letters and digits only (a leading "-" would read as an option on the command line). */
+const newRunId = customAlphabet('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz', 12);
 
 /** Runs this process is running now (a lock it holds for any other run is stale). */
 const runningHere = new Set<string>();
@@ -481,7 +494,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
   const executeTool = fromPromise<string, ToolExecInput>(({ input: call, signal }) => {
     if (!journal) return runTools.execute(call.name, call.args, signal);
     // A call with a side effect runs once per run: a resumed agent gets the recorded result.
-    if (call.taskId !== undefined && !readOnly.has(call.name)) return journal.sideEffect(call.taskId, call.name, call.args, (idempotencyKey) => runTools.execute(call.name, call.args, signal, idempotencyKey));
+    if (call.taskId !== undefined && !readOnly.has(call.name)) return journal.sideEffect(call.taskId, call.name, call.args, signal, (idempotencyKey) => runTools.execute(call.name, call.args, signal, idempotencyKey));
     journal.flush();
     return runTools.execute(call.name, call.args, signal);
   });

@@ -1,6 +1,7 @@
 /**
  * The `swarmstate` command. Exit codes: 0 every task completed; 1 the run ended partial, failed,
- * cancelled or over budget; 2 an invalid plan, config or command line (every problem listed on stderr).
+ * cancelled or over budget; 2 an invalid plan, config or command line (every problem listed on
+ * stderr); 3 the run is held by another process; 4 the run's journal could not be written.
  */
 import { readFile, writeFile, appendFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -279,7 +280,7 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
   } catch (error) {
     if (error instanceof StoreError) {
       // The journal failed mid-run: the run stopped, what was committed is intact.
-      io.err.write(`swarmstate: ${error.message}\nthe run stopped; fix the disk, then: swarmstate resume ${run.id}\n`);
+      io.err.write(`swarmstate: ${error.message}\nthe run stopped; fix the disk, then: swarmstate resume ${run.id}${flags.store !== undefined ? ` --store ${flags.store}` : ''}\n`);
       return EXIT.journal;
     }
     // The run could not start: a tool its server lacks, a server that does not connect.
@@ -311,7 +312,7 @@ function listRuns(store: string | undefined, json: boolean, io: { out: NodeJS.Wr
   let runs;
   let journal;
   try {
-    journal = openStore(store ?? process.env.SWARMSTATE_STORE);
+    journal = openStore(store ?? (process.env.SWARMSTATE_STORE || undefined));
     runs = journal.listRuns(200);
   } catch (error) {
     io.err.write(`swarmstate: ${(error as Error).message}\n`);

@@ -5,7 +5,7 @@
  * comparison. It serializes nothing but what is stored anyway (a task's usage, its error).
  *
  *   task:started    -> taskStarted (route: the event's `<provider>/<model>`, else the plan model)
- *   task:completed  -> taskCompleted (durable now)
+ *   task:completed  -> taskCompleted (batched)
  *   task:failed     -> taskFailed, final = !willRetry
  *   task:skipped    -> taskFinal('skipped', reason)
  *   task:cancelled  -> taskFinal('cancelled', 'cancelled')

@@ -233,7 +233,13 @@ export class MemoryStore implements Store {
     const known = this.runData(runId).tasks;
     let added = 0;
     tasks.forEach((t, i) => {
-      if (known.has(t.id)) return; // like ON CONFLICT DO NOTHING
+      const existing = known.get(t.id);
+      if (existing) {
+        // A planner that plans again may reuse an id: its new spec replaces the old.
+        existing.specJson = specs[i]!;
+        existing.parent = t.parent;
+        return;
+      }
       known.set(t.id, { ...newTask(at), specJson: specs[i], parent: t.parent });
       added += 1;
     });

@@ -208,7 +208,10 @@ export class SqliteStore implements Store {
     this.write('add tasks', true, () => {
       let added = 0;
       for (let i = 0; i < tasks.length; i++) {
-        added += this.st.taskAdd.run(runId, tasks[i].id, specs[i], tasks[i].parent, at).changes;
+        // A planner that plans again (after a crash) may reuse an id: its new spec replaces the old.
+        const known = this.st.taskStatus.get(runId, tasks[i].id) !== undefined;
+        this.st.taskAdd.run(runId, tasks[i].id, specs[i], tasks[i].parent, at);
+        if (!known) added += 1;
       }
       if (added > 0) this.st.runTotal.run(added, at, runId);
     });

@@ -140,7 +140,7 @@ export function prepare(db: Database.Database) {
     ),
     taskAdd: p(
       `INSERT INTO tasks (run_id, task_id, status, spec_json, parent, updated_at) VALUES (?, ?, 'pending', ?, ?, ?)
-       ON CONFLICT (run_id, task_id) DO NOTHING`,
+       ON CONFLICT (run_id, task_id) DO UPDATE SET spec_json = excluded.spec_json, parent = excluded.parent, updated_at = excluded.updated_at`,
     ),
     taskExtra: p(
       `INSERT INTO tasks (run_id, task_id, status, extra_json, updated_at) VALUES (?, ?, 'pending', ?, ?)

@@ -176,7 +176,7 @@ export interface Store {
   /**
    * Task row -> `completed` with its output, usage, cost, requests and retries (as given: the
    * caller's totals); the attempt row ends `completed` with the same numbers; the run's
-   * tasksDone + 1 the first time the task completes. Durable now.
+   * tasksDone + 1 the first time the task completes. Batched (see above).
    */
   taskCompleted(
     runId: string,
@@ -196,7 +196,10 @@ export interface Store {
   taskFailed(runId: string, taskId: string, attempt: number, error: unknown, final: boolean, at: number): void;
   /** Task row -> `skipped` or `cancelled` with the reason; an attempt still open ends `cancelled`. Batched. */
   taskFinal(runId: string, taskId: string, status: 'skipped' | 'cancelled', reason: string, at: number): void;
-  /** Planner sub-tasks joining the run (status `pending`); the run's tasksTotal + n. Durable now. */
+  /**
+   * Planner sub-tasks joining the run (status `pending`); the run's tasksTotal + the new ones. An
+   * id already known keeps its row and gets the new spec (a planner that planned again). Durable now.
+   */
   addTasks(runId: string, tasks: readonly NewTask[]): void;
   /** Replaces the task's opaque extra state. Batched. */
   setTaskExtra(runId: string, taskId: string, extra: unknown): void;

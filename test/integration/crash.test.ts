@@ -117,6 +117,7 @@ describe('crash and resume', () => {
         final = ended;
       }
     }
+    if (process.env.CRASH_VERBOSE) console.log(`kills at ${kills.join(", ")} ms; tasks done at each kill: ${doneAtKill.join(", ")}`);
     expect(final, `kills at ${kills.join(', ')} ms`).toBeDefined();
     // At least three kills landed mid-run, each later than the one before.
     expect(doneAtKill.filter((n) => n > 0 && n < 200).length, `tasks done at each kill: ${doneAtKill.join(', ')}`).toBeGreaterThanOrEqual(3);

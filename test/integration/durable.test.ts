@@ -146,6 +146,39 @@ describe('resume through the API', () => {
     expect(events.filter((e) => e.type === 'task:reviewed').map((e) => (e as { round: number }).round)).toEqual([2, 3]);
   });
 
+  it('retries spent before the interruption stay spent: a failing task gets no fresh budget from a resume', async () => {
+    const file = join(dir, 'retries.db');
+    const slow = await startSim({ latency: { ttftMs: 300 } });
+    try {
+      const plan = {
+        providers: { p: { type: 'anthropic', baseURL: slow.url, keys: [{ env: 'DURABLE_KEY' }] } },
+        models: { m: { provider: 'p', model: 'claude-haiku-4-5', maxTokens: 16 } },
+        // Every attempt passes its 50 ms deadline: 1 + 2 retries, then the task fails.
+        tasks: [{ id: 'late', model: 'm', prompt: 'too slow', timeoutMs: 50, maxRetries: 2 }],
+      };
+      // Attempts that ran to a failure (the one the cancel cuts short is not one of them).
+      let failures = 0;
+      const swarm = createSwarm({ env, store: file, backoff: { baseMs: 1, maxMs: 2 } });
+      const run = swarm.run(plan);
+      run.events.on('task:failed', (e) => {
+        failures += 1;
+        if (e.willRetry) run.cancel('interrupted after one failed attempt');
+      });
+      await run.result;
+      await swarm.close();
+      const again = createSwarm({ env, store: file, backoff: { baseMs: 1, maxMs: 2 } });
+      const resumed = again.resume(run.id);
+      resumed.events.on('task:failed', () => void (failures += 1));
+      const result = await resumed.result;
+      await again.close();
+      expect(result.tasks.late!.status).toBe('failed');
+      // 1 + maxRetries attempts in all, as without the interruption (a fresh budget would make 4).
+      expect(failures).toBe(3);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('resuming a finished run gives its result; an unknown run is a clear error', async () => {
     const file = join(dir, 'finished.db');
     const swarm = createSwarm({ env, store: file });

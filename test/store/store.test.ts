@@ -158,17 +158,17 @@ describe.each(makers)('%s', (_name, make) => {
     store.close();
   });
 
-  it('adds planner sub-tasks once each, and keeps opaque extra state', () => {
+  it('adds planner sub-tasks once each (a known id takes the new spec), and keeps opaque extra state', () => {
     const { store, clock } = setup();
     clock.t = 2000;
     store.addTasks('r1', [
       { id: 'a.1', spec: { prompt: 'part 1', model: 'm' }, parent: 'a' },
       { id: 'a.2', spec: { prompt: 'part 2', deps: ['a.1'] }, parent: 'a' },
     ]);
-    store.addTasks('r1', [{ id: 'a.1', spec: { prompt: 'again' }, parent: 'x' }]); // known: left alone
+    store.addTasks('r1', [{ id: 'a.1', spec: { prompt: 'again' }, parent: 'x' }]); // known: not counted again, new spec
     expect(store.getRun('r1')).toMatchObject({ tasksTotal: 4, updatedAt: 2000 });
     expect(store.loadTasks('r1')).toEqual([
-      expect.objectContaining({ taskId: 'a.1', status: 'pending', spec: { prompt: 'part 1', model: 'm' }, parent: 'a', updatedAt: 2000 }),
+      expect.objectContaining({ taskId: 'a.1', status: 'pending', spec: { prompt: 'again' }, parent: 'x', updatedAt: 2000 }),
       expect.objectContaining({ taskId: 'a.2', status: 'pending', spec: { prompt: 'part 2', deps: ['a.1'] }, parent: 'a' }),
     ]);
     store.setTaskExtra('r1', 'a.2', { round: 2, feedback: ['shorter'] });
