@@ -224,10 +224,9 @@ export const agentMachine = setup({
       }
       const seq = context.seq + 1;
       const requestId = requestIdOf(context, seq);
-      enqueue.assign({ seq, pending: { kind: 'lease', requestId } });
       // Admitted by a closed breaker: the call's outcome is still reported to it (that is how it
-      // counts failures and opens).
-      if (breaker) enqueue.assign({ admission: { requestId, probe: false } });
+      // counts failures and opens). One assign: each one copies the whole context.
+      enqueue.assign(breaker ? { seq, pending: { kind: 'lease', requestId }, admission: { requestId, probe: false } } : { seq, pending: { kind: 'lease', requestId } });
       const pool = poolOf(system, context);
       if (!pool) {
         // Nobody to lease a key from: fail now rather than wait for the deadline.
@@ -246,9 +245,11 @@ export const agentMachine = setup({
       enqueue.sendTo(pool, event);
     }),
 
-    callStarted: enqueueActions(({ context, enqueue, self }) => {
-      enqueue.assign({ requests: context.requests + 1, callStartedAt: nowOf(self) });
-      enqueueReport(enqueue, { type: 'model:request', ...callFacts(context, context.lease!.keyId) });
+    /** A key is leased: the call starts now (one assign for both: each one copies the whole context). */
+    leaseGranted: enqueueActions(({ context, event, enqueue, self }) => {
+      const { leaseId, keyId } = event as Extract<AgentEvent, { type: 'LEASE.GRANTED' }>;
+      enqueue.assign({ lease: { leaseId, keyId }, pending: null, requests: context.requests + 1, callStartedAt: nowOf(self) });
+      enqueueReport(enqueue, { type: 'model:request', ...callFacts(context, keyId) });
     }),
 
     /** A successful reply: release the lease with its usage, tell the breaker, keep the reply. */
@@ -305,6 +306,18 @@ export const agentMachine = setup({
       turn: context.turn + 1,
       messages: [...context.messages, { role: 'assistant' as const, content: outputOf(event).content }],
     })),
+
+    /** The final reply: it joins the conversation and is the attempt's output (one assign). */
+    finishReply: assign(({ context, event }) => {
+      const content = outputOf(event).content;
+      return {
+        overflowRetried: false,
+        turn: context.turn + 1,
+        messages: [...context.messages, { role: 'assistant' as const, content }],
+        output: textOf(content),
+        status: 'completed' as const,
+      };
+    }),
 
     /** Replaces the middle of the conversation with the summary just written, or a marker. */
     compactNow: enqueueActions(({ context, event, enqueue }) => {
@@ -465,7 +478,10 @@ export const agentMachine = setup({
         const target = system.get(to);
         if (target) enqueue.sendTo(target, event);
       }
-      enqueue.assign({ pending: null, admission: null, lease: null, reservation: null });
+      // Nothing held (the common way out): no context copy.
+      if (context.pending || context.admission || context.lease || context.reservation) {
+        enqueue.assign({ pending: null, admission: null, lease: null, reservation: null });
+      }
     }),
   },
   delays: {
@@ -615,7 +631,7 @@ export const agentMachine = setup({
                 'LEASE.GRANTED': {
                   guard: 'isPending',
                   target: '#agent.active.running',
-                  actions: assign({ lease: ({ event }) => ({ leaseId: event.leaseId, keyId: event.keyId }), pending: null }),
+                  actions: 'leaseGranted',
                 },
                 'LEASE.DENIED': {
                   guard: 'isPending',
@@ -651,7 +667,6 @@ export const agentMachine = setup({
           ],
         },
         running: {
-          entry: 'callStarted',
           invoke: {
             id: 'callModel',
             src: 'callModel',
@@ -659,10 +674,7 @@ export const agentMachine = setup({
             onDone: [
               { guard: 'isSummary', target: 'waiting', actions: ['settleSuccess', 'compactNow'] },
               { guard: 'wantsTools', target: 'tools', actions: ['settleSuccess', 'appendReply'] },
-              {
-                target: '#agent.done',
-                actions: ['settleSuccess', 'appendReply', assign({ output: ({ event }) => textOf(event.output.content) })],
-              },
+              { target: '#agent.done', actions: ['settleSuccess', 'finishReply'] },
             ],
             onError: [
               // The provider says the request is too long: compact and try once more.
@@ -718,9 +730,9 @@ export const agentMachine = setup({
         },
       },
     },
+    /** Reached only with the final reply, whose action set the status. */
     done: {
       type: 'final',
-      entry: assign({ status: 'completed' }),
     },
     failed: {
       type: 'final',

@@ -369,7 +369,8 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     },
 
     runs(limit) {
-      return storeOf()?.listRuns(limit) ?? [];
+      const durable = storeOf();
+      return durable ? withLiveness(durable, durable.listRuns(limit)) : [];
     },
 
     async close() {
@@ -396,6 +397,11 @@ interface RunEffects {
 
 /** Run ids: letters and digits only (a leading "-" would read as an option on the command line). */
 const newRunId = customAlphabet('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz', 12);
+
+/** A run journaled as `running` whose lock no live process holds died (or never started): `interrupted`. */
+export function withLiveness(store: Store, runs: RunSummary[]): RunSummary[] {
+  return runs.map((r) => (r.status === 'running' && !runningHere.has(r.id) && !store.isHeld(r.id) ? { ...r, status: 'interrupted' as const } : r));
+}
 
 /** Runs this process is running now (a lock it holds for any other run is stale). */
 const runningHere = new Set<string>();

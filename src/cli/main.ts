@@ -6,7 +6,7 @@
 import { readFile, writeFile, appendFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { dirname, join, resolve } from 'node:path';
-import { createSwarm, RunLockedError } from '../swarm.js';
+import { createSwarm, RunLockedError, withLiveness } from '../swarm.js';
 import { openStore, StoreError } from '../store/index.js';
 import { PlanValidationError, validatePlan } from '../plan/index.js';
 import type { RunResult } from '../../machines/runTable.js';
@@ -313,7 +313,7 @@ function listRuns(store: string | undefined, json: boolean, io: { out: NodeJS.Wr
   let journal;
   try {
     journal = openStore(store ?? (process.env.SWARMSTATE_STORE || undefined));
-    runs = journal.listRuns(200);
+    runs = withLiveness(journal, journal.listRuns(200));
   } catch (error) {
     io.err.write(`swarmstate: ${(error as Error).message}\n`);
     return EXIT.journal;

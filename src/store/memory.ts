@@ -374,6 +374,12 @@ export class MemoryStore implements Store {
     return { ok: true };
   }
 
+  isHeld(runId: string, staleMs = 30_000): boolean {
+    this.open();
+    const held = this.locks.get(runId);
+    return held !== undefined && !mayTake(held, '', this.now(), staleMs);
+  }
+
   heartbeat(runId: string, ownerId: string): boolean {
     this.open();
     const held = this.locks.get(runId);

@@ -180,10 +180,10 @@ export class SqliteStore implements Store {
   ): void {
     const usageJson = toJson(usage);
     this.write('record task completion', false, () => {
-      const before = this.st.taskStatus.get(runId, taskId);
+      // One statement fewer per task than reading the status first (this is the journal's hot path).
+      this.st.runDoneOnce.run(at, runId, runId, taskId);
       this.st.taskComplete.run(runId, taskId, attempt, output, usageJson, costUsd, requests, retries, at);
       this.st.attemptComplete.run(runId, taskId, attempt, at, at, requests, usageJson, costUsd);
-      if (before !== 'completed') this.st.runDone.run(at, runId);
     });
   }
 
@@ -335,6 +335,14 @@ export class SqliteStore implements Store {
       this.st.lockPut.run(runId, owner.id, owner.pid, owner.host, now, now);
       return { ok: true };
     });
+  }
+
+  isHeld(runId: string, staleMs = 30_000): boolean {
+    const row = this.read(() => this.st.lockGet.get(runId)) as
+      | { owner: string; pid: number; host: string; acquired_at: number; heartbeat_at: number }
+      | undefined;
+    if (row === undefined) return false;
+    return !mayTake({ owner: row.owner, pid: row.pid, host: row.host, acquiredAt: row.acquired_at, heartbeatAt: row.heartbeat_at }, '', this.now(), staleMs);
   }
 
   heartbeat(runId: string, ownerId: string): boolean {

@@ -231,6 +231,8 @@ export interface Store {
   acquireLock(runId: string, owner: LockOwner, staleMs?: number): LockResult;
   /** Refreshes the heartbeat; false when `ownerId` does not hold the lock (any more). Durable now. */
   heartbeat(runId: string, ownerId: string): boolean;
+  /** Whether a live process holds the run's lock (one that could not be taken over now). */
+  isHeld(runId: string, staleMs?: number): boolean;
   /** Lets go of the lock if `ownerId` holds it. Durable now. */
   releaseLock(runId: string, ownerId: string): void;
 

@@ -181,6 +181,9 @@ describe('crash and resume', () => {
     const store = new SqliteStore(db);
     const runId = store.listRuns()[0]!.id;
     store.close();
+    // Journaled as running, but no live process holds it: `runs` says interrupted.
+    const listed = await cli(['runs', '--json', '--store', db]).done;
+    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ id: runId, status: 'interrupted' })]);
 
     const a = cli(['resume', runId, '--json', '--store', db]);
     const b = cli(['resume', runId, '--json', '--store', db]);
