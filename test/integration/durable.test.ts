@@ -9,7 +9,9 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocketServer } from 'ws';
 import { createSwarm, startSim, StoreError, SqliteStore, type RunEvent, type SimServer } from '../../src/index.js';
 
 const exec = promisify(execFile);
@@ -216,7 +218,7 @@ describe('the CLI', () => {
     expect(sim.stats().requests).toBe(before);
   });
 
-  it('no key reaches the journal, the events, the report or any output', async () => {
+  it('no key reaches the journal, the events, the report, the inspector or any output', async () => {
     const inline = 'sk-inline-SECRET-4242424242';
     const fromEnv = 'sk-env-SECRET-1717171717';
     const wrong = 'sk-revoked-SECRET-9999999999';
@@ -242,8 +244,16 @@ describe('the CLI', () => {
       const events = join(dir, 'secret-events.ndjson');
       const report = join(dir, 'secret-report.html');
       const outputs: string[] = [];
-      const run = await cli(['run', planFile, '--store', db, '--events', events, '--report', report], { SECRET_KEY: fromEnv });
-      outputs.push(run.stdout, run.stderr);
+      // The inspector's messages too: every actor's snapshots and events, over a WebSocket.
+      const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+      await new Promise<void>((r) => wss.once('listening', () => r()));
+      const inspected: string[] = [];
+      wss.on('connection', (socket) => socket.on('message', (data) => inspected.push(data.toString())));
+      const inspectUrl = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`;
+      const run = await cli(['run', planFile, '--store', db, '--events', events, '--report', report, '--inspect', '--inspect-url', inspectUrl], { SECRET_KEY: fromEnv });
+      await new Promise<void>((r) => wss.close(() => r()));
+      expect(inspected.length).toBeGreaterThan(50);
+      outputs.push(run.stdout, run.stderr, ...inspected);
       expect(run.code).toBe(1); // partial: the refused key's task failed
       const runs = await cli(['runs', '--store', db, '--json']);
       outputs.push(runs.stdout, runs.stderr);
