@@ -382,6 +382,8 @@ export type RunEvent =
       maxInFlight?: number;
       /** The run continues from its journal (a resume). */
       resumed?: boolean;
+      /** A resume: tasks that had completed before (they send no events of their own). */
+      alreadyCompleted?: number;
     }
   | { type: 'task:queued'; taskId: string }
   | { type: 'task:started'; taskId: string; attempt: number; model: string; route?: string }

@@ -263,7 +263,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         report(null, {
           type: 'run:started',
           runId,
-          tasks: input.tasks.length,
+          tasks: input.tasks.length + (input.restore?.expansions.reduce((n, e) => n + e.tasks.length, 0) ?? 0),
           models: Object.fromEntries(
             Object.entries(plan.models).map(([name, m]) => {
               const price = priceOf(m.model, m.price);
@@ -272,7 +272,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           ),
           keys: Object.fromEntries(input.providers.flatMap((p) => p.keys.map((k) => [k.keyId, k.limits]))),
           maxInFlight: input.maxInFlight,
-          ...(restore ? { resumed: true } : {}),
+          ...(input.restore ? { resumed: true, alreadyCompleted: input.restore.tasks.filter((t) => t.status === 'completed').length } : {}),
         });
         actor.start();
         if (cancelled !== undefined) actor.send({ type: 'CANCEL', reason: cancelled });

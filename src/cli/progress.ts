@@ -132,6 +132,8 @@ export function reduce(state: ProgressState, event: TimedRunEvent | RunEvent): P
     case 'run:started':
       state.runId = event.runId;
       state.total = event.tasks;
+      // A resume: what had completed before counts as done (those tasks send no events).
+      if (event.alreadyCompleted) state.counts.completed += event.alreadyCompleted;
       if (typeof at === 'number' && Number.isFinite(at)) state.startedAt = at;
       if (event.maxInFlight !== undefined) state.maxInFlight = event.maxInFlight;
       state.models = { ...(event.models ?? {}) };

@@ -260,3 +260,14 @@ describe('a progress writer never throws', () => {
     expect(() => progress.finish()).not.toThrow();
   });
 });
+
+describe('progress of a resumed run, or one with planners', () => {
+  it('counts the tasks completed before the resume, and the sub-tasks planners add', () => {
+    let state = reduce(progressState(), { type: 'run:started', runId: 'r', tasks: 10, resumed: true, alreadyCompleted: 6, at: 0 });
+    expect(state.counts.completed).toBe(6);
+    state = reduce(state, { type: 'task:planned', taskId: 'p', attempt: 1, subtasks: ['p/a', 'p/b'], depth: 1, at: 1 });
+    expect(state.total).toBe(12);
+    state = reduce(state, { type: 'task:completed', taskId: 'x', attempt: 1, output: '', usage: { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0 }, at: 2 });
+    expect(state.counts.completed).toBe(7);
+  });
+});
