@@ -41,6 +41,8 @@ import { RunTools } from './tools/registry.js';
 import { hasRedactions, redactPlan, restoreOf, RunJournal, unredactPlan } from './durable.js';
 import { openStore, type AttemptRow, type RunSummary, type Spent, type Store, type StoreError, type TaskRow } from './store/index.js';
 import { readFileSync } from 'node:fs';
+import { RemoteCalls, unwrap } from './distributed/remote.js';
+import type { BatchJob, ModelJob, RunConfig, ToolJob } from './distributed/protocol.js';
 import { hostname } from 'node:os';
 
 /** The public event stream of a run: one entry per RunEvent type. */
@@ -82,6 +84,13 @@ export interface SwarmOptions {
    * `.swarmstate/runs.db` in the working directory (SQLite, WAL).
    */
   store?: Store | string | false;
+  /**
+   * Distributed runs: this process coordinates (the DAG, the journal, the budget, the key and
+   * breaker actors) and every model and tool call goes to `swarmstate worker` processes through
+   * BullMQ on this Redis (`redis://host:6379`). Keys must come from the environment (`{ env }`):
+   * each worker reads its own. Without it, everything runs in this process.
+   */
+  redis?: string;
 }
 
 export interface RunOptions {
@@ -168,6 +177,8 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   };
   const journals = new Set<{ failWith(e: StoreError): void }>();
   const owner = { id: nanoid(10), pid: process.pid, host: hostname() };
+  /** Distributed runs: one connection to the call queue for every run of the swarm. */
+  const remote = options.redis ? new RemoteCalls(options.redis) : undefined;
 
   /** Starts a run (new, or resumed from its journal); the plan is valid and the run locked. */
   const start = (plan: Plan, runId: string, seed: number, restore: { rows: TaskRow[]; attempts: AttemptRow[]; spent: Spent } | undefined): RunHandle => {
@@ -250,7 +261,8 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           if (input.budgets) input.budgets.spent = { runUsd: restore.spent.total, byTask: restore.spent.byTask, byModel: restore.spent.byModel };
         }
         const keyIdsOf = new Map(input.providers.map((p) => [p.name, p.keys.map((k) => k.keyId)]));
-        const adapters = registry.forPlan(plan, (name) => keyIdsOf.get(name)!.map((id) => keyring.get(id).secret).filter((x) => x !== ''));
+        // A distributed run makes no call here: no adapters (and no embedded simulator) in the coordinator.
+        const adapters = remote ? new Map<string, Provider>() : registry.forPlan(plan, (name) => keyIdsOf.get(name)!.map((id) => keyring.get(id).secret).filter((x) => x !== ''));
         const budgetLeft = () => {
           const book = actor?.system.get('ledger')?.getSnapshot().context.book as { run(): { limitUsd?: number; spentUsd: number; reservedUsd: number } } | undefined;
           const run = book?.run();
@@ -258,7 +270,17 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         };
         const beforeDispatch = dispatchHook(hooks, plan, budgetLeft);
         const readOnly = new Set(busTools.filter((t) => t.readOnly).map((t) => t.name));
-        const machine = provideEffects(report, { keyring, adapters, runTools, beforeDispatch, beforeToolCall: toolHook(toolHooks), expander, journal, readOnly });
+        const machine = provideEffects(report, {
+          keyring,
+          adapters,
+          runTools,
+          beforeDispatch,
+          beforeToolCall: toolHook(toolHooks),
+          expander,
+          journal,
+          readOnly,
+          remote: remote ? { calls: remote, runId, config: { providers: plan.providers, tools: plan.tools } } : undefined,
+        });
         actor = createActor(machine, { input, clock, systemId: 'supervisor', ...(options.inspect ? { inspect: options.inspect } : {}) });
         report(null, {
           type: 'run:started',
@@ -325,6 +347,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   return {
     run(raw, runOptions = {}) {
       const plan = parsePlan(raw, { env, tools: tools.keys() });
+      if (remote) checkDistributable(plan);
       const runId = newRunId();
       const durable = storeOf();
       if (durable) {
@@ -356,6 +379,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         raw = unredactPlan(raw, source);
       }
       const plan = parsePlan(raw, { env, tools: tools.keys() });
+      if (remote) checkDistributable(plan);
       lock(durable, runId);
       try {
         // The run's own seed, as it started: the same jitter and route draws as if never interrupted.
@@ -378,6 +402,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       await Promise.allSettled([...live].map((r) => r.result));
       await registry.close();
       if (ownStore) store?.close();
+      await remote?.close();
       await Promise.allSettled(Object.values(options.providers ?? {}).map((p) => p.close?.()));
     },
   };
@@ -393,6 +418,8 @@ interface RunEffects {
   journal: RunJournal | undefined;
   /** Tools whose calls have no side effect (their results are not journaled). */
   readOnly: ReadonlySet<string>;
+  /** A distributed run: calls go to the workers as BullMQ jobs. */
+  remote: { calls: RemoteCalls; runId: string; config: RunConfig } | undefined;
 }
 
 /** Run ids: letters and digits only (a leading "-" would read as an option on the command line). */
@@ -408,6 +435,14 @@ const runningHere = new Set<string>();
 
 /** Run statuses a resume does not run again. */
 const FINISHED = new Set(['completed', 'partial', 'failed', 'budget_exceeded']);
+
+/** A distributed run's keys are read by each worker from its own environment: no inline key. */
+function checkDistributable(plan: Plan): void {
+  const issues = Object.entries(plan.providers).flatMap(([name, p]) =>
+    p.keys.flatMap((k, i) => (typeof k === 'string' ? [{ path: `providers.${name}.keys[${i}]`, message: 'a distributed run (--redis) needs keys from the environment ({"env": "NAME"}): each worker reads its own' }] : [])),
+  );
+  if (issues.length > 0) throw new PlanValidationError(issues);
+}
 
 /** A handle for a run that had already finished: its result as recorded. */
 function finishedHandle(runId: string, result: RunResult): RunHandle {
@@ -467,7 +502,7 @@ function dispatchHook(hooks: BeforeDispatch[], plan: Plan, budgetLeft: () => num
  * The machines with this run's effects: a model call through the provider's adapter with the
  * lease's key, tool calls through the run's tools, and every report into the event stream.
  */
-function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly }: RunEffects) {
+function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, remote }: RunEffects) {
   const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal, system }) => {
     const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
     try {
@@ -475,6 +510,26 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
       journal?.beforeCall();
       const naming = toolNaming(call.tools);
       const wire = toWire(naming, call.tools.flatMap((name) => runTools.spec(name) ?? []), call.messages);
+      const meta = { taskId: call.taskId, attempt: call.attempt, turn: call.turn };
+      if (remote) {
+        // A distributed run: a worker makes the call with this lease's key (its secret from the
+        // worker's own environment); the outcome comes back through the job.
+        const job: ModelJob = {
+          kind: 'model',
+          runId: remote.runId,
+          config: remote.config,
+          provider: call.provider,
+          model: call.model,
+          messages: wire.messages,
+          tools: wire.tools,
+          maxTokens: call.maxTokens,
+          keyId: call.keyId,
+          meta,
+          ...(call.system !== undefined ? { system: call.system } : {}),
+        };
+        const outcome = unwrap(await remote.calls.call(job, signal));
+        return fromWire(naming, (outcome as { model: ModelCallOutput }).model);
+      }
       const reply = await adapters.get(call.provider)!.call({
         provider: call.provider,
         model: call.model,
@@ -483,7 +538,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
         maxTokens: call.maxTokens,
         key: keyring.get(call.keyId),
         signal,
-        meta: { taskId: call.taskId, attempt: call.attempt, turn: call.turn },
+        meta,
         ...(call.system !== undefined ? { system: call.system } : {}),
         // A cache leader's response has begun: its prefix is readable, the tasks held behind it can go.
         ...(call.cacheLead
@@ -497,14 +552,24 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
       throw new ProviderError(e.code, keyring.redact(e.message), e.toJSON());
     }
   });
+  /** One tool execution: here, or (a distributed run) on a worker. */
+  const execute = async (name: string, args: unknown, signal: AbortSignal, idempotencyKey?: string): Promise<string> => {
+    if (!remote) return runTools.execute(name, args, signal, idempotencyKey);
+    const job: ToolJob = { kind: 'tool', runId: remote.runId, config: remote.config, name, args, ...(idempotencyKey ? { idempotencyKey } : {}) };
+    return (unwrap(await remote.calls.call(job, signal)) as { text: string }).text;
+  };
   const executeTool = fromPromise<string, ToolExecInput>(({ input: call, signal }) => {
-    if (!journal) return runTools.execute(call.name, call.args, signal);
+    if (!journal) return execute(call.name, call.args, signal);
     // A call with a side effect runs once per run: a resumed agent gets the recorded result.
-    if (call.taskId !== undefined && !readOnly.has(call.name)) return journal.sideEffect(call.taskId, call.name, call.args, signal, (idempotencyKey) => runTools.execute(call.name, call.args, signal, idempotencyKey));
+    if (call.taskId !== undefined && !readOnly.has(call.name)) return journal.sideEffect(call.taskId, call.name, call.args, signal, (idempotencyKey) => execute(call.name, call.args, signal, idempotencyKey));
     journal.flush();
-    return runTools.execute(call.name, call.args, signal);
+    return execute(call.name, call.args, signal);
   });
-  const executeBatch = fromPromise<ToolResult[], ToolBatchInput>(({ input: batch, signal }) => runTools.executeBatch(batch.name, batch.calls, signal));
+  const executeBatch = fromPromise<ToolResult[], ToolBatchInput>(async ({ input: batch, signal }) => {
+    if (!remote) return runTools.executeBatch(batch.name, batch.calls, signal);
+    const job: BatchJob = { kind: 'batch', runId: remote.runId, config: remote.config, name: batch.name, calls: batch.calls };
+    return (unwrap(await remote.calls.call(job, signal)) as { results: ToolResult[] }).results;
+  });
   const expandPlan = fromPromise<PlanExpansion, PlanExpansionInput>(async ({ input }) => expander.expand(input));
   return supervisorMachine.provide({
     actions: { report },

@@ -27,6 +27,7 @@ Usage:
                  [--quiet] [--inspect [--inspect-url <ws://...>]] [--real]
   swarmstate resume <runId> [--store <file>] [--plan <plan.json>] [--json] [--events <file>] [--report <file>] [--quiet]
   swarmstate runs [--store <file>] [--json]
+  swarmstate worker --redis <redis://host:6379> [--concurrency 8] [--lock-ms 30000]
   swarmstate validate <plan.json>
   swarmstate report <events.ndjson> [--out <file.html>] [--result <result.json>]
   swarmstate sim [--port 8787] [--seed <n>] [--keys k1,k2 --rpm <n>] [--fault-rate <x>]
@@ -41,6 +42,8 @@ Commands:
              completed tasks are not run again, budgets continue from what was spent. A run that
              had finished prints its result.
   runs       List the journaled runs: id, status, progress, cost.
+  worker     Make the model and tool calls of distributed runs (run --redis): start as many as
+             you like, on any machine with the keys' environment variables; stop them any time.
   validate   Check a plan and list every problem with its path; runs nothing.
   report     Build the HTML report of a run from its saved event stream (run --events).
   demo       Run the catalog swarm (examples/catalog-swarm: 841 tasks, 3 keys with limits, faults,
@@ -60,6 +63,10 @@ Options:
   --store <file>     The run journal: a SQLite file, or "memory" (no journal kept). Default
                      $SWARMSTATE_STORE, else .swarmstate/runs.db in the working directory.
   --plan <file>      resume: the plan file again, for a run whose plan had inline keys (never stored).
+  --redis <url>      run/resume: coordinate a distributed run on this Redis (BullMQ): every model
+                     and tool call goes to \`swarmstate worker\` processes. Keys from the environment only.
+  --concurrency <n>  worker: calls at once. Default 8.
+  --lock-ms <n>      worker: how soon another worker takes over the jobs of a worker that died. Default 30000.
   --quiet            No progress (on a terminal a live view, elsewhere one line per notable event).
   -h, --help         This help.
   -v, --version      The version.
@@ -88,6 +95,9 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
         quiet: { type: 'boolean', default: false },
         store: { type: 'string' },
         plan: { type: 'string' },
+        redis: { type: 'string' },
+        concurrency: { type: 'string' },
+        'lock-ms': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
         version: { type: 'boolean', short: 'v', default: false },
       },
@@ -127,6 +137,8 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
     }
     case 'runs':
       return listRuns(values.store, values.json, io);
+    case 'worker':
+      return workerCommand(values.redis, values.concurrency, values['lock-ms'], io);
     case 'resume': {
       const runId = rest[0];
       if (!runId) {
@@ -140,7 +152,7 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
       }
       return runPlan(
         { resume: runId, ...(planAgain !== undefined ? { plan: planAgain } : {}) },
-        { seed, json: values.json, quiet: values.quiet, events: values.events, report: values.report, inspect: undefined, store: values.store },
+        { seed, json: values.json, quiet: values.quiet, events: values.events, report: values.report, inspect: undefined, store: values.store, redis: values.redis },
         io,
       );
     }
@@ -165,6 +177,7 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
         {
           seed,
           store: values.store,
+          redis: values.redis,
           json: values.json,
           quiet: values.quiet,
           events: values.events,
@@ -211,6 +224,8 @@ interface RunFlags {
   inspect: string | undefined;
   /** --store: the journal's file, or "memory". */
   store: string | undefined;
+  /** --redis: coordinate a distributed run on this Redis. */
+  redis: string | undefined;
 }
 
 /** A new run of a plan (from its file), or a journaled run to resume. */
@@ -230,7 +245,18 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
   const inspector = flags.inspect
     ? (await import('./inspect.js')).attachInspector({ url: flags.inspect, onError: (e: Error) => void io.err.write(`inspect: ${e.message}\n`) })
     : undefined;
-  const swarm = createSwarm({ seed: flags.seed, ...(inspector ? { inspect: inspector.inspect } : {}), ...(flags.store !== undefined ? { store: flags.store } : {}) });
+  let swarm;
+  try {
+    swarm = createSwarm({
+      seed: flags.seed,
+      ...(inspector ? { inspect: inspector.inspect } : {}),
+      ...(flags.store !== undefined ? { store: flags.store } : {}),
+      ...(flags.redis !== undefined ? { redis: flags.redis } : {}),
+    });
+  } catch (error) {
+    io.err.write(`swarmstate: ${(error as Error).message}\n`);
+    return EXIT.invalid;
+  }
   let run;
   try {
     run = 'resume' in target ? swarm.resume(target.resume, target.plan !== undefined ? { plan: target.plan } : {}) : swarm.run(target.plan, { source: target.source });
@@ -247,7 +273,7 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
     io.err.write(`swarmstate: ${(error as Error).message}\n`);
     return error instanceof StoreError ? EXIT.journal : EXIT.invalid;
   }
-  if (!flags.quiet && !flags.json) io.err.write(`${'resume' in target ? 'resuming' : 'run'} ${run.id} (if interrupted: swarmstate resume ${run.id}${flags.store !== undefined ? ` --store ${flags.store}` : ''})\n`);
+  if (!flags.quiet && !flags.json) io.err.write(`${'resume' in target ? 'resuming' : 'run'} ${run.id} (if interrupted: swarmstate resume ${run.id}${flags.store !== undefined ? ` --store ${flags.store}` : ''}${flags.redis !== undefined ? ` --redis ${flags.redis}` : ''})\n`);
   // Every event is kept for the summary and the report, and written to --events as it comes.
   const seen: TimedRunEvent[] = [];
   run.events.on('*', (_type, event) => void seen.push(event as TimedRunEvent));
@@ -305,6 +331,41 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
   if (flags.json) io.out.write(JSON.stringify(result) + '\n');
   else io.out.write(formatSummaryTable(result, seen) + '\n');
   return result.status === 'completed' ? EXIT.ok : EXIT.incomplete;
+}
+
+/** `swarmstate worker`: runs calls of distributed runs until SIGINT or SIGTERM. */
+async function workerCommand(redis: string | undefined, concurrency: string | undefined, lockMs: string | undefined, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
+  if (!redis) {
+    io.err.write('swarmstate: worker needs --redis <redis://host:6379>\n');
+    return EXIT.invalid;
+  }
+  const n = concurrency === undefined ? 8 : Number(concurrency);
+  const lock = lockMs === undefined ? 30_000 : Number(lockMs);
+  if (!Number.isInteger(n) || n < 1) {
+    io.err.write(`swarmstate: --concurrency must be a positive integer, got "${concurrency}"\n`);
+    return EXIT.invalid;
+  }
+  if (!Number.isInteger(lock) || lock < 500) {
+    io.err.write(`swarmstate: --lock-ms must be an integer of at least 500, got "${lockMs}"\n`);
+    return EXIT.invalid;
+  }
+  const { startWorker } = await import('../distributed/worker.js');
+  let worker;
+  let calls = 0;
+  try {
+    worker = await startWorker({ redis, concurrency: n, lockMs: lock, onJob: () => void (calls += 1) });
+  } catch (error) {
+    io.err.write(`swarmstate: ${(error as Error).message}\n`);
+    return EXIT.invalid;
+  }
+  io.err.write(`worker ready: ${n} calls at once, queue on ${new URL(redis).host}\n`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await worker.close();
+  io.err.write(`worker stopped: ${calls} calls made\n`);
+  return EXIT.ok;
 }
 
 /** `swarmstate runs`: the journaled runs, newest first. */

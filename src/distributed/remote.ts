@@ -1,0 +1,98 @@
+/**
+ * The coordinator's side of a distributed run: model and tool calls as BullMQ jobs.
+ *
+ * `call(job)` adds the job under its content-derived id (src/distributed/protocol.ts) and waits
+ * for its outcome. BullMQ keeps one job per id, so a call whose job exists already (a resumed
+ * coordinator repeating an interrupted attempt) waits for that job, or takes its result if it is
+ * done, instead of running it again. Waiting listens to the queue's events and also looks at the
+ * job every few seconds, so a missed event (Redis restarting) costs a few seconds, not the run; a
+ * job Redis lost (a restart without persistence) is added again.
+ */
+import { Job, Queue, QueueEvents } from 'bullmq';
+import { ProviderError } from '../providers/errors.js';
+import { CALL_QUEUE, jobIdOf, type CallJob, type CallOutcome } from './protocol.js';
+import { redisOptions } from './redis.js';
+
+/** How long completed jobs stay readable (a resumed coordinator takes their results). */
+const KEEP_DONE_S = 7 * 24 * 3600;
+const CHECK_EVERY_MS = 2000;
+
+export class RemoteCalls {
+  private readonly queue: Queue;
+  private readonly events: QueueEvents;
+  /** Identical calls made so far by this coordinator, per content: the nth gets its own job. */
+  private readonly seen = new Map<string, number>();
+  private closed = false;
+
+  constructor(readonly url: string) {
+    this.queue = new Queue(CALL_QUEUE, { connection: redisOptions(url) });
+    this.events = new QueueEvents(CALL_QUEUE, { connection: redisOptions(url) });
+    // Connection errors are retried by the client; they must not crash the process.
+    this.queue.on('error', () => {});
+    this.events.on('error', () => {});
+  }
+
+  /** Sends a call to the workers and gives back its outcome (rejects on abort). */
+  async call(job: CallJob, signal: AbortSignal): Promise<CallOutcome> {
+    const base = jobIdOf(job, 0);
+    const n = this.seen.get(base) ?? 0;
+    this.seen.set(base, n + 1);
+    const id = n === 0 ? base : jobIdOf(job, n);
+    await this.add(id, job);
+    for (;;) {
+      if (signal.aborted) throw signal.reason ?? new Error('aborted');
+      if (this.closed) throw new Error('the coordinator is closing');
+      const found = await Job.fromId<CallJob, CallOutcome>(this.queue, id).catch(() => undefined);
+      if (found === undefined) {
+        // Redis lost the job (it restarted without persistence): send it again.
+        await this.add(id, job);
+        continue;
+      }
+      const state = await found.getState().catch(() => 'unknown');
+      if (state === 'completed') {
+        // Read again: the copy above may predate the completion (its return value not yet there).
+        const done = found.returnvalue ?? (await Job.fromId<CallJob, CallOutcome>(this.queue, id).catch(() => undefined))?.returnvalue;
+        if (done) return done;
+        continue;
+      }
+      if (state === 'failed') {
+        throw new ProviderError('internal', `call job ${id} failed on a worker: ${found.failedReason ?? 'unknown reason'}`, { retryable: true });
+      }
+      await this.waitFor(found, signal);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.allSettled([this.events.close(), this.queue.close()]);
+  }
+
+  private async add(id: string, job: CallJob): Promise<void> {
+    await this.queue.add(job.kind, job, {
+      jobId: id,
+      removeOnComplete: { age: KEEP_DONE_S },
+      removeOnFail: { age: KEEP_DONE_S },
+    });
+  }
+
+  /** Until the job ends, the call is aborted, or it is time to look again. */
+  private async waitFor(job: Job<CallJob, CallOutcome>, signal: AbortSignal): Promise<void> {
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<void>((resolve) => {
+      onAbort = () => resolve();
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      await Promise.race([job.waitUntilFinished(this.events, CHECK_EVERY_MS).catch(() => undefined), aborted]);
+    } finally {
+      signal.removeEventListener('abort', onAbort!);
+    }
+  }
+}
+
+/** Turns a job's outcome back into what the call's actor resolves with, or its error. */
+export function unwrap(outcome: CallOutcome): CallOutcome & { ok: true } {
+  if (outcome.ok) return outcome;
+  const { code, message, ...facts } = outcome.error;
+  throw new ProviderError(code, message, facts as ConstructorParameters<typeof ProviderError>[2]);
+}
