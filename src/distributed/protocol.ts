@@ -10,9 +10,9 @@
  */
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../../machines/canonical.js';
-import type { ErrorInfo, Message, ModelCallOutput, ToolResult } from '../../machines/protocol.js';
+import type { ErrorInfo, ModelCallOutput, ToolResult } from '../../machines/protocol.js';
 import type { Plan } from '../plan/index.js';
-import type { ToolSpec } from '../providers/types.js';
+import type { ProviderRequest } from '../providers/types.js';
 
 /** The one queue every run's calls go through. */
 export const CALL_QUEUE = 'swarmstate-calls';
@@ -23,20 +23,14 @@ export interface RunConfig {
   tools: Plan['tools'];
 }
 
-export interface ModelJob {
+/** A model call: the provider request as the coordinator built it, with its key named by id only. */
+export type ModelJob = {
   kind: 'model';
   runId: string;
   config: RunConfig;
-  provider: string;
-  model: string;
-  system?: string;
-  messages: Message[];
-  tools: ToolSpec[];
-  maxTokens: number;
   /** The lease's key (`<provider>:<fingerprint>`); the worker finds its secret in its own environment. */
   keyId: string;
-  meta: { taskId: string; attempt: number; turn: number };
-}
+} & Omit<ProviderRequest, 'key' | 'signal' | 'onResponseStart'>;
 
 export interface ToolJob {
   kind: 'tool';
