@@ -16,6 +16,8 @@ import type { ProviderRequest } from '../providers/types.js';
 
 /** The one queue every run's calls go through. */
 export const CALL_QUEUE = 'swarmstate-calls';
+/** Pub/sub channel: the id of a job whose caller gave up (an attempt cancelled or past its deadline). */
+export const CANCEL_CHANNEL = 'swarmstate:cancel';
 
 /** What a worker needs of a run to make its calls: providers (keys by env name only) and tool servers. */
 export interface RunConfig {

@@ -9,8 +9,9 @@
  * job Redis lost (a restart without persistence) is added again.
  */
 import { Job, Queue, QueueEvents } from 'bullmq';
+import { Redis } from 'ioredis';
 import { ProviderError } from '../providers/errors.js';
-import { CALL_QUEUE, jobIdOf, type CallJob, type CallOutcome } from './protocol.js';
+import { CALL_QUEUE, CANCEL_CHANNEL, jobIdOf, type CallJob, type CallOutcome } from './protocol.js';
 import { redisOptions } from './redis.js';
 
 /** How long completed jobs stay readable (a resumed coordinator takes their results). */
@@ -23,6 +24,10 @@ export class RemoteCalls {
   /** Identical calls made so far by this coordinator, per content: the nth gets its own job. */
   private readonly seen = new Map<string, number>();
   private closed = false;
+  /** For cancels (opened on the first one). */
+  private publisher: Redis | undefined;
+  /** Cancels on their way: a closing coordinator lets them go out first (for a second at most). */
+  private readonly cancelling = new Set<Promise<void>>();
 
   constructor(readonly url: string) {
     this.queue = new Queue(CALL_QUEUE, { connection: redisOptions(url) });
@@ -40,7 +45,15 @@ export class RemoteCalls {
     const id = n === 0 ? base : jobIdOf(job, n);
     await this.add(id, job);
     for (;;) {
-      if (signal.aborted) throw signal.reason ?? new Error('aborted');
+      if (signal.aborted) {
+        // The worker making the call stops too (the call is not paid for twice over).
+        // A job not taken yet is withdrawn; one a worker is running is stopped there.
+        this.publisher ??= new Redis(redisOptions(this.url)).on('error', () => {});
+        const sent = Promise.allSettled([this.queue.remove(id), this.publisher.publish(CANCEL_CHANNEL, id)]).then(() => {});
+        this.cancelling.add(sent);
+        void sent.finally(() => this.cancelling.delete(sent));
+        throw signal.reason ?? new Error('aborted');
+      }
       if (this.closed) throw new Error('the coordinator is closing');
       const found = await Job.fromId<CallJob, CallOutcome>(this.queue, id).catch(() => undefined);
       if (found === undefined) {
@@ -64,6 +77,8 @@ export class RemoteCalls {
 
   async close(): Promise<void> {
     this.closed = true;
+    await Promise.race([Promise.allSettled([...this.cancelling]), new Promise((r) => setTimeout(r, 1000).unref())]);
+    this.publisher?.disconnect();
     await Promise.allSettled([this.events.close(), this.queue.close()]);
   }
 

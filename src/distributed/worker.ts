@@ -12,7 +12,8 @@ import { ProviderRegistry } from '../providers/registry.js';
 import type { Provider } from '../providers/types.js';
 import type { Plan } from '../plan/index.js';
 import { RunTools } from '../tools/registry.js';
-import { CALL_QUEUE, type CallJob, type CallOutcome, type RunConfig } from './protocol.js';
+import { Redis } from 'ioredis';
+import { CALL_QUEUE, CANCEL_CHANNEL, type CallJob, type CallOutcome, type RunConfig } from './protocol.js';
 import { redisOptions } from './redis.js';
 
 export interface WorkerOptions {
@@ -56,7 +57,24 @@ export async function startWorker(options: WorkerOptions): Promise<{ close(): Pr
     return side;
   };
 
+  /** The calls running here, by job id: a cancel from the coordinator aborts one. */
+  const running = new Map<string, AbortController>();
+  const cancels = new Redis(redisOptions(options.redis));
+  cancels.on('error', () => {});
+  cancels.on('message', (_channel: string, id: string) => running.get(id)?.abort(new Error('the coordinator cancelled the call')));
+  await cancels.subscribe(CANCEL_CHANNEL);
+
   const run = async (job: Job<CallJob, CallOutcome>): Promise<CallOutcome> => {
+    const controller = new AbortController();
+    running.set(job.id ?? '', controller);
+    try {
+      return await runCall(job, controller);
+    } finally {
+      running.delete(job.id ?? '');
+    }
+  };
+
+  const runCall = async (job: Job<CallJob, CallOutcome>, controller: AbortController): Promise<CallOutcome> => {
     const data = job.data;
     let side: RunSide;
     try {
@@ -66,7 +84,6 @@ export async function startWorker(options: WorkerOptions): Promise<{ close(): Pr
       // (an `auth` error would revoke the key for every worker).
       return { ok: false, error: { code: 'internal', message: `worker: ${(error as Error).message}`, retryable: true } };
     }
-    const controller = new AbortController();
     try {
       if (data.kind === 'model') {
         const adapter = side.adapters.get(data.provider);
@@ -127,6 +144,7 @@ export async function startWorker(options: WorkerOptions): Promise<{ close(): Pr
     async close() {
       clearInterval(sweep);
       await worker.close();
+      cancels.disconnect();
       await Promise.allSettled([...runs.values()].map((side) => side.tools?.then((t) => t.close())));
       await registry.close();
     },

@@ -193,6 +193,35 @@ describe('distributed runs (BullMQ on Redis)', () => {
     }
   });
 
+  it('an attempt past its deadline cancels the worker\'s call; a worker started mid-run takes calls', async () => {
+    const slow = await startSim({ seed: 5, keys: simKeys(), latency: { ttftMs: 4000 } });
+    try {
+      const file = join(dir, 'deadline.json');
+      writeFileSync(
+        file,
+        JSON.stringify({
+          providers: { p: { type: 'anthropic', baseURL: slow.url, keys: [{ env: 'K1' }] } },
+          models: { m: { provider: 'p', model: 'claude-haiku-4-5', maxTokens: 16 } },
+          tasks: [{ id: 'late', model: 'm', prompt: 'too slow', timeoutMs: 2000, maxRetries: 0 }],
+        }),
+      );
+      // No worker yet: the coordinator waits; the worker that starts now takes the call.
+      const coordinator = spawnCli(['run', file, '--redis', redis.url, '--store', 'memory', '--json']);
+      await new Promise((r) => setTimeout(r, 100));
+      const [late] = await workers(1);
+      const run = await coordinator.done;
+      const result = JSON.parse(run.stdout) as { tasks: Record<string, { status: string; error?: { code: string } }> };
+      expect(result.tasks.late).toMatchObject({ status: 'failed', error: { code: 'task_timeout' } });
+      // The worker dropped the call when the coordinator gave up: the server saw it cut off early.
+      await until(() => slow.stats().log.some((e) => e.aborted), 'the call to be cut off', 3000);
+      const entry = slow.stats().log.find((e) => e.aborted)!;
+      expect(entry.endedAt! - entry.at).toBeLessThan(2500);
+      expect(await stopWorkers([late!])).toEqual([1]);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('Redis stopped for a few seconds mid-run: workers and coordinator reconnect and finish', async () => {
     const sim = await startSim({ seed: 4, keys: simKeys(), latency: { ttftMs: [50, 100] } });
     try {
