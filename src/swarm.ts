@@ -309,6 +309,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     })().finally(() => {
       live.delete(handle);
       runningHere.delete(runId);
+      remote?.forgetRun(runId);
       if (heartbeat) clearInterval(heartbeat);
       if (journalRef) journals.delete(journalRef);
       try {
@@ -347,7 +348,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   return {
     run(raw, runOptions = {}) {
       const plan = parsePlan(raw, { env, tools: tools.keys() });
-      if (remote) checkDistributable(plan);
+      if (remote) checkDistributable(plan, tools.size);
       const runId = newRunId();
       const durable = storeOf();
       if (durable) {
@@ -379,7 +380,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         raw = unredactPlan(raw, source);
       }
       const plan = parsePlan(raw, { env, tools: tools.keys() });
-      if (remote) checkDistributable(plan);
+      if (remote) checkDistributable(plan, tools.size);
       lock(durable, runId);
       try {
         // The run's own seed, as it started: the same jitter and route draws as if never interrupted.
@@ -437,10 +438,20 @@ const runningHere = new Set<string>();
 const FINISHED = new Set(['completed', 'partial', 'failed', 'budget_exceeded']);
 
 /** A distributed run's keys are read by each worker from its own environment: no inline key. */
-function checkDistributable(plan: Plan): void {
+function checkDistributable(plan: Plan, localTools: number): void {
   const issues = Object.entries(plan.providers).flatMap(([name, p]) =>
     p.keys.flatMap((k, i) => (typeof k === 'string' ? [{ path: `providers.${name}.keys[${i}]`, message: 'a distributed run (--redis) needs keys from the environment ({"env": "NAME"}): each worker reads its own' }] : [])),
   );
+  // Tool servers' settings travel to the workers in every job: nothing inline that may be a secret.
+  for (const [name, server] of Object.entries(plan.tools.servers)) {
+    const values = 'command' in server ? server.env : server.headers;
+    for (const [key, value] of Object.entries(values ?? {})) {
+      if (typeof value === 'string') {
+        issues.push({ path: `tools.servers.${name}.${'command' in server ? 'env' : 'headers'}.${key}`, message: 'a distributed run (--redis) sends tool server settings through Redis: give this value as {"env": "NAME"} (each worker reads its own)' });
+      }
+    }
+  }
+  if (localTools > 0) issues.push({ path: 'tools', message: 'a distributed run (--redis) runs tools on the workers: in-process tools (createSwarm({ tools })) cannot go there; serve them from an MCP server' });
   if (issues.length > 0) throw new PlanValidationError(issues);
 }
 
@@ -556,7 +567,10 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
   const execute = async (name: string, args: unknown, signal: AbortSignal, idempotencyKey?: string): Promise<string> => {
     if (!remote) return runTools.execute(name, args, signal, idempotencyKey);
     const job: ToolJob = { kind: 'tool', runId: remote.runId, config: remote.config, name, args, ...(idempotencyKey ? { idempotencyKey } : {}) };
-    return (unwrap(await remote.calls.call(job, signal)) as { text: string }).text;
+    const outcome = await remote.calls.call(job, signal);
+    // A tool's error is its own words (as from a tool run here), not a provider's.
+    if (!outcome.ok) throw new Error(outcome.error.message);
+    return (outcome as { text: string }).text;
   };
   const executeTool = fromPromise<string, ToolExecInput>(({ input: call, signal }) => {
     if (!journal) return execute(call.name, call.args, signal);
@@ -568,7 +582,9 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
   const executeBatch = fromPromise<ToolResult[], ToolBatchInput>(async ({ input: batch, signal }) => {
     if (!remote) return runTools.executeBatch(batch.name, batch.calls, signal);
     const job: BatchJob = { kind: 'batch', runId: remote.runId, config: remote.config, name: batch.name, calls: batch.calls };
-    return (unwrap(await remote.calls.call(job, signal)) as { results: ToolResult[] }).results;
+    const outcome = await remote.calls.call(job, signal);
+    if (!outcome.ok) throw new Error(outcome.error.message);
+    return (outcome as { results: ToolResult[] }).results;
   });
   const expandPlan = fromPromise<PlanExpansion, PlanExpansionInput>(async ({ input }) => expander.expand(input));
   return supervisorMachine.provide({

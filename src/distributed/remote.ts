@@ -35,6 +35,9 @@ export class RemoteCalls {
     // Connection errors are retried by the client; they must not crash the process.
     this.queue.on('error', () => {});
     this.events.on('error', () => {});
+    // Every call waiting on its job listens on the queue for a moment: many at once is normal.
+    this.queue.setMaxListeners(0);
+    this.events.setMaxListeners(0);
   }
 
   /** Sends a call to the workers and gives back its outcome (rejects on abort). */
@@ -43,43 +46,67 @@ export class RemoteCalls {
     const n = this.seen.get(base) ?? 0;
     this.seen.set(base, n + 1);
     const id = n === 0 ? base : jobIdOf(job, n);
-    await this.add(id, job);
+    const startedAt = Date.now();
+    const abort = () => {
+      // The worker making the call stops too (the call is not paid for to its end): a job not
+      // taken yet is withdrawn, one a worker is running is stopped there.
+      this.publisher ??= new Redis(redisOptions(this.url)).on('error', () => {});
+      const sent = Promise.allSettled([this.queue.remove(id), this.publisher.publish(CANCEL_CHANNEL, id)]).then(() => {});
+      this.cancelling.add(sent);
+      void sent.finally(() => this.cancelling.delete(sent));
+      return signal.reason ?? new Error('aborted');
+    };
+    // Every Redis round trip gives way to an abort: a Redis that is down must not hold a call
+    // past its deadline, or a cancelled run open.
+    const step = <T>(p: Promise<T>) => untilAborted(p, signal, abort);
+    await step(this.add(id, job));
     for (;;) {
-      if (signal.aborted) {
-        // The worker making the call stops too (the call is not paid for twice over).
-        // A job not taken yet is withdrawn; one a worker is running is stopped there.
-        this.publisher ??= new Redis(redisOptions(this.url)).on('error', () => {});
-        const sent = Promise.allSettled([this.queue.remove(id), this.publisher.publish(CANCEL_CHANNEL, id)]).then(() => {});
-        this.cancelling.add(sent);
-        void sent.finally(() => this.cancelling.delete(sent));
-        throw signal.reason ?? new Error('aborted');
-      }
+      if (signal.aborted) throw abort();
       if (this.closed) throw new Error('the coordinator is closing');
-      const found = await Job.fromId<CallJob, CallOutcome>(this.queue, id).catch(() => undefined);
+      const found = await step(Job.fromId<CallJob, CallOutcome>(this.queue, id).catch(() => undefined));
       if (found === undefined) {
         // Redis lost the job (it restarted without persistence): send it again.
-        await this.add(id, job);
+        await step(this.add(id, job));
         continue;
       }
-      const state = await found.getState().catch(() => 'unknown');
+      const state = await step(found.getState().catch(() => 'unknown'));
+      const earlier = (found.finishedOn ?? Date.now()) < startedAt;
       if (state === 'completed') {
         // Read again: the copy above may predate the completion (its return value not yet there).
-        const done = found.returnvalue ?? (await Job.fromId<CallJob, CallOutcome>(this.queue, id).catch(() => undefined))?.returnvalue;
-        if (done) return done;
+        const done = found.returnvalue ?? (await step(Job.fromId<CallJob, CallOutcome>(this.queue, id).catch(() => undefined)))?.returnvalue;
+        if (!done) continue;
+        // An answer from an earlier life of the run is taken; an error from then (a cancel, a
+        // 401 since fixed) is not: the call is made again.
+        if (done.ok || !earlier) return done;
+        await step(this.redo(found, id, job));
         continue;
       }
       if (state === 'failed') {
+        if (earlier) {
+          await step(this.redo(found, id, job));
+          continue;
+        }
         throw new ProviderError('internal', `call job ${id} failed on a worker: ${found.failedReason ?? 'unknown reason'}`, { retryable: true });
       }
       await this.waitFor(found, signal);
     }
   }
 
+  /** Forgets a run's call counts (its calls are over). */
+  forgetRun(runId: string): void {
+    const prefix = `${runId}.`;
+    for (const id of this.seen.keys()) if (id.startsWith(prefix)) this.seen.delete(id);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.race([Promise.allSettled([...this.cancelling]), new Promise((r) => setTimeout(r, 1000).unref())]);
+    const grace = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
+    await Promise.race([Promise.allSettled([...this.cancelling]), grace(1000)]);
     this.publisher?.disconnect();
-    await Promise.allSettled([this.events.close(), this.queue.close()]);
+    // With Redis down, a polite close would wait for it for ever.
+    await Promise.race([Promise.allSettled([this.events.close(), this.queue.close()]), grace(2000)]);
+    void this.events.disconnect().catch(() => {});
+    void this.queue.disconnect().catch(() => {});
   }
 
   private async add(id: string, job: CallJob): Promise<void> {
@@ -88,6 +115,12 @@ export class RemoteCalls {
       removeOnComplete: { age: KEEP_DONE_S },
       removeOnFail: { age: KEEP_DONE_S },
     });
+  }
+
+  /** A job that ended badly in an earlier life: removed, and added again to run now. */
+  private async redo(job: Job<CallJob, CallOutcome>, id: string, data: CallJob): Promise<void> {
+    await job.remove().catch(() => {});
+    await this.add(id, data);
   }
 
   /** Until the job ends, the call is aborted, or it is time to look again. */
@@ -103,6 +136,25 @@ export class RemoteCalls {
       signal.removeEventListener('abort', onAbort!);
     }
   }
+}
+
+/** `promise`, unless `signal` aborts first: then what `onAbort` returns is thrown. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal, onAbort: () => unknown): Promise<T> {
+  if (signal.aborted) return Promise.reject(onAbort());
+  return new Promise<T>((resolve, reject) => {
+    const stop = () => reject(onAbort());
+    signal.addEventListener('abort', stop, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', stop);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', stop);
+        reject(error);
+      },
+    );
+  });
 }
 
 /** Turns a job's outcome back into what the call's actor resolves with, or its error. */

@@ -27,7 +27,7 @@ export interface WorkerOptions {
   onJob?: (job: { id: string; kind: CallJob['kind']; ok: boolean }) => void;
 }
 
-/** What a worker keeps per run: its keys, adapters and tool connections. */
+/** What a worker keeps per run: its keys and adapters (per provider, made when first needed), its tool connections. */
 interface RunSide {
   keyring: Keyring;
   adapters: Map<string, Provider>;
@@ -40,21 +40,26 @@ export async function startWorker(options: WorkerOptions): Promise<{ close(): Pr
   const registry = new ProviderRegistry({ now: () => Date.now(), seed: 0 });
   const runs = new Map<string, RunSide>();
 
-  const sideOf = (runId: string, config: RunConfig): RunSide => {
+  const sideOf = (runId: string): RunSide => {
     let side = runs.get(runId);
     if (!side) {
-      const keyring = new Keyring();
-      const secrets = new Map<string, string[]>();
-      for (const [name, spec] of Object.entries(config.providers)) {
-        const ids = spec.keys.length > 0 ? keyring.addProvider(name, spec.keys, env) : [keyring.addAnonymous(name)];
-        secrets.set(name, ids.map((id) => keyring.get(id).secret).filter((s) => s !== ''));
-      }
-      const adapters = registry.forPlan({ providers: config.providers } as Plan, (name) => secrets.get(name) ?? []);
-      side = { keyring, adapters, tools: undefined, lastUsed: Date.now() };
+      side = { keyring: new Keyring(), adapters: new Map(), tools: undefined, lastUsed: Date.now() };
       runs.set(runId, side);
     }
     side.lastUsed = Date.now();
     return side;
+  };
+
+  /** A provider's adapter and keys on this worker (a variable this worker lacks fails only that provider's calls). */
+  const adapterOf = (side: RunSide, config: RunConfig, name: string): Provider => {
+    let adapter = side.adapters.get(name);
+    if (adapter) return adapter;
+    const spec = config.providers[name];
+    if (!spec) throw new Error(`provider "${name}" is not in the run's settings`);
+    const ids = spec.keys.length > 0 ? side.keyring.addProvider(name, spec.keys, env) : [side.keyring.addAnonymous(name)];
+    adapter = registry.get(name, spec, ids.map((id) => side.keyring.get(id).secret).filter((x) => x !== ''));
+    side.adapters.set(name, adapter);
+    return adapter;
   };
 
   /** The calls running here, by job id: a cancel from the coordinator aborts one. */
@@ -76,45 +81,42 @@ export async function startWorker(options: WorkerOptions): Promise<{ close(): Pr
 
   const runCall = async (job: Job<CallJob, CallOutcome>, controller: AbortController): Promise<CallOutcome> => {
     const data = job.data;
-    let side: RunSide;
-    try {
-      side = sideOf(data.runId, data.config);
-    } catch (error) {
-      // This worker lacks the key, not the key itself: a retry may land on a worker that has it
-      // (an `auth` error would revoke the key for every worker).
-      return { ok: false, error: { code: 'internal', message: `worker: ${(error as Error).message}`, retryable: true } };
+    const side = sideOf(data.runId);
+    if (data.kind === 'model') {
+      let adapter: Provider;
+      let key;
+      try {
+        adapter = adapterOf(side, data.config, data.provider);
+        key = side.keyring.get(data.keyId);
+      } catch (error) {
+        // This worker lacks the key, not the key itself: a retry may land on a worker that has
+        // it (an `auth` error would revoke the key for every worker).
+        return { ok: false, error: { code: 'internal', message: `worker: ${(error as Error).message.replace(/^unknown key id .*/, `key ${data.keyId} is not in this worker's environment`)}`, retryable: true } };
+      }
+      try {
+        const { kind: _kind, runId: _runId, config: _config, keyId: _keyId, ...request } = data;
+        return { ok: true, model: await adapter.call({ ...request, key, signal: controller.signal }) };
+      } catch (error) {
+        // Cancelled by the coordinator: the job fails (its result is nobody's to take later).
+        if (controller.signal.aborted) throw controller.signal.reason;
+        const e = asProviderError(error, { provider: data.provider, model: data.model, keyId: data.keyId });
+        // A secret a server echoed back never leaves the worker.
+        return { ok: false, error: { ...e.toJSON(), message: side.keyring.redact(e.message) } };
+      }
     }
     try {
-      if (data.kind === 'model') {
-        const adapter = side.adapters.get(data.provider);
-        if (!adapter) return { ok: false, error: { code: 'internal', message: `worker: no adapter for provider "${data.provider}"`, retryable: false } };
-        let key;
-        try {
-          key = side.keyring.get(data.keyId);
-        } catch {
-          return { ok: false, error: { code: 'internal', message: `worker: key ${data.keyId} is not in this worker's environment`, retryable: true } };
-        }
-        const model = await adapter.call({
-          provider: data.provider,
-          model: data.model,
-          messages: data.messages,
-          tools: data.tools,
-          maxTokens: data.maxTokens,
-          key,
-          signal: controller.signal,
-          meta: data.meta,
-          ...(data.system !== undefined ? { system: data.system } : {}),
-        });
-        return { ok: true, model };
-      }
-      side.tools ??= RunTools.open({ tools: data.config.tools } as Plan, [], env);
+      // A failed connection is tried again by the next tool call, not kept.
+      side.tools ??= RunTools.open({ tools: data.config.tools } as Plan, [], env).catch((error: unknown) => {
+        side.tools = undefined;
+        throw error;
+      });
       const tools = await side.tools;
       if (data.kind === 'tool') return { ok: true, text: await tools.execute(data.name, data.args, controller.signal, data.idempotencyKey) };
       return { ok: true, results: await tools.executeBatch(data.name, data.calls, controller.signal) };
     } catch (error) {
-      const e = asProviderError(error, data.kind === 'model' ? { provider: data.provider, model: data.model, keyId: data.keyId } : {});
-      // A secret a server echoed back never leaves the worker.
-      return { ok: false, error: { ...e.toJSON(), message: side.keyring.redact(e.message) } };
+      if (controller.signal.aborted) throw controller.signal.reason;
+      // A tool's error goes back as its own words, as in a run in one process.
+      return { ok: false, error: { code: 'tool_error', message: (error as Error).message ?? String(error), retryable: false } };
     }
   };
 
@@ -128,6 +130,8 @@ export async function startWorker(options: WorkerOptions): Promise<{ close(): Pr
   });
   worker.on('error', () => {});
   worker.on('completed', (job, outcome) => options.onJob?.({ id: job.id ?? '', kind: job.data.kind, ok: outcome.ok }));
+  // A call cut off by a cancel fails its job: it still counts as one this worker made.
+  worker.on('failed', (job) => job && options.onJob?.({ id: job.id ?? '', kind: job.data.kind, ok: false }));
   // Runs not used for a while: their tool connections are closed.
   const sweep = setInterval(() => {
     const now = Date.now();
@@ -143,7 +147,14 @@ export async function startWorker(options: WorkerOptions): Promise<{ close(): Pr
   return {
     async close() {
       clearInterval(sweep);
-      await worker.close();
+      // Calls in flight get a grace period; then they are cut off and their jobs, no longer
+      // locked by anyone, go to another worker.
+      const closed = worker.close();
+      const inTime = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 10_000).unref())]);
+      if (!inTime) {
+        for (const controller of running.values()) controller.abort(new Error('the worker is stopping'));
+        await Promise.race([worker.close(true), new Promise((r) => setTimeout(r, 2000).unref())]);
+      }
       cancels.disconnect();
       await Promise.allSettled([...runs.values()].map((side) => side.tools?.then((t) => t.close())));
       await registry.close();

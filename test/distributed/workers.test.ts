@@ -222,6 +222,56 @@ describe('distributed runs (BullMQ on Redis)', () => {
     }
   });
 
+  it('a coordinator stopped with Ctrl-C mid-run resumes to completion (its cut-off calls are made again)', async () => {
+    const sim = await startSim({ seed: 6, keys: simKeys(), latency: { ttftMs: [200, 300] } });
+    try {
+      const { file, ids } = plan(sim, 'ctrl-c', 4, 20);
+      const pool = await workers(2);
+      const db = join(dir, 'ctrl-c.db');
+      const first = spawnCli(['run', file, '--redis', redis.url, '--store', db, '--json']);
+      await until(() => sim.stats().requests >= 20, 'calls under way');
+      first.child.kill('SIGINT');
+      const stopped = await first.done;
+      expect(stopped.code).toBe(1);
+      expect(JSON.parse(stopped.stdout).status).toBe('cancelled');
+      const store = new SqliteStore(db);
+      const runId = store.listRuns()[0]!.id;
+      store.close();
+      const resumed = await spawnCli(['resume', runId, '--redis', redis.url, '--store', db, '--json']).done;
+      expect(resumed.code, resumed.stderr).toBe(0);
+      const result = JSON.parse(resumed.stdout) as { status: string; tasks: Record<string, { status: string }> };
+      expect(result.status).toBe('completed');
+      expect(Object.values(result.tasks).filter((t) => t.status === 'completed')).toHaveLength(ids.length);
+      await stopWorkers(pool);
+    } finally {
+      await sim.close();
+    }
+  });
+
+  it('refuses what cannot go to the workers: inline keys and inline tool server values', async () => {
+    const { createSwarm } = await import('../../src/index.js');
+    const swarm = createSwarm({ redis: redis.url, store: false });
+    try {
+      expect(() =>
+        swarm.run({
+          providers: { p: { type: 'anthropic', keys: ['sk-inline-secret'] } },
+          models: { m: { provider: 'p', model: 'claude-haiku-4-5' } },
+          tools: { servers: { s: { command: 'node', args: ['x.js'], env: { TOKEN: 'inline-token' } } } },
+          tasks: [{ id: 't', model: 'm', prompt: 'p' }],
+        }),
+      ).toThrowError(
+        expect.objectContaining({
+          issues: [
+            { path: 'providers.p.keys[0]', message: expect.stringContaining('{"env": "NAME"}') },
+            { path: 'tools.servers.s.env.TOKEN', message: expect.stringContaining('{"env": "NAME"}') },
+          ],
+        }),
+      );
+    } finally {
+      await swarm.close();
+    }
+  });
+
   it('Redis stopped for a few seconds mid-run: workers and coordinator reconnect and finish', async () => {
     const sim = await startSim({ seed: 4, keys: simKeys(), latency: { ttftMs: [50, 100] } });
     try {
