@@ -55,6 +55,8 @@ export interface SupervisedTask {
   parent?: string;
   /** Goes out through cache-aware fan-out (its route has explicit cache breakpoints). */
   cacheFanOut?: boolean;
+  /** The shortest prefix its model caches (fan-out holds nothing back for shorter ones). Default 1024. */
+  cacheMinTokens?: number;
 }
 
 /** A task as an earlier life of the run left it (see RunTable's `restore`). */

@@ -327,7 +327,7 @@ export const supervisorMachine = setup({
         if (spec.cacheFanOut) {
           // Cache-aware fan-out: one task of a cold prefix goes first, the others wait for its response.
           const system = input.system ?? '';
-          if (estimateTextTokens(system) + (spec.toolTokens ?? 0) >= MIN_CACHE_PREFIX_TOKENS) {
+          if (estimateTextTokens(system) + (spec.toolTokens ?? 0) >= (spec.cacheMinTokens ?? MIN_CACHE_PREFIX_TOKENS)) {
             const group = cacheGroupKey(`${input.provider}/${input.model}`, spec.tools, system);
             const admission = context.groups.admit(group, spec.id, attempt, nowOf(self));
             if (admission === 'hold') {

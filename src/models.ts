@@ -19,3 +19,19 @@ export function contextWindowOf(model: string, declared?: number): number {
   for (const [pattern, tokens] of CONTEXT_WINDOWS) if (pattern.test(model)) return tokens;
   return DEFAULT_CONTEXT_TOKENS;
 }
+
+/**
+ * The shortest prompt prefix Anthropic caches, per model (shorter ones are neither written nor
+ * read, so holding tasks back for them would only delay them). From Anthropic's documentation as
+ * of 2026: 4,096 for Opus 4.5/4.6 and Haiku 4.5, 2,048 for Sonnet 4.6 and the Haiku 3 family,
+ * 1,024 otherwise.
+ */
+const MIN_CACHE_TOKENS: [RegExp, number][] = [
+  [/opus-4-[56]|haiku-4-5/, 4096],
+  [/sonnet-4-6|3-5-haiku|3-haiku|haiku-3/, 2048],
+];
+
+export function minCacheTokensOf(model: string): number {
+  for (const [pattern, tokens] of MIN_CACHE_TOKENS) if (pattern.test(model)) return tokens;
+  return 1024;
+}

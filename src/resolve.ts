@@ -7,7 +7,7 @@ import type { SupervisorInput } from '../machines/supervisor.machine.js';
 import type { SupervisedTask } from '../machines/runTable.js';
 import type { Keyring } from './keys.js';
 import { criticalPathRanks, type Plan, type TaskSpec } from './plan/index.js';
-import { contextWindowOf } from './models.js';
+import { contextWindowOf, minCacheTokensOf } from './models.js';
 import type { BusTool } from '../machines/protocol.js';
 import type { CallTarget } from '../machines/agentContext.js';
 import type { LedgerBudgets } from '../machines/ledger.machine.js';
@@ -137,7 +137,10 @@ export function resolveTask(plan: Plan, spec: TaskSpec, rank: number, opts: Task
       return { provider: r.provider, model: r.model, maxTokens: t.maxTokens ?? model.maxTokens, modelName: t.model, weight: r.weight, ...(routePrice ? { price: routePrice } : {}) };
     })];
   }
-  if (cacheFanOutOf(plan.providers[model.provider]!)) task.cacheFanOut = true;
+  if (cacheFanOutOf(plan.providers[model.provider]!)) {
+    task.cacheFanOut = true;
+    task.cacheMinTokens = minCacheTokensOf(model.model);
+  }
   if (extra.depth) task.depth = extra.depth;
   if (extra.parent !== undefined) task.parent = extra.parent;
   if (t.kind === 'plan') {

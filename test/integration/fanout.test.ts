@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createSwarm, type RunEvent } from '../../src/index.js';
+import { minCacheTokensOf } from '../../src/models.js';
 
 // ~3,000 tokens of shared brief (the simulator counts about 4 characters a token).
 const brief = Array.from({ length: 600 }, (_, i) => `fact${i} holds;`).join(' ');
@@ -64,5 +65,22 @@ describe('cache-aware fan-out', () => {
     expect(off.workers.every((w) => w.usage.cacheWriteTokens > 2000)).toBe(true);
     expect(off.writes).toBeGreaterThan(5 * on.writes);
     expect(off.result.totals.costUsd!).toBeGreaterThan(on.result.totals.costUsd! * 2);
+  });
+
+  it('holds nothing back for a prefix shorter than the model caches (Haiku 4.5: 4,096 tokens)', async () => {
+    const swarm = createSwarm({ seed: 2 });
+    const r = swarm.run({
+      ...plan(),
+      models: { m: { provider: 'sim', model: 'claude-haiku-4-5', price: { input: 1, output: 5 } } },
+    });
+    const events: RunEvent[] = [];
+    r.events.on('*', (_t: string, e: RunEvent) => events.push(e));
+    const result = await r.result;
+    await swarm.close();
+    expect(result.status).toBe('completed');
+    expect(events.some((e) => e.type === 'cache:lead')).toBe(false);
+    expect(minCacheTokensOf('claude-opus-4-5')).toBe(4096);
+    expect(minCacheTokensOf('claude-sonnet-4-5')).toBe(1024);
+    expect(minCacheTokensOf('claude-3-5-haiku-latest')).toBe(2048);
   });
 });
