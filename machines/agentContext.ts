@@ -8,6 +8,7 @@ import { SUMMARY_SYSTEM, summaryMessages } from './compaction.js';
 import { worstCaseUsd, type Price } from './cost.js';
 import { toErrorInfo } from './errors.js';
 import type {
+  ToolBusEvent,
   CallRecord,
   ToolCallDecision,
   ToolCallInfo,
@@ -265,8 +266,11 @@ export function reservationUsd(price: Price, estimatedInputTokens: number, maxTo
  * A call that was sent (a lease is held) may have been billed: its reservation is settled at the
  * worst case it held, not released; its key keeps the request slot.
  */
-export function handBack(ctx: AgentContext): { to: string; event: BreakerEvent | LeaseEvent | LedgerEvent }[] {
-  const out: { to: string; event: BreakerEvent | LeaseEvent | LedgerEvent }[] = [];
+export function handBack(ctx: AgentContext): { to: string; event: BreakerEvent | LeaseEvent | LedgerEvent | ToolBusEvent }[] {
+  const out: { to: string; event: BreakerEvent | LeaseEvent | LedgerEvent | ToolBusEvent }[] = [];
+  // Tool calls still out: the bus stops those nobody else waits for (a slow tool is not left running).
+  const waiting = ctx.tools ? ctx.tools.order.filter((id) => !(id in ctx.tools!.results)) : [];
+  if (waiting.length > 0) out.push({ to: 'toolBus', event: { type: 'TOOL.CANCEL', taskId: ctx.input.taskId, callIds: waiting } });
   const target = targetOf(ctx);
   const pool = `pool:${target.provider}`;
   const breaker = `breaker:${routeOf(target)}`;

@@ -195,14 +195,17 @@ export type BreakerReply = { type: 'BREAKER.ADMITTED'; requestId: string; probe:
 // Tool bus protocol: agent <-> toolBus (systemId `toolBus`)
 // ---------------------------------------------------------------------------------------------
 
-export type ToolBusEvent = {
-  type: 'TOOL.CALL';
-  callId: string;
-  taskId: string;
-  name: string;
-  args: unknown;
-  replyTo: AnyActorRef;
-};
+export type ToolBusEvent =
+  | {
+      type: 'TOOL.CALL';
+      callId: string;
+      taskId: string;
+      name: string;
+      args: unknown;
+      replyTo: AnyActorRef;
+    }
+  /** The agent that made these calls ended before their results came: it waits no more. */
+  | { type: 'TOOL.CANCEL'; taskId: string; callIds: string[] };
 
 export type ToolBusReply = { type: 'TOOL.RESULT'; callId: string; content: string; isError: boolean };
 
@@ -412,7 +415,7 @@ export type RunEvent =
   | { type: 'model:response'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; usage: Usage; costUsd?: number; modelName?: string }
   | { type: 'model:error'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; error: ErrorInfo }
   | { type: 'tool:called'; taskId: string; name: string; shared: boolean; cached?: boolean }
-  | { type: 'tool:result'; name: string; isError: boolean; durationMs?: number; timedOut?: boolean; batch?: number }
+  | { type: 'tool:result'; name: string; isError: boolean; durationMs?: number; timedOut?: boolean; batch?: number; cancelled?: boolean }
   | { type: 'tool:denied'; taskId: string; name: string; reason: string }
   | { type: 'key:state'; keyId: string; state: KeyState }
   | { type: 'key:backoff'; keyId: string; retryAfterMs: number }

@@ -59,7 +59,10 @@ const calledEvent = (event: ToolCall, shared: boolean, cached?: boolean): RunEve
   cached ? { type: 'tool:called', taskId: event.taskId, name: event.name, shared, cached } : { type: 'tool:called', taskId: event.taskId, name: event.name, shared };
 
 /** The named actions enqueued from inside others: setup() cannot type those, so the cast lives here. */
-type Named = { type: 'report'; params: RunEvent } | { type: 'startExecution'; params: { execution: Execution } };
+type Named =
+  | { type: 'report'; params: RunEvent }
+  | { type: 'startExecution'; params: { execution: Execution } }
+  | { type: 'finishExecution'; params: { id: string; outcome: ExecutionOutcome } };
 const enqueueNamed = (enqueue: unknown, action: Named) => (enqueue as (action: Named) => void)(action);
 const enqueueReport = (enqueue: unknown, event: RunEvent) => enqueueNamed(enqueue, { type: 'report', params: event });
 
@@ -140,6 +143,13 @@ export const toolBusMachine = setup({
       // 0 or Infinity: no deadline (a timer of Infinity would fire at once).
       if (timeout > 0 && Number.isFinite(timeout)) enqueue.raise({ type: 'toolBus.deadline', executionId: id }, { id: deadlineId(id), delay: 'callTimeout' });
     }),
+    /** An agent ended with calls out: it leaves them; executions nobody waits for any more stop. */
+    withdraw: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'TOOL.CANCEL') return;
+      for (const id of context.book.withdraw(event.taskId, event.callIds)) {
+        enqueueNamed(enqueue, { type: 'finishExecution', params: { id, outcome: { kind: 'cancelled' } } });
+      }
+    }),
     /** A child the bus has no record of finished: just make sure it is gone. */
     forgetChild: stopChild((_, params: { id: string }) => params.id),
     /** Answer everyone waiting on an execution that ended, and hand its slot on. */
@@ -185,6 +195,7 @@ export const toolBusMachine = setup({
       },
       { actions: { type: 'forgetChild', params: ({ event }) => ({ id: childIdOf(event) }) } },
     ],
+    'TOOL.CANCEL': { actions: 'withdraw' },
     'toolBus.deadline': {
       guard: 'isRunning',
       actions: { type: 'finishExecution', params: ({ event }) => ({ id: event.executionId, outcome: { kind: 'timeout' } }) },

@@ -118,7 +118,7 @@ export type CallVerdict =
   | { kind: 'new'; tool: ToolEntry; key: string | undefined };
 
 /** How an execution ended. */
-export type ExecutionOutcome = { kind: 'done'; output: unknown } | { kind: 'error'; error: unknown } | { kind: 'timeout' };
+export type ExecutionOutcome = { kind: 'done'; output: unknown } | { kind: 'error'; error: unknown } | { kind: 'timeout' } | { kind: 'cancelled' };
 
 /** What the machine must do after an execution ended. */
 export interface Finished {
@@ -141,6 +141,10 @@ class Fifo<T> {
   }
   push(item: T): void {
     this.items.push(item);
+  }
+  /** The items still in it, oldest first. */
+  *values(): IterableIterator<T> {
+    for (let i = this.head; i < this.items.length; i++) yield this.items[i]!;
   }
   shift(): T | undefined {
     if (this.head >= this.items.length) return undefined;
@@ -190,6 +194,7 @@ function resultsOf(execution: Execution, outcome: ExecutionOutcome, timeoutMs: n
   const { calls, tool } = execution;
   const name = tool.tool.name;
   if (outcome.kind === 'timeout') return calls.map(() => ({ content: `tool "${name}" timed out after ${timeoutMs} ms`, isError: true }));
+  if (outcome.kind === 'cancelled') return calls.map(() => ({ content: `tool "${name}" was stopped: the tasks that called it ended`, isError: true }));
   if (outcome.kind === 'error') return calls.map(() => ({ content: errorText(outcome.error), isError: true }));
   if (!execution.batch) return [{ content: resultText(outcome.output), isError: false }];
   // A batch executor that miscounts fails only the calls it left without a result.
@@ -369,7 +374,7 @@ export class ToolBook {
     execution.calls.forEach((call, i) => {
       const result = results[i];
       if (outcome.kind === 'timeout') this.count(tool, 'timedOut');
-      else if (result.isError) this.count(tool, 'failed');
+      else if (result.isError && outcome.kind !== 'cancelled') this.count(tool, 'failed');
       if (call.key !== undefined) {
         if (this.inFlight.get(call.key) === call) this.inFlight.delete(call.key);
         if (cacheable && !result.isError) {
@@ -391,10 +396,38 @@ export class ToolBook {
       durationMs: now - execution.startedAt,
     };
     if (outcome.kind === 'timeout') report.timedOut = true;
+    if (outcome.kind === 'cancelled') report.cancelled = true;
     if (execution.batch) report.batch = execution.calls.length;
     const started: Execution[] = [];
     this.drain(server, started);
     return { replies, report, started };
+  }
+
+  /**
+   * An agent that ended waits no more for these calls: its waiters leave them. A call left with
+   * no waiter is dropped from the window or the queue; returns the running executions that no
+   * call of which anybody waits for (the machine stops them). O(the bus's calls in flight).
+   */
+  withdraw(taskId: string, callIds: readonly string[]): string[] {
+    const ids = new Set(callIds);
+    const leave = (call: UniqueCall): boolean => {
+      for (let i = call.waiters.length - 1; i >= 0; i--) {
+        const w = call.waiters[i]!;
+        if (w.taskId === taskId && ids.has(w.callId)) call.waiters.splice(i, 1);
+      }
+      const orphan = call.waiters.length === 0;
+      if (orphan && call.key !== undefined && this.inFlight.get(call.key) === call) this.inFlight.delete(call.key);
+      return orphan;
+    };
+    this.pending = this.pending.filter((call) => !leave(call));
+    for (const server of this.servers.values()) for (const execution of server.queue.values()) for (const call of execution.calls) leave(call);
+    const stop: string[] = [];
+    for (const execution of this.running.values()) {
+      let orphans = 0;
+      for (const call of execution.calls) if (leave(call)) orphans++;
+      if (orphans === execution.calls.length) stop.push(execution.id);
+    }
+    return stop;
   }
 
   // -------------------------------------------------------------------------------------------
@@ -452,6 +485,8 @@ export class ToolBook {
     while (server.running < this.config.serverConcurrency) {
       const execution = server.queue.shift();
       if (!execution) return;
+      // Everyone who asked for it has gone (their agents ended): it does not run.
+      if (execution.calls.every((c) => c.waiters.length === 0)) continue;
       if (!execution.tool.tool.readOnly) this.invalidate(server);
       execution.running = true;
       execution.startedAt = this.now();

@@ -747,3 +747,40 @@ describe('toolBusMachine: properties', () => {
     );
   });
 });
+
+describe('toolBusMachine: an agent that ends with calls out (TOOL.CANCEL)', () => {
+  it('stops a running call nobody waits for, frees its slot, and never runs a queued one', async () => {
+    const h = harness({ input: { ...NOW, serverConcurrency: 1 } });
+    const slow = h.call('write_file', { path: 'a' }, 't1');
+    const queued = h.call('write_file', { path: 'b' }, 't1');
+    const other = h.call('write_file', { path: 'c' }, 't2');
+    expect(h.running).toHaveLength(1);
+    h.bus.send({ type: 'TOOL.CANCEL', taskId: 't1', callIds: [slow, queued] });
+    await settle();
+    // The running call's signal was aborted (src cancels the request); t1's queued call never
+    // started; t2's call got the freed slot.
+    expect(h.running[0]!.signal.aborted).toBe(true);
+    expect(h.running).toHaveLength(2);
+    expect(h.running[1]!.input).toMatchObject({ args: { path: 'c' } });
+    expect(h.results.get(slow)).toBeUndefined();
+    expect(h.results.get(queued)).toBeUndefined();
+    expect(h.reports).toContainEqual(expect.objectContaining({ type: 'tool:result', name: 'write_file', cancelled: true, isError: true }));
+    expect(h.context().stats.failed).toBe(0);
+    h.running[1]!.resolve('ok');
+    await settle();
+    expect(h.reply(other)).toMatchObject({ content: 'ok', isError: false });
+  });
+
+  it('keeps a shared call running while another task still waits for it', async () => {
+    const h = harness({ input: NOW });
+    const a = h.call('read_file', { path: 'x' }, 't1');
+    const b = h.call('read_file', { path: 'x' }, 't2');
+    h.bus.send({ type: 'TOOL.CANCEL', taskId: 't1', callIds: [a] });
+    await settle();
+    expect(h.running[0]!.signal.aborted).toBe(false);
+    h.running[0]!.resolve('content');
+    await settle();
+    expect(h.results.get(a)).toBeUndefined();
+    expect(h.reply(b)).toMatchObject({ content: 'content' });
+  });
+});
