@@ -260,7 +260,12 @@ export const agentMachine = setup({
         type: 'LEASE.RELEASE',
         leaseId: lease.leaseId,
         keyId: lease.keyId,
-        outcome: out.rateLimit ? { kind: 'ok', usage: out.usage, rateLimit: out.rateLimit } : { kind: 'ok', usage: out.usage },
+        outcome: {
+          kind: 'ok',
+          usage: out.usage,
+          ...(out.rateLimit ? { rateLimit: out.rateLimit } : {}),
+          ...(out.sentAt !== undefined ? { sentAt: out.sentAt } : {}),
+        },
       };
       enqueue.sendTo(poolOf(system, context)!, release);
       const breaker = context.admission ? breakerOf(system, context) : undefined;

@@ -171,6 +171,8 @@ export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): 
     case 'ok':
       next = settle(next, lease, charged(outcome.usage), outcome.usage.outputTokens);
       next = { ...applyHint(next, outcome.rateLimit), strikes: 0, proven: true };
+      // Sent later than granted (it waited for a worker): the window counts it from when it left.
+      if (outcome.sentAt !== undefined && outcome.sentAt > lease.grantedAt) next = moveSlot(next, lease.grantedAt, outcome.sentAt);
       break;
     case 'error':
       // Without usage we cannot know the input was not processed: keep it; no output was counted.
@@ -223,6 +225,17 @@ function settle(book: KeyBook, lease: LeaseRecord, actualInput: number, actualOu
     inputTokens: itpm === undefined ? 0 : Math.min(itpm, book.inputTokens + lease.inputTokens - actualInput),
     outputTokens: otpm === undefined ? 0 : Math.min(otpm, book.outputTokens + lease.outputTokens - actualOutput),
   };
+}
+
+/** Moves one grant of the window from `from` to the later time `to`, keeping it oldest first. */
+function moveSlot(book: KeyBook, from: number, to: number): KeyBook {
+  const i = book.window.lastIndexOf(from);
+  if (i < 0) return book;
+  const window = [...book.window.slice(0, i), ...book.window.slice(i + 1)];
+  let j = window.length;
+  while (j > 0 && window[j - 1]! > to) j--;
+  window.splice(j, 0, to);
+  return { ...book, window };
 }
 
 /** Takes one grant at `grantedAt` out of the window (if it is still inside it). */

@@ -143,6 +143,8 @@ export interface ModelCallOutput {
   stopReason: StopReason;
   usage: Usage;
   rateLimit?: RateLimitHint;
+  /** When the request really left (the actor system's clock), when that was later than the call began (a queued distributed call). */
+  sentAt?: number;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -161,7 +163,11 @@ export interface LeaseRequest {
 
 /** How a lease ended: tells the key what happened on it. */
 export type LeaseOutcome =
-  | { kind: 'ok'; usage: Usage; rateLimit?: RateLimitHint }
+  /**
+   * `sentAt`: when the request really left, if later than the grant (a distributed run's call
+   * waits in a queue for a worker): the key's request window counts it from then.
+   */
+  | { kind: 'ok'; usage: Usage; rateLimit?: RateLimitHint; sentAt?: number }
   | { kind: 'rate_limited'; retryAfterMs?: number; rateLimit?: RateLimitHint }
   | { kind: 'auth' }
   | { kind: 'error'; usage?: Usage; rateLimit?: RateLimitHint }

@@ -17,7 +17,7 @@ import type { PlanExpansion, PlanExpansionInput } from '../machines/supervisor.m
 import { PlanExpander } from './planner.js';
 import { createActor, fromPromise, toPromise, type Actor, type InspectionEvent, type Observer } from 'xstate';
 import { agentMachine } from '../machines/agent.machine.js';
-import { realClock, type TimedClock } from '../machines/clock.js';
+import { nowOf, realClock, type TimedClock } from '../machines/clock.js';
 import { keyMachine } from '../machines/key.machine.js';
 import { poolMachine } from '../machines/pool.machine.js';
 import { breakerMachine } from '../machines/breaker.machine.js';
@@ -431,6 +431,9 @@ export function withLiveness(store: Store, runs: RunSummary[]): RunSummary[] {
   return runs.map((r) => (r.status === 'running' && !runningHere.has(r.id) && !store.isHeld(r.id) ? { ...r, status: 'interrupted' as const } : r));
 }
 
+/** How much later than measured a distributed call is taken to have reached the server (key windows err late). */
+const SENT_AT_MARGIN_MS = 100;
+
 /** Runs this process is running now (a lock it holds for any other run is stale). */
 const runningHere = new Set<string>();
 
@@ -514,7 +517,7 @@ function dispatchHook(hooks: BeforeDispatch[], plan: Plan, budgetLeft: () => num
  * lease's key, tool calls through the run's tools, and every report into the event stream.
  */
 function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, remote }: RunEffects) {
-  const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal, system }) => {
+  const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal, system, self }) => {
     const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
     try {
       // The spend of earlier calls is on disk before this one leaves (a resumed budget must not undercount).
@@ -538,8 +541,13 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
           meta,
           ...(call.system !== undefined ? { system: call.system } : {}),
         };
-        const outcome = unwrap(await remote.calls.call(job, signal));
-        return fromWire(naming, (outcome as { model: ModelCallOutput }).model);
+        const outcome = unwrap(await remote.calls.call(job, signal)) as { model: ModelCallOutput; callMs?: number };
+        const out = fromWire(naming, outcome.model);
+        // The call may have waited in the queue for a worker: the key's request window counts it
+        // from when it really left (the worker's own measure of the call, so no clock is compared).
+        // A margin keeps the estimate on the late side: a server counts arrivals by its own clock.
+        if (outcome.callMs !== undefined) out.sentAt = nowOf(self) - outcome.callMs + SENT_AT_MARGIN_MS;
+        return out;
       }
       const reply = await adapters.get(call.provider)!.call({
         provider: call.provider,

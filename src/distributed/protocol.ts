@@ -56,7 +56,8 @@ export type CallJob = ModelJob | ToolJob | BatchJob;
 
 /** A job's return value: the call's answer, or its error (a failed call is a completed job). */
 export type CallOutcome =
-  | { ok: true; model: ModelCallOutput }
+  /** `callMs`: how long the worker's call took (its own clock): the coordinator dates the send from it. */
+  | { ok: true; model: ModelCallOutput; callMs?: number }
   | { ok: true; text: string }
   | { ok: true; results: ToolResult[] }
   | { ok: false; error: ErrorInfo & Record<string, unknown> };

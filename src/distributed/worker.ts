@@ -95,7 +95,9 @@ export async function startWorker(options: WorkerOptions): Promise<{ close(): Pr
       }
       try {
         const { kind: _kind, runId: _runId, config: _config, keyId: _keyId, ...request } = data;
-        return { ok: true, model: await adapter.call({ ...request, key, signal: controller.signal }) };
+        const started = performance.now();
+        const model = await adapter.call({ ...request, key, signal: controller.signal });
+        return { ok: true, model, callMs: Math.round(performance.now() - started) };
       } catch (error) {
         // Cancelled by the coordinator: the job fails (its result is nobody's to take later).
         if (controller.signal.aborted) throw controller.signal.reason;

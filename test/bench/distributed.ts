@@ -3,7 +3,8 @@
  * and 1, 2 or 4 worker processes (`swarmstate worker --concurrency 16`) on a private Redis,
  * against the simulated provider in this process (500 ms to first token, 10 keys that the server
  * limits to 2,000 requests per minute each, limits the plan states too). Prints one JSON line.
- *   node --import tsx test/bench/distributed.ts <workers>
+ *   node --import tsx test/bench/distributed.ts <workers> [rpm per key] [tasks] [keys]
+ * With a low rpm the keys are the bottleneck: the run shows whether limits hold across workers.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -13,10 +14,11 @@ import { startSim } from '../../src/index.js';
 import { startRedis } from '../helpers/redis.js';
 
 const WORKERS = Number(process.argv[2] ?? 1);
-const TASKS = 2000;
+const RPM = Number(process.argv[3] ?? 2000);
+const TASKS = Number(process.argv[4] ?? 2000);
+const KEY_COUNT = Number(process.argv[5] ?? 10);
 const CONCURRENCY = 16;
-const RPM = 2000;
-const KEYS = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`BENCH_KEY_${i}`, `sk-bench-${i}-${'x'.repeat(12)}`]));
+const KEYS = Object.fromEntries(Array.from({ length: KEY_COUNT }, (_, i) => [`BENCH_KEY_${i}`, `sk-bench-${i}-${'x'.repeat(12)}`]));
 
 const dir = mkdtempSync(join(tmpdir(), 'swarmstate-dist-bench-'));
 const redis = await startRedis();
@@ -77,6 +79,7 @@ try {
       rateLimited: sim.stats().byStatus[429] ?? 0,
       maxPerKeyWindow: maxWindow,
       rpm: RPM,
+      keys: KEY_COUNT,
     }),
   );
 } finally {

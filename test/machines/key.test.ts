@@ -137,6 +137,23 @@ describe('keyMachine: limits', () => {
     expect(book.inputTokens).toBe(-1_200); // used more than estimated: debt
   });
 
+  it('counts a call sent later than granted (it waited for a worker) from when it was sent', () => {
+    let book = advance(newBook({ rpm: 2 }, 0), 0);
+    book = grant(book, 'a', request(1, 1));
+    book = grant(book, 'b', request(1, 1));
+    expect(book.window).toEqual([0, 0]);
+    book = advance(book, 3_000);
+    book = release(book, 'a', { kind: 'ok', usage: usage(1, 1), sentAt: 2_500 });
+    book = release(book, 'b', { kind: 'ok', usage: usage(1, 1), sentAt: -5 }); // earlier than granted: no move
+    expect(book.window).toEqual([0, 2_500]);
+    // One slot frees at 60 s (b's grant), the other only at 62.5 s (a's send), not at 60 s.
+    book = advance(book, 60_001);
+    expect(canGrant(book)).toBe(true);
+    book = grant(book, 'c', request(1, 1));
+    expect(canGrant(book)).toBe(false);
+    expect(msUntilCapacity(book)).toBe(2_499); // a's send (2.5 s) + 60 s - now (60.001 s)
+  });
+
   it('refunds the window slot and the tokens of an unused lease', () => {
     const h = harness({ rpm: 1, otpm: 100 });
     h.grant('a', request(0, 100));
