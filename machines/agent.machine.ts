@@ -107,6 +107,11 @@ function dispatchInfoOf(context: AgentContext): DispatchInfo {
   return info;
 }
 
+/** The context after a reply joined the conversation (the overflow retry is once per request). */
+function withReply(context: AgentContext, content: ContentBlock[]) {
+  return { overflowRetried: false, turn: context.turn + 1, messages: [...context.messages, { role: 'assistant' as const, content }] };
+}
+
 function deniedError(context: AgentContext, decision: DispatchDecision) {
   const reason = decision.action === 'deny' ? decision.reason : 'denied';
   return errorInfo('dispatch_denied', `task "${context.input.taskId}": the beforeDispatch hook denied the call: ${reason}`);
@@ -305,23 +310,12 @@ export const agentMachine = setup({
     }),
 
     /** The model's reply joins the conversation: the turn is done. */
-    appendReply: assign(({ context, event }) => ({
-      // The overflow retry is once per request, not once per attempt.
-      overflowRetried: false,
-      turn: context.turn + 1,
-      messages: [...context.messages, { role: 'assistant' as const, content: outputOf(event).content }],
-    })),
+    appendReply: assign(({ context, event }) => withReply(context, outputOf(event).content)),
 
     /** The final reply: it joins the conversation and is the attempt's output (one assign). */
     finishReply: assign(({ context, event }) => {
       const content = outputOf(event).content;
-      return {
-        overflowRetried: false,
-        turn: context.turn + 1,
-        messages: [...context.messages, { role: 'assistant' as const, content }],
-        output: textOf(content),
-        status: 'completed' as const,
-      };
+      return { ...withReply(context, content), output: textOf(content), status: 'completed' as const };
     }),
 
     /** Replaces the middle of the conversation with the summary just written, or a marker. */

@@ -31,12 +31,12 @@ import { enqueueReport } from './report.js';
 import { fillPlaceholders, renderPrompt } from './prompt.js';
 import type { AttemptReport, KeyLimits, RunEvent, RunStatus } from './protocol.js';
 import { deriveSeed, nextRandom } from './random.js';
-import { RunTable, type Feedback, type ReviewOutcome, type RunRestore, type RunResult, type SupervisedTask } from './runTable.js';
+import { RunTable, type Feedback, type ReviewOutcome, type RunRestore, type RunResult, type Settlement, type SupervisedTask } from './runTable.js';
 import { revisionPrompt } from './review.js';
 import { CacheGroups, cacheGroupKey, MIN_CACHE_PREFIX_TOKENS } from './cacheGroups.js';
 import { estimateTextTokens } from './tokens.js';
 import { errorInfo } from './errors.js';
-import { ZERO_USAGE, type CacheWarmEvent, type Usage } from './protocol.js';
+import { ZERO_USAGE, type CacheWarmEvent, type ErrorInfo, type Usage } from './protocol.js';
 import { AgentSlots } from './slots.js';
 import { toolBusMachine, type ToolBusInput, type ToolBusStats } from './toolBus.machine.js';
 import { ledgerMachine, type LedgerBudgets } from './ledger.machine.js';
@@ -103,7 +103,6 @@ export interface SupervisorContext {
   infra: Pick<SupervisorInput, 'providers' | 'routes' | 'toolBus' | 'budgets'>;
   /** Cache-aware fan-out: groups of tasks sharing a prompt prefix. */
   groups: CacheGroups;
-  cacheTtlMs: number;
   /** Planner outputs being expanded: actor id -> the attempt it came from. */
   expanding: Map<string, { taskId: string; attempt: number; output: string; usage: Usage }>;
   /** Why the run stopped early, if it did. */
@@ -188,24 +187,33 @@ function settleAttempt(context: SupervisorContext, enqueue: Enqueue, report: Att
       enqueueReport(enqueue, { type: 'task:completed', taskId: report.taskId, attempt: report.attempt, output: report.output ?? '', usage: report.usage, ...table.countersOf(report.taskId) });
       for (const id of settlement.unlocked) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
       break;
-    case 'retry':
-      enqueueReport(enqueue, { type: 'task:failed', taskId: report.taskId, attempt: report.attempt, error: report.error!, willRetry: true });
-      enqueueReport(enqueue, { type: 'task:queued', taskId: report.taskId });
-      break;
     case 'cancelled':
       enqueueReport(enqueue, { type: 'task:cancelled', taskId: report.taskId });
       break;
-    case 'failed': {
-      const error = report.error ?? { code: 'internal' as const, message: 'failed', retryable: false };
-      enqueueReport(enqueue, { type: 'task:failed', taskId: report.taskId, attempt: report.attempt, error, willRetry: false });
-      for (const id of settlement.skipped) {
-        enqueueReport(enqueue, { type: 'task:skipped', taskId: id, reason: `depends on "${report.taskId}", which failed` });
-      }
-      if (context.onFailure === 'fail-fast' && context.stop === null) {
-        enqueue.assign({ stop: { status: 'failed', reason: `task "${report.taskId}" failed (fail-fast)` } });
-      }
+    case 'retry':
+    case 'failed':
+      reportFailure(context, enqueue, report.taskId, report.attempt, report.error ?? { code: 'internal', message: 'failed', retryable: false }, settlement);
       break;
-    }
+  }
+}
+
+/** A failed attempt: retried (queued again), or final (its dependents skipped, fail-fast stops the run). */
+function reportFailure(
+  context: SupervisorContext,
+  enqueue: Enqueue,
+  taskId: string,
+  attempt: number,
+  error: ErrorInfo,
+  settlement: Extract<Settlement, { kind: 'retry' | 'failed' }>,
+): void {
+  enqueueReport(enqueue, { type: 'task:failed', taskId, attempt, error, willRetry: settlement.kind === 'retry' });
+  if (settlement.kind === 'retry') {
+    enqueueReport(enqueue, { type: 'task:queued', taskId });
+    return;
+  }
+  for (const id of settlement.skipped) enqueueReport(enqueue, { type: 'task:skipped', taskId: id, reason: `depends on "${taskId}", which failed` });
+  if (context.onFailure === 'fail-fast' && context.stop === null) {
+    enqueue.assign({ stop: { status: 'failed', reason: `task "${taskId}" failed (fail-fast)` } });
   }
 }
 
@@ -391,16 +399,7 @@ export const supervisorMachine = setup({
       const error = errorInfo('invalid_plan', `task "${taskId}": its output is not a valid list of sub-tasks: ${issues.join('; ')}`, !expansion.ok);
       enqueueReport(q, { type: 'task:plan-rejected', taskId, attempt, issues });
       const settlement = table.rejectPlan(taskId, attempt, error, issues, { retry: context.stop === null });
-      if (settlement.kind === 'retry') {
-        enqueueReport(q, { type: 'task:failed', taskId, attempt, error, willRetry: true });
-        enqueueReport(q, { type: 'task:queued', taskId });
-      } else if (settlement.kind === 'failed') {
-        enqueueReport(q, { type: 'task:failed', taskId, attempt, error, willRetry: false });
-        for (const id of settlement.skipped) enqueueReport(q, { type: 'task:skipped', taskId: id, reason: `depends on "${taskId}", which failed` });
-        if (context.onFailure === 'fail-fast' && context.stop === null) {
-          q.assign({ stop: { status: 'failed', reason: `task "${taskId}" failed (fail-fast)` } });
-        }
-      }
+      if (settlement.kind === 'retry' || settlement.kind === 'failed') reportFailure(context, q, taskId, attempt, error, settlement);
     }),
 
     /**
@@ -463,7 +462,6 @@ export const supervisorMachine = setup({
     toolHooked: input.toolHooked === true,
     keepLast: input.keepLast,
     groups: new CacheGroups(input.cacheTtlMs),
-    cacheTtlMs: input.cacheTtlMs ?? 300_000,
     expanding: new Map(),
     startedAt: nowOf(self),
     infra: { providers: input.providers, routes: input.routes, toolBus: input.toolBus, budgets: input.budgets },

@@ -39,6 +39,15 @@ export function redactPlan<T>(plan: T): T {
   return copy as T;
 }
 
+/** Where a plan holds a value inline that may be a secret (an inline key, an MCP env or header value). */
+export function inlineSecretPaths(plan: unknown): string[] {
+  const paths: string[] = [];
+  forEachSecret(plan as Record<string, unknown>, (holder, key, path) => {
+    if (typeof holder[key] === 'string') paths.push(path);
+  });
+  return paths;
+}
+
 /** Whether a stored plan had inline secrets (a resume then needs the plan again for them). */
 export function hasRedactions(plan: unknown): boolean {
   let found = false;

@@ -38,7 +38,7 @@ import { resolveRun, targetOfModel, type BreakerOptions } from './resolve.js';
 import { decisionOf, loadHookModule, toolDecisionOf, type BeforeDispatch, type BeforeToolCall, type Hooks } from './hooks.js';
 import type { ToolDefinition } from './tools/local.js';
 import { RunTools } from './tools/registry.js';
-import { hasRedactions, redactPlan, restoreOf, RunJournal, unredactPlan } from './durable.js';
+import { hasRedactions, inlineSecretPaths, redactPlan, restoreOf, RunJournal, unredactPlan } from './durable.js';
 import { openStore, type AttemptRow, type RunSummary, type Spent, type Store, type StoreError, type TaskRow } from './store/index.js';
 import { readFileSync } from 'node:fs';
 import { RemoteCalls, unwrap } from './distributed/remote.js';
@@ -427,7 +427,7 @@ interface RunEffects {
 const newRunId = customAlphabet('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz', 12);
 
 /** A run journaled as `running` whose lock no live process holds died (or never started): `interrupted`. */
-export function withLiveness(store: Store, runs: RunSummary[]): RunSummary[] {
+function withLiveness(store: Store, runs: RunSummary[]): RunSummary[] {
   return runs.map((r) => (r.status === 'running' && !runningHere.has(r.id) && !store.isHeld(r.id) ? { ...r, status: 'interrupted' as const } : r));
 }
 
@@ -442,18 +442,13 @@ const FINISHED = new Set(['completed', 'partial', 'failed', 'budget_exceeded']);
 
 /** A distributed run's keys are read by each worker from its own environment: no inline key. */
 function checkDistributable(plan: Plan, localTools: number): void {
-  const issues = Object.entries(plan.providers).flatMap(([name, p]) =>
-    p.keys.flatMap((k, i) => (typeof k === 'string' ? [{ path: `providers.${name}.keys[${i}]`, message: 'a distributed run (--redis) needs keys from the environment ({"env": "NAME"}): each worker reads its own' }] : [])),
-  );
-  // Tool servers' settings travel to the workers in every job: nothing inline that may be a secret.
-  for (const [name, server] of Object.entries(plan.tools.servers)) {
-    const values = 'command' in server ? server.env : server.headers;
-    for (const [key, value] of Object.entries(values ?? {})) {
-      if (typeof value === 'string') {
-        issues.push({ path: `tools.servers.${name}.${'command' in server ? 'env' : 'headers'}.${key}`, message: 'a distributed run (--redis) sends tool server settings through Redis: give this value as {"env": "NAME"} (each worker reads its own)' });
-      }
-    }
-  }
+  // Keys and tool servers' settings travel to the workers (settings in every job): nothing inline that may be a secret.
+  const issues = inlineSecretPaths(plan).map((path) => ({
+    path,
+    message: path.startsWith('providers.')
+      ? 'a distributed run (--redis) needs keys from the environment ({"env": "NAME"}): each worker reads its own'
+      : 'a distributed run (--redis) sends tool server settings through Redis: give this value as {"env": "NAME"} (each worker reads its own)',
+  }));
   if (localTools > 0) issues.push({ path: 'tools', message: 'a distributed run (--redis) runs tools on the workers: in-process tools (createSwarm({ tools })) cannot go there; serve them from an MCP server' });
   if (issues.length > 0) throw new PlanValidationError(issues);
 }

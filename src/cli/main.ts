@@ -6,8 +6,8 @@
 import { readFile, writeFile, appendFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { dirname, join, resolve } from 'node:path';
-import { createSwarm, RunLockedError, withLiveness } from '../swarm.js';
-import { openStore, StoreError } from '../store/index.js';
+import { createSwarm, RunLockedError } from '../swarm.js';
+import { StoreError } from '../store/index.js';
 import { PlanValidationError, validatePlan } from '../plan/index.js';
 import type { RunResult } from '../../machines/runTable.js';
 import { simCommand } from '../sim/index.js';
@@ -369,17 +369,17 @@ async function workerCommand(redis: string | undefined, concurrency: string | un
 }
 
 /** `swarmstate runs`: the journaled runs, newest first. */
-function listRuns(store: string | undefined, json: boolean, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): number {
+async function listRuns(store: string | undefined, json: boolean, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
+  // The swarm's own list (its store, as `run` would pick it; runs no live process holds say `interrupted`).
+  const swarm = createSwarm(store !== undefined ? { store } : {});
   let runs;
-  let journal;
   try {
-    journal = openStore(store ?? (process.env.SWARMSTATE_STORE || undefined));
-    runs = withLiveness(journal, journal.listRuns(200));
+    runs = swarm.runs(200);
   } catch (error) {
     io.err.write(`swarmstate: ${(error as Error).message}\n`);
     return EXIT.journal;
   } finally {
-    journal?.close();
+    await swarm.close();
   }
   if (json) {
     io.out.write(JSON.stringify(runs.map(({ options: _options, ...r }) => r)) + '\n');

@@ -63,13 +63,13 @@ export type CallOutcome =
   | { ok: false; error: ErrorInfo & Record<string, unknown> };
 
 /**
- * The job id of a call: its run, kind and content (not its attempt, key or turn number, which a
- * resume changes), and `n`, how many identical calls this coordinator made before (a retry of
- * the same request is a new job). BullMQ ids may not contain ":".
+ * The identity of a call: its run, kind and content (not its attempt, key or turn number, which a
+ * resume changes). Its job id is this and `.<n>`, n counting identical calls this coordinator made
+ * before (a retry of the same request is a new job). BullMQ ids may not contain ":".
  */
-export function jobIdOf(job: CallJob, n: number): string {
+export function callKeyOf(job: CallJob): string {
   const { config: _config, runId, ...content } = job;
   const stable = job.kind === 'model' ? { ...content, keyId: undefined, meta: { taskId: job.meta.taskId } } : content;
   const hash = createHash('sha256').update(canonicalJson(stable)).digest('hex').slice(0, 32);
-  return `${runId}.${job.kind}.${hash}.${n}`;
+  return `${runId}.${job.kind}.${hash}`;
 }

@@ -11,7 +11,7 @@
 import { Job, Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { ProviderError } from '../providers/errors.js';
-import { CALL_QUEUE, CANCEL_CHANNEL, jobIdOf, type CallJob, type CallOutcome } from './protocol.js';
+import { CALL_QUEUE, CANCEL_CHANNEL, callKeyOf, type CallJob, type CallOutcome } from './protocol.js';
 import { redisOptions } from './redis.js';
 
 /** How long completed jobs stay readable (a resumed coordinator takes their results). */
@@ -42,10 +42,10 @@ export class RemoteCalls {
 
   /** Sends a call to the workers and gives back its outcome (rejects on abort). */
   async call(job: CallJob, signal: AbortSignal): Promise<CallOutcome> {
-    const base = jobIdOf(job, 0);
-    const n = this.seen.get(base) ?? 0;
-    this.seen.set(base, n + 1);
-    const id = n === 0 ? base : jobIdOf(job, n);
+    const key = callKeyOf(job);
+    const n = this.seen.get(key) ?? 0;
+    this.seen.set(key, n + 1);
+    const id = `${key}.${n}`;
     const startedAt = Date.now();
     const abort = () => {
       // The worker making the call stops too (the call is not paid for to its end): a job not
