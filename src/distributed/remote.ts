@@ -88,7 +88,9 @@ export class RemoteCalls {
         }
         throw new ProviderError('internal', `call job ${id} failed on a worker: ${found.failedReason ?? 'unknown reason'}`, { retryable: true });
       }
-      await this.waitFor(found, signal);
+      // It ended while we waited (after this call began): its outcome is this call's.
+      const ended = await this.waitFor(found, signal);
+      if (ended) return ended;
     }
   }
 
@@ -123,15 +125,19 @@ export class RemoteCalls {
     await this.add(id, data);
   }
 
-  /** Until the job ends, the call is aborted, or it is time to look again. */
-  private async waitFor(job: Job<CallJob, CallOutcome>, signal: AbortSignal): Promise<void> {
+  /**
+   * Until the job completes (its outcome), fails, the call is aborted, or it is time to look
+   * again (undefined: the loop looks at the job once more).
+   */
+  private async waitFor(job: Job<CallJob, CallOutcome>, signal: AbortSignal): Promise<CallOutcome | undefined> {
     let onAbort: (() => void) | undefined;
-    const aborted = new Promise<void>((resolve) => {
-      onAbort = () => resolve();
+    const aborted = new Promise<undefined>((resolve) => {
+      onAbort = () => resolve(undefined);
       signal.addEventListener('abort', onAbort, { once: true });
     });
     try {
-      await Promise.race([job.waitUntilFinished(this.events, CHECK_EVERY_MS).catch(() => undefined), aborted]);
+      const outcome = await Promise.race([job.waitUntilFinished(this.events, CHECK_EVERY_MS).catch(() => undefined), aborted]);
+      return outcome ?? undefined;
     } finally {
       signal.removeEventListener('abort', onAbort!);
     }
