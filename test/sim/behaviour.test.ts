@@ -3,24 +3,15 @@
  * buckets (time driven by options.now, no sleeps), injected faults, latency and stats.
  */
 import { createHash } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startSim, type SimOptions, type SimServer } from '../../src/sim/index.js';
+import { describe, expect, it } from 'vitest';
+import type { SimOptions } from '../../src/sim/index.js';
 import { minimalValue } from '../../src/sim/model.js';
 import { formatDuration } from '../../src/sim/openai.js';
-import { chatBody, manualClock, messagesBody, post, sseEvents } from './helpers.js';
+import { chatBody, chatUrl, manualClock, messagesBody, messagesUrl, post, sseEvents, useSims } from './helpers.js';
 
-const open: SimServer[] = [];
-async function sim(options: SimOptions = {}): Promise<SimServer> {
-  const server = await startSim(options);
-  open.push(server);
-  return server;
-}
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((s) => s.close()));
-});
-
-const messages = (s: SimServer) => `${s.url}/v1/messages`;
-const chat = (s: SimServer) => `${s.url}/v1/chat/completions`;
+const sim = useSims();
+const messages = messagesUrl;
+const chat = chatUrl;
 const textOf = (json: { content: { text?: string }[] }) => json.content.map((b) => b.text ?? '').join('');
 
 describe('determinism', () => {

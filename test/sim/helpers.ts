@@ -1,4 +1,22 @@
 /** Raw HTTP helpers for the simulator tests (the SDK tests use the SDKs instead). */
+import { afterEach } from 'vitest';
+import { startSim, type SimOptions, type SimServer } from '../../src/sim/index.js';
+
+/** Starts simulators for a test file's tests; each is closed after its test. */
+export function useSims(): (options?: SimOptions) => Promise<SimServer> {
+  const open: SimServer[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((s) => s.close()));
+  });
+  return async (options = {}) => {
+    const server = await startSim(options);
+    open.push(server);
+    return server;
+  };
+}
+
+export const messagesUrl = (s: SimServer) => `${s.url}/v1/messages`;
+export const chatUrl = (s: SimServer) => `${s.url}/v1/chat/completions`;
 
 export interface RawResponse {
   status: number;

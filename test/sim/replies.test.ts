@@ -3,22 +3,12 @@
  * directive text gets item min(k, n), counted on the server across keys; failed requests (401,
  * 429, directive errors, injected faults) do not advance the count.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { startSim, type SimOptions, type SimServer } from '../../src/sim/index.js';
-import { chatBody, manualClock, messagesBody, post, sseEvents } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { chatBody, chatUrl, manualClock, messagesBody, messagesUrl, post, sseEvents, useSims } from './helpers.js';
 
-const open: SimServer[] = [];
-async function sim(options: SimOptions = {}): Promise<SimServer> {
-  const server = await startSim(options);
-  open.push(server);
-  return server;
-}
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((s) => s.close()));
-});
-
-const messages = (s: SimServer) => `${s.url}/v1/messages`;
-const chat = (s: SimServer) => `${s.url}/v1/chat/completions`;
+const sim = useSims();
+const messages = messagesUrl;
+const chat = chatUrl;
 const REVIEW = '[[sim:replies REVISE: add tests || APPROVE]]';
 
 /** The reply text of an Anthropic answer, plain or streamed. */
