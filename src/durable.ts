@@ -24,7 +24,7 @@ import { canonicalJson } from '../machines/canonical.js';
 import { fingerprint } from './keys.js';
 import type { PlanExpander } from './planner.js';
 import type { TaskSpec } from './plan/index.js';
-import { Journal, StoreError, type AttemptRow, type Store, type StoredRunStatus, type TaskRow } from './store/index.js';
+import { Journal, StoreError, type AttemptRow, type PlannerExtra, type ReviewExtra, type Store, type StoredRunStatus, type TaskRow } from './store/index.js';
 
 const REDACTED = /^\[redacted ([0-9a-f]{8})\]$/;
 const redacted = (secret: string) => `[redacted ${fingerprint(secret)}]`;
@@ -109,18 +109,6 @@ function isRecord(x: unknown): x is Record<string, unknown> {
 // Writing: the run's journal
 // ---------------------------------------------------------------------------------------------
 
-/** What the journal keeps of a planner, in its row's `extra`: the sub-tasks of its completed answer. */
-interface PlannerExtra {
-  subtasks: string[];
-}
-
-/** What the journal keeps of a review, in the task row's `extra`. */
-interface ReviewExtra {
-  rounds?: number;
-  approved?: boolean;
-  feedback?: { round: number; maxRounds: number; findings: string };
-}
-
 export class RunJournal {
   private readonly journal: Journal;
   /** The first write error: the run stops, and nothing more is written. */
@@ -144,32 +132,14 @@ export class RunJournal {
     if (this.failure) return;
     this.attempt(() => {
       this.journal.record(event);
-      switch (event.type) {
-        case 'model:response':
-          if (event.costUsd !== undefined) {
-            this.store.recordSpend(this.runId, event.taskId, event.modelName ?? event.model, event.costUsd);
-            this.spendPending = true;
-          }
-          break;
-        case 'task:planned': {
-          // The sub-tasks joined the run: their specs, and which ones the planner made this time
-          // (a planner that plans again after a crash leaves older rows behind).
-          const specs = this.accepted.get(event.taskId) ?? [];
-          this.accepted.delete(event.taskId);
-          this.store.addTasks(this.runId, specs.map((t) => ({ id: t.id, spec: t, parent: event.taskId })));
-          this.store.setTaskExtra(this.runId, event.taskId, { subtasks: event.subtasks } satisfies PlannerExtra);
-          break;
-        }
-        case 'task:reviewed': {
-          this.store.setTaskExtra(this.runId, event.taskId, { rounds: event.round, approved: event.verdict === 'approve' } satisfies ReviewExtra);
-          if (!event.final) {
-            // The review's attempt is over (the reviewer waits for the new draft); its task is not.
-            this.store.attemptEnded(this.runId, event.taskId, event.attempt, 'completed', event.at ?? Date.now());
-            const extra: ReviewExtra = { rounds: event.round, feedback: { round: event.round, maxRounds: event.maxRounds, findings: event.findings ?? '' } };
-            this.store.taskReopened(this.runId, event.target, extra, event.at ?? Date.now());
-          }
-          break;
-        }
+      if (event.type === 'model:response' && event.costUsd !== undefined) this.spendPending = true;
+      if (event.type === 'task:planned') {
+        // The sub-tasks joined the run: their specs (kept from the check), and which ones the
+        // planner made this time (a planner that plans again after a crash leaves older rows behind).
+        const specs = this.accepted.get(event.taskId) ?? [];
+        this.accepted.delete(event.taskId);
+        this.store.addTasks(this.runId, specs.map((t) => ({ id: t.id, spec: t, parent: event.taskId })));
+        this.store.setTaskExtra(this.runId, event.taskId, { subtasks: event.subtasks } satisfies PlannerExtra);
       }
     });
   }

@@ -9,13 +9,16 @@
  *   task:failed     -> taskFailed, final = !willRetry
  *   task:skipped    -> taskFinal('skipped', reason)
  *   task:cancelled  -> taskFinal('cancelled', 'cancelled')
+ *   model:response  -> recordSpend, when the call was priced (`costUsd`)
+ *   task:reviewed   -> the reviewer's rounds (setTaskExtra); a revision also ends the review's
+ *                      attempt and reopens the reviewed task with its feedback (durable)
  *   anything else   -> nothing
  *
- * The runtime calls the store itself for what events do not carry: recordSpend, addTasks,
- * setTaskExtra, recordToolResult, setRunStatus.
+ * The runtime calls the store itself for what events do not carry: addTasks (a planner's
+ * sub-tasks, with their specs), recordToolResult, setRunStatus.
  */
 import type { RunEvent } from '../../machines/protocol.js';
-import type { Store } from './types.js';
+import type { ReviewExtra, Store } from './types.js';
 
 /**
  * A run event as the journal takes it: `at` (ms since the epoch; default Date.now()) and, on
@@ -58,6 +61,19 @@ export class Journal {
       case 'task:cancelled':
         this.store.taskFinal(this.runId, event.taskId, 'cancelled', 'cancelled', event.at ?? Date.now());
         return;
+      case 'model:response':
+        if (event.costUsd !== undefined) this.store.recordSpend(this.runId, event.taskId, event.modelName ?? event.model, event.costUsd);
+        return;
+      case 'task:reviewed': {
+        this.store.setTaskExtra(this.runId, event.taskId, { rounds: event.round, approved: event.verdict === 'approve' } satisfies ReviewExtra);
+        if (event.final) return;
+        // The review's attempt is over (the reviewer waits for the new draft); its task is not.
+        const at = event.at ?? Date.now();
+        this.store.attemptEnded(this.runId, event.taskId, event.attempt, 'completed', at);
+        const extra: ReviewExtra = { rounds: event.round, feedback: { round: event.round, maxRounds: event.maxRounds, findings: event.findings ?? '' } };
+        this.store.taskReopened(this.runId, event.target, extra, at);
+        return;
+      }
       default:
         return;
     }

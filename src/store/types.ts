@@ -259,3 +259,15 @@ export class StoreError extends Error {
     this.sqliteCode = sqliteCode;
   }
 }
+
+/** What the journal keeps of a review in a task row's `extra` (the reviewer's rounds; a reopened draft's feedback). */
+export interface ReviewExtra {
+  rounds?: number;
+  approved?: boolean;
+  feedback?: { round: number; maxRounds: number; findings: string };
+}
+
+/** What the journal keeps of a planner in its row's `extra`: the sub-tasks of its completed answer. */
+export interface PlannerExtra {
+  subtasks: string[];
+}
