@@ -48,11 +48,6 @@ export class CacheGroups {
     return 'lead';
   }
 
-  /** The group a task leads right now, if it does. */
-  groupLedBy(taskId: string): string | undefined {
-    return this.leaders.get(taskId);
-  }
-
   /**
    * The leader's response started (`warm`), or its attempt ended (`warm` if it completed, so the
    * prefix was written). Returns the held task ids to send now; empty if `taskId` leads nothing.

@@ -21,11 +21,6 @@ export class PlanExpander {
     for (const t of plan.tasks) this.tasks.set(t.id, { deps: t.deps });
   }
 
-  /** Sub-tasks known from an earlier life of the run (a resume): their ids are taken. */
-  remember(tasks: readonly { id: string; deps: readonly string[] }[]): void {
-    for (const t of tasks) this.tasks.set(t.id, { deps: t.deps });
-  }
-
   expand(input: PlanExpansionInput): PlanExpansion {
     const planner = this.tasks.get(input.taskId);
     const result = parseSubtasks(input.output, {
