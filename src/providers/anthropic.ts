@@ -256,10 +256,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
   const stream = options.stream ?? true;
   const cache = options.cache ?? true;
   const version = options.version ?? '2023-06-01';
-  const http = new HttpClient({
-    headersTimeoutMs: options.headersTimeoutMs ?? 60_000,
-    bodyTimeoutMs: options.bodyTimeoutMs ?? 120_000,
-  });
+  const http = new HttpClient({ headersTimeoutMs: options.headersTimeoutMs, bodyTimeoutMs: options.bodyTimeoutMs });
 
   return {
     type: 'anthropic',

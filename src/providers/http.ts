@@ -14,10 +14,10 @@ import { type CallFacts, classifyHttpError, classifyTransportError, redactSecret
 import { rateLimitOf } from './ratelimit.js';
 
 export interface HttpClientOptions {
-  /** Max wait for the response headers, in ms. */
-  headersTimeoutMs: number;
-  /** Max silence between two body chunks, in ms (a streaming server's pings reset it). */
-  bodyTimeoutMs: number;
+  /** Max wait for the response headers, in ms. Default 60 000. */
+  headersTimeoutMs?: number | undefined;
+  /** Max silence between two body chunks, in ms (a streaming server's pings reset it). Default 120 000. */
+  bodyTimeoutMs?: number | undefined;
   /** Connections per origin; undefined = no limit (the key leases bound concurrency). */
   connections?: number;
 }
@@ -57,7 +57,7 @@ export class HttpClientClosedError extends Error {
  * A keep-alive HTTP client for one provider.
  *
  * @example
- * const http = new HttpClient({ headersTimeoutMs: 60_000, bodyTimeoutMs: 120_000 });
+ * const http = new HttpClient({ headersTimeoutMs: 30_000 }); // bodyTimeoutMs: the default 120 000
  * const res = await http.post({ url, headers, body: JSON.stringify(payload), signal });
  * await http.close();
  */
@@ -65,7 +65,12 @@ export class HttpClient {
   private readonly pools = new Map<string, Pool>();
   private closed = false;
 
-  constructor(readonly options: HttpClientOptions) {}
+  readonly options: Required<Pick<HttpClientOptions, 'headersTimeoutMs' | 'bodyTimeoutMs'>> & HttpClientOptions;
+
+  constructor(options: HttpClientOptions = {}) {
+    // The defaults of every adapter, in one place.
+    this.options = { ...options, headersTimeoutMs: options.headersTimeoutMs ?? 60_000, bodyTimeoutMs: options.bodyTimeoutMs ?? 120_000 };
+  }
 
   async post(request: HttpRequest): Promise<HttpResponse> {
     if (this.closed) throw new HttpClientClosedError();

@@ -253,10 +253,7 @@ async function readJson(response: HttpResponse, request: ProviderRequest, facts:
 export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provider {
   const baseURL = (options.baseURL ?? 'https://api.openai.com/v1').replace(/\/+$/, '');
   const stream = options.stream ?? true;
-  const http = new HttpClient({
-    headersTimeoutMs: options.headersTimeoutMs ?? 60_000,
-    bodyTimeoutMs: options.bodyTimeoutMs ?? 120_000,
-  });
+  const http = new HttpClient({ headersTimeoutMs: options.headersTimeoutMs, bodyTimeoutMs: options.bodyTimeoutMs });
 
   return {
     type: 'openai',
