@@ -6,6 +6,7 @@
  *   running -reply with tool calls-> tools -all results-> waiting (next turn)
  *   running -final reply-> done
  *   running -retryable error-> backoff -> waiting          -fatal error-> failed
+ *   running -429-> waiting (a wait for the next free key, not a retry)
  *   any -CANCEL-> cancelled          any -attempt deadline-> failed (task_timeout)
  *
  * The machine decides; `src/` does: the model call is the `callModel` actor, the route's breaker
@@ -33,6 +34,7 @@ import {
   OVERLOADS_BEFORE_FALLBACK,
   type CallTarget,
   requestTokensOf,
+  requestTokenBoundOf,
   targetOf,
   type AgentContext,
   type AgentEvent,
@@ -40,7 +42,7 @@ import {
   type ToolWait,
 } from './agentContext.js';
 import { canCompact, compact } from './compaction.js';
-import { nowOf } from './clock.js';
+import { clampDelay, nowOf } from './clock.js';
 import { costOfUsage } from './cost.js';
 import { breakerVerdictOf, errorInfo, isKeyScoped, leaseOutcomeOf, toErrorInfo } from './errors.js';
 import type {
@@ -50,6 +52,7 @@ import type {
   CallRecord,
   DispatchDecision,
   DispatchInfo,
+  ErrorInfo,
   ToolCallDecision,
   ToolCallInfo,
   LeaseEvent,
@@ -103,13 +106,23 @@ function dispatchInfoOf(context: AgentContext): DispatchInfo {
     maxTokens: target.maxTokens,
     depth: context.input.depth ?? 0,
   };
-  if (target.price) info.estimatedCostUsd = reservationUsd(target.price, estimatedInputTokens, target.maxTokens);
+  if (target.price) info.estimatedCostUsd = reservationUsd(target.price, requestTokenBoundOf(context), target.maxTokens);
   return info;
 }
 
 /** The context after a reply joined the conversation (the overflow retry is once per request). */
 function withReply(context: AgentContext, content: ContentBlock[]) {
   return { overflowRetried: false, turn: context.turn + 1, messages: [...context.messages, { role: 'assistant' as const, content }] };
+}
+
+/** The attempt waited out `maxRateLimitWaits` 429s and met one more: it fails, and says why. */
+function rateLimitedOutError(context: AgentContext, last: ErrorInfo): ErrorInfo {
+  const { taskId, attempt, maxRateLimitWaits } = context.input;
+  return {
+    ...last,
+    retryable: false,
+    message: `task "${taskId}" attempt ${attempt}: rate limited ${context.rateLimitWaits + 1} times, more than maxRateLimitWaits (${maxRateLimitWaits}) allows; last: ${last.message}`,
+  };
 }
 
 function deniedError(context: AgentContext, decision: DispatchDecision) {
@@ -177,7 +190,7 @@ export const agentMachine = setup({
         reservationId,
         taskId: context.input.taskId,
         model: target.modelName ?? target.model,
-        amountUsd: reservationUsd(target.price!, requestTokensOf(context), target.maxTokens),
+        amountUsd: reservationUsd(target.price!, requestTokenBoundOf(context), target.maxTokens),
         replyTo: self,
       };
       enqueue.sendTo(ledger, event);
@@ -245,6 +258,7 @@ export const agentMachine = setup({
         priority: context.input.priority,
         inputTokens: requestTokensOf(context),
         outputTokens: targetOf(context).maxTokens,
+        deadline: context.startedAt + context.input.timeoutMs,
         replyTo: self,
       };
       enqueue.sendTo(pool, event);
@@ -360,6 +374,9 @@ export const agentMachine = setup({
       enqueueReport(enqueue, { type: 'model:error', ...callFacts(context, lease.keyId), error });
       enqueue.assign({ lease: null, admission: null, reservation: null, override: null });
     }),
+
+    /** A 429 waited out: counted (for maxRateLimitWaits and the report), never as a retry. */
+    noteRateLimitWait: assign({ rateLimitWaits: ({ context }) => context.rateLimitWaits + 1 }),
 
     /** Full-jitter exponential backoff; a route-level Retry-After is a floor, a key-level one is the key's. */
     planRetry: enqueueActions(({ context, event, enqueue }) => {
@@ -484,8 +501,8 @@ export const agentMachine = setup({
     }),
   },
   delays: {
-    backoff: ({ context }) => context.backoffMs,
-    attemptTimeout: ({ context }) => context.input.timeoutMs,
+    backoff: ({ context }) => clampDelay(context.backoffMs),
+    attemptTimeout: ({ context }) => clampDelay(context.input.timeoutMs, 1),
   },
   guards: {
     isPending: ({ context, event }) => {
@@ -503,6 +520,12 @@ export const agentMachine = setup({
     overflowOnce: ({ context, event }) => errorOf(event).code === 'context_overflow' && !context.overflowRetried && context.call === 'turn',
     wantsTools: ({ event }) => outputOf(event).content.some((b) => b.type === 'tool_use'),
     canRetry: ({ context, event }) => errorOf(event).retryable && context.retries < context.input.retries,
+    rateLimitedOut: ({ event }) => errorOf(event).code === 'rate_limited',
+    rateLimitWait: ({ context, event }) => {
+      const error = errorOf(event);
+      const cap = context.input.maxRateLimitWaits;
+      return error.code === 'rate_limited' && error.retryable && (cap === undefined || context.rateLimitWaits < cap);
+    },
     toolsDone: ({ context }) => context.tools !== null && context.tools.left === 0,
     turnsLeft: ({ context }) => context.turn < context.input.maxTurns,
   },
@@ -515,6 +538,8 @@ export const agentMachine = setup({
     turn: 0,
     requests: 0,
     retries: 0,
+    rateLimitWaits: 0,
+    startedAt: 0,
     usage: ZERO_USAGE,
     rng: input.seed,
     seq: 0,
@@ -543,7 +568,7 @@ export const agentMachine = setup({
   },
   states: {
     idle: {
-      on: { START: 'active' },
+      on: { START: { target: 'active', actions: assign({ startedAt: ({ self }) => nowOf(self) }) } },
     },
     active: {
       // The deadline runs from the attempt's start, across turns, waits and backoffs.
@@ -678,6 +703,15 @@ export const agentMachine = setup({
             onError: [
               // The provider says the request is too long: compact and try once more.
               { guard: 'overflowOnce', target: 'compacting', actions: ['settleFailure', assign({ overflowRetried: true })] },
+              // A 429 says "wait", not "this task is broken": back to the pool, which hands the
+              // call to the next key that can take it (this one backs off for its Retry-After).
+              // It uses no retry; only the deadline (or maxRateLimitWaits) bounds such waits.
+              { guard: 'rateLimitWait', target: 'waiting', actions: ['settleFailure', 'noteRateLimitWait'] },
+              {
+                guard: 'rateLimitedOut',
+                target: '#agent.failed',
+                actions: ['settleFailure', assign({ error: ({ context, event }) => rateLimitedOutError(context, toErrorInfo(event.error)) })],
+              },
               { guard: 'canRetry', target: 'backoff', actions: ['settleFailure', 'planRetry'] },
               { target: '#agent.failed', actions: ['settleFailure', assign({ error: ({ event }) => toErrorInfo(event.error) })] },
             ],

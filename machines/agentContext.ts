@@ -28,7 +28,7 @@ import type {
   ToolBusReply,
   Usage,
 } from './protocol.js';
-import { estimateRequestTokens } from './tokens.js';
+import { estimateRequestTokens, maxRequestTokens } from './tokens.js';
 
 export interface AgentInput {
   taskId: string;
@@ -49,6 +49,8 @@ export interface AgentInput {
   /** The attempt's deadline, from its start. */
   timeoutMs: number;
   backoff: { baseMs: number; maxMs: number };
+  /** 429s this attempt may wait out before it fails; unset: only its deadline bounds them. */
+  maxRateLimitWaits?: number;
   /** Seed of this attempt's jitter. */
   seed: number;
   /**
@@ -97,6 +99,10 @@ export interface AgentContext {
   turn: number;
   requests: number;
   retries: number;
+  /** 429s waited out in this attempt: waits, not retries (they never use the retry budget). */
+  rateLimitWaits: number;
+  /** When the attempt started (the system clock): its deadline is this plus input.timeoutMs. */
+  startedAt: number;
   usage: Usage;
   rng: number;
   seq: number;
@@ -255,9 +261,20 @@ export const outputOf = (event: unknown) => (event as { output: ModelCallOutput 
  * What a call reserves: its worst case, with the input estimate (about 4 characters a token)
  * given a quarter more room and a little fixed slack, since the server's count may differ.
  */
-export function reservationUsd(price: Price, estimatedInputTokens: number, maxTokens: number): number {
-  return worstCaseUsd(price, Math.ceil(estimatedInputTokens * 1.25) + 16, maxTokens);
+export function reservationUsd(price: Price, inputTokenBound: number, maxTokens: number): number {
+  return worstCaseUsd(price, inputTokenBound, maxTokens);
 }
+
+/**
+ * The most input tokens the next call can be billed for (see `maxRequestTokens`). Tool
+ * definitions: `toolTokens` is their UTF-8 size / 4, so 4x it bounds them.
+ */
+export const requestTokenBoundOf = (ctx: AgentContext) => {
+  const tools = ctx.call === 'summary' ? 0 : 4 * (ctx.input.toolTokens ?? 0);
+  const system = ctx.call === 'summary' ? SUMMARY_SYSTEM : ctx.input.system;
+  if (ctx.override?.messages) return maxRequestTokens(system, ctx.override.messages) + tools;
+  return ctx.call === 'summary' ? maxRequestTokens(SUMMARY_SYSTEM, summaryMessages(ctx.messages, keepLastOf(ctx))) : maxRequestTokens(system, ctx.messages) + tools;
+};
 
 /**
  * What an agent must give back on its way out, as messages to actors by system id: the breaker

@@ -24,3 +24,16 @@ export const realClock: TimedClock = {
   setTimeout: (fn, ms) => setTimeout(fn, ms),
   clearTimeout: (id) => clearTimeout(id),
 };
+
+/**
+ * The longest delay a timer can hold: Node's setTimeout (and so XState's real clock) fires after
+ * 1 ms for anything at or above 2^31 ms. Every named delay of the machines goes through
+ * `clampDelay`, so a wait of a month is a wait of 24.8 days, not of 1 ms.
+ */
+export const MAX_DELAY_MS = 2 ** 31 - 1;
+
+/** A delay a timer can hold: at least `min`, at most MAX_DELAY_MS, and a number (NaN is `min`). */
+export function clampDelay(ms: number, min = 0): number {
+  if (!(ms >= min)) return min;
+  return Math.min(Math.ceil(ms), MAX_DELAY_MS);
+}

@@ -14,17 +14,22 @@
  * The key's context holds its id and counts, never its secret.
  */
 import { assign, enqueueActions, sendParent, setup, stateIn } from 'xstate';
-import { nowOf } from './clock.js';
+import { clampDelay, nowOf } from './clock.js';
 import {
   advance,
+  awaiting,
   canGrant,
+  fits,
   grant,
   holds,
   msUntilCapacity,
   newBook,
+  rateOf,
+  rateSourceOf,
   release,
   waitsForRelease,
   type KeyBook,
+  type RateSource,
 } from './keyLimits.js';
 import type { KeyLimits, KeyState, LeaseOutcome, LeaseRequest, RunEvent } from './protocol.js';
 
@@ -46,7 +51,8 @@ export type KeyEvent =
  * normal); `KEY.GRANTED` / `KEY.REJECTED` answer each `KEY.GRANT`, before that `KEY.STATE`.
  */
 export type KeyReply =
-  | { type: 'KEY.STATE'; keyId: string; state: KeyState }
+  /** `until`: in backoff, when it ends (the pool denies requests whose deadline comes first). */
+  | { type: 'KEY.STATE'; keyId: string; state: KeyState; until?: number }
   | { type: 'KEY.GRANTED'; keyId: string; leaseId: string }
   | { type: 'KEY.REJECTED'; keyId: string; leaseId: string; request: LeaseRequest };
 
@@ -54,6 +60,28 @@ export interface KeyContext extends KeyBook {
   keyId: string;
   /** The state last announced (undefined before the first). */
   state?: KeyState;
+  /** The request rate last reported (`key:rate`), rounded; undefined before the first. */
+  reportedRate?: { rpm: number | null; source: RateSource };
+}
+
+/** What a `key:rate` event would say now: the paced request rate, rounded to 0.1 rpm. */
+function rateNow(book: KeyBook): { rpm: number | null; source: RateSource } {
+  const rate = rateOf(book, 'requests');
+  return { rpm: rate === undefined ? null : Math.round(rate * 10) / 10, source: rateSourceOf(book) };
+}
+
+/** A rate worth reporting: its source changed, or it moved by 10% or more (AIMD raises it in small steps). */
+function rateMoved(before: KeyContext['reportedRate'], now: { rpm: number | null; source: RateSource }): boolean {
+  if (before === undefined) return now.rpm !== null;
+  if (before.source !== now.source || (before.rpm === null) !== (now.rpm === null)) return true;
+  return before.rpm !== null && now.rpm !== null && Math.abs(now.rpm - before.rpm) >= 0.1 * before.rpm;
+}
+
+/** The key's state as its pool hears it (with the end of a backoff). */
+function stateReply(context: KeyContext, state: KeyState): KeyReply {
+  return state === 'backoff'
+    ? { type: 'KEY.STATE', keyId: context.keyId, state, until: context.backoffUntil }
+    : { type: 'KEY.STATE', keyId: context.keyId, state };
 }
 
 /** The two named effects the actions below enqueue: typed here, since setup cannot infer them. */
@@ -83,6 +111,8 @@ export const keyMachine = setup({
       if (event.type !== 'KEY.GRANT') return {};
       return grant(context, event.leaseId, event.request);
     }),
+    /** A request larger than the buckets hold now: remember its size, so `ready` waits for it. */
+    awaitSize: assign(({ context, event }) => (event.type === 'KEY.GRANT' ? awaiting(context, event.request) : {})),
     release: assign(({ context, event }) => {
       if (event.type !== 'KEY.RELEASE') return {};
       return release(context, event.leaseId, event.outcome);
@@ -100,7 +130,7 @@ export const keyMachine = setup({
     enter: enqueueActions(({ context, enqueue }, params: { state: KeyState }) => {
       const { keyId } = context;
       const { state } = params;
-      enqueueEffect(enqueue, { type: 'tellPool', params: { type: 'KEY.STATE', keyId, state } });
+      enqueueEffect(enqueue, { type: 'tellPool', params: stateReply(context, state) });
       if (context.state !== state) {
         enqueue.assign({ state });
         enqueueEffect(enqueue, { type: 'report', params: { type: 'key:state', keyId, state } });
@@ -108,8 +138,14 @@ export const keyMachine = setup({
     }),
     /** Staying in a state after an event: the pool still hears where the key is. */
     announce: enqueueActions(({ context, enqueue }) => {
-      const { keyId, state } = context;
-      if (state !== undefined) enqueueEffect(enqueue, { type: 'tellPool', params: { type: 'KEY.STATE', keyId, state } });
+      if (context.state !== undefined) enqueueEffect(enqueue, { type: 'tellPool', params: stateReply(context, context.state) });
+    }),
+    /** The paced request rate changed (stated at start, learned from headers, cut or raised): the run hears it. */
+    noteRate: enqueueActions(({ context, enqueue }) => {
+      const now = rateNow(context);
+      if (!rateMoved(context.reportedRate, now)) return;
+      enqueue.assign({ reportedRate: now });
+      enqueueEffect(enqueue, { type: 'report', params: { type: 'key:rate', keyId: context.keyId, ...now } });
     }),
     reportBackoff: enqueueActions(({ context, enqueue }) => {
       const retryAfterMs = Math.max(0, context.backoffUntil - context.at);
@@ -121,37 +157,43 @@ export const keyMachine = setup({
   },
   guards: {
     hasCapacity: ({ context }) => canGrant(context),
+    fitsRequest: ({ context, event }) => event.type === 'KEY.GRANT' && fits(context, event.request),
     waitsForRelease: ({ context }) => waitsForRelease(context),
     unknownLease: ({ context, event }) => event.type === 'KEY.RELEASE' && !holds(context, event.leaseId),
     authFailed: ({ event }) => event.type === 'KEY.RELEASE' && event.outcome.kind === 'auth',
     rateLimited: ({ event }) => event.type === 'KEY.RELEASE' && event.outcome.kind === 'rate_limited',
     inBackoff: stateIn('backoff'),
+    /** Read in `deciding`, after a sync: the backoff has not ended yet. */
+    stillBackingOff: ({ context }) => context.backoffUntil > context.at,
   },
   delays: {
     /** Until the window, the buckets and any pause allow one more grant. */
-    refill: ({ context }) => msUntilCapacity(context),
-    /** Until the latest Retry-After has passed: never sooner. */
-    backoffEnds: ({ context }) => Math.max(1, Math.ceil(context.backoffUntil - context.at)),
+    refill: ({ context }) => clampDelay(msUntilCapacity(context), 1),
+    /** Until the latest Retry-After has passed: never sooner (a longer one is waited in steps). */
+    backoffEnds: ({ context }) => clampDelay(context.backoffUntil - context.at, 1),
   },
 }).createMachine({
   id: 'key',
   context: ({ input, self }) => ({ keyId: input.keyId, ...newBook(input.limits, nowOf(self), input.probation) }),
   initial: 'deciding',
+  entry: 'noteRate',
   on: {
     'KEY.RELEASE': [
       // Released twice, or by an agent that was cancelled: nothing to settle.
       { guard: 'unknownLease', actions: 'announce' },
       { guard: 'authFailed', target: '.revoked', actions: ['sync', 'release'] },
       // Re-entering backoff restarts its timer from the (never earlier) new backoffUntil.
-      { guard: 'rateLimited', target: '.backoff', actions: ['sync', 'release', 'reportBackoff'] },
-      { guard: 'inBackoff', actions: ['sync', 'release', 'announce'] },
-      { target: '.deciding', actions: ['sync', 'release'] },
+      { guard: 'rateLimited', target: '.backoff', actions: ['sync', 'release', 'noteRate', 'reportBackoff'] },
+      { guard: 'inBackoff', actions: ['sync', 'release', 'noteRate', 'announce'] },
+      { target: '.deciding', actions: ['sync', 'release', 'noteRate'] },
     ],
   },
   states: {
     /** A choice point, never at rest: where the book says the key is now. */
     deciding: {
       always: [
+        // A backoff longer than a timer can hold (2^31 ms) wakes early: it goes on to its end.
+        { guard: 'stillBackingOff', target: 'backoff' },
         { guard: 'hasCapacity', target: 'ready' },
         { guard: 'waitsForRelease', target: 'saturated.untilRelease' },
         { target: 'saturated.untilRefill' },
@@ -160,7 +202,11 @@ export const keyMachine = setup({
     ready: {
       entry: { type: 'enter', params: { state: 'ready' } },
       on: {
-        'KEY.GRANT': { target: 'deciding', actions: ['sync', 'grant', 'confirm'] },
+        'KEY.GRANT': [
+          { guard: 'fitsRequest', target: 'deciding', actions: ['sync', 'grant', 'confirm'] },
+          // Bigger than the buckets hold now: refused, and the key waits until it fits.
+          { target: 'deciding', actions: ['sync', 'awaitSize', 'reject'] },
+        ],
       },
     },
     saturated: {

@@ -1,24 +1,52 @@
 /**
  * The bookkeeping of one API key's limits, as pure functions over an immutable `KeyBook`.
  *
- * `key.machine.ts` decides *when* (statechart); this file decides *how much*: the sliding request
- * window, the token buckets, the server's rate-limit hints and the 429 backoff. Every function takes
- * the time explicitly, so the machine stays replayable and the tests need no clock.
+ * `key.machine.ts` decides *when* (statechart); this file decides *how much*. Each limit (rpm,
+ * itpm, otpm) is a token bucket: it refills continuously at its rate and holds at most its
+ * `burst`. That is how Anthropic and OpenAI document their limiters ("a rate of 60 RPM may be
+ * enforced as 1 request per second"), so a key that paces as a bucket sends evenly instead of
+ * firing a minute's budget at once and collecting 429s for most of it.
  *
- * The book is immutable (each event returns a new one) so `@xstate/graph` can walk the key
- * machine from shared snapshots. Its arrays are bounded by the key's own limits (the window by
- * `rpm`, the leases by the leases out), not by the size of the run.
+ * Where the rate comes from, per limit:
+ * - *stated*: the plan's `limits`;
+ * - *learned*: the server's `*-limit` headers (the lower of the two wins);
+ * - *adaptive* (requests only): after a 429 the rate is cut (multiplicative decrease) and then
+ *   raised slowly on successes (additive increase) up to the stated or learned rate. With nothing
+ *   stated or learned the first cut starts from the rate the key was observed sending at.
+ *
+ * Every function takes the time explicitly, so the machine stays replayable and the tests need no
+ * clock. The book is immutable (each event returns a new one) so `@xstate/graph` can walk the key
+ * machine from shared snapshots; its only array is the leases out, bounded by the key's own limits.
  */
 import type { KeyLimits, LeaseOutcome, LeaseRequest, RateLimitHint, Usage } from './protocol.js';
 
-/** The request window: at most `rpm` grants whose time is within the last WINDOW_MS. */
-export const WINDOW_MS = 60_000;
+/** Rates are per minute; buckets refill per ms. */
+const MINUTE_MS = 60_000;
 /** First backoff after a 429 without Retry-After; doubles on each consecutive 429. */
 export const BACKOFF_BASE_MS = 1_000;
 /** Cap of the doubling backoff. */
 export const BACKOFF_MAX_MS = 60_000;
-/** Slack for floating point in the token buckets (a refill that lands at 0.9999999999). */
+/**
+ * A key paces at this share of its rate. Requests leave the key evenly spaced but reach the
+ * server with a few ms of jitter; against a bucket of one request, a request that arrives a
+ * little early is refused. 3% of the spacing absorbs that jitter (30 ms at 60 rpm).
+ */
+export const PACING_SHARE = 0.97;
+/** Multiplicative decrease on a 429: the new rate, as a share of the rate that met it. */
+export const CUT_KNOWN = 0.7;
+/** The same when no rate was known (cut from the observed sending rate): a harder cut. */
+export const CUT_UNKNOWN = 0.5;
+/** The lowest rate a cut goes to, per minute. */
+export const MIN_ADAPTIVE_RPM = 1;
+/** Time constant of the observed sending rate (an exponentially weighted rate). */
+const SEND_RATE_TAU_MS = 5_000;
+/** Slack for floating point in the buckets (a refill that lands at 0.9999999999). */
 const EPSILON = 1e-9;
+
+/** The three limits a key paces. */
+export type Lane = 'requests' | 'input' | 'output';
+const LANES: readonly Lane[] = ['requests', 'input', 'output'];
+const STATED: Record<Lane, 'rpm' | 'itpm' | 'otpm'> = { requests: 'rpm', input: 'itpm', output: 'otpm' };
 
 /** What the key remembers of one lease it granted and that is not released yet. */
 export interface LeaseRecord {
@@ -28,18 +56,37 @@ export interface LeaseRecord {
   outputTokens: number;
 }
 
+/** One limit's bucket. */
+export interface LaneBook {
+  /** Per-minute limit from the server's headers, when it sent one. */
+  learned?: number;
+  /** Level at `book.at`; may be negative (debt after a request larger than the bucket). */
+  level: number;
+  /**
+   * What the next grant is likely to need (the last request seen): `ready` means a request of
+   * this size fits now, so the key does not announce `ready` for a request it would refuse.
+   */
+  want: number;
+  /** The most the server ever said remained: a floor of its limit when it sends no limit header. */
+  peakRemaining: number;
+}
+
 /** Everything a key knows about its own capacity, as of time `at`. */
 export interface KeyBook {
   limits: KeyLimits;
   /** The time (ms, system clock) the book was last brought up to date. */
   at: number;
-  /** Times of the grants inside the request window, oldest first (empty when no rpm). */
-  window: readonly number[];
-  /** Level of the input-token bucket at `at`; may be negative (debt). Unused without itpm. */
-  inputTokens: number;
-  /** Level of the output-token bucket at `at`; may be negative (debt). Unused without otpm. */
-  outputTokens: number;
-  /** No grant before this time (the server said requests-remaining 0 until its reset). */
+  requests: LaneBook;
+  input: LaneBook;
+  output: LaneBook;
+  /** Requests per minute after a 429 (AIMD); undefined while no cut is in force. */
+  adaptive?: number;
+  /** When the rate was last cut: 429s on leases granted then or before do not cut again. */
+  cutAt: number;
+  /** Observed sending rate, requests per ms (exponentially weighted), and when it was updated. */
+  sendRate: number;
+  sendRateAt: number;
+  /** No grant before this time (the server said nothing remains and gave no rate to pace at). */
   pausedUntil: number;
   /** No grant before this time (the server answered 429). */
   backoffUntil: number;
@@ -56,14 +103,20 @@ export interface KeyBook {
   proven: boolean;
 }
 
-/** A fresh book: full buckets, empty window. `probation`: one request at a time until proven. */
+/** Where a key's request rate comes from, for events and the report. */
+export type RateSource = 'stated' | 'learned' | 'adaptive' | 'none';
+
+/** A fresh book: full buckets. `probation`: one request at a time until proven. */
 export function newBook(limits: KeyLimits, now: number, probation = false): KeyBook {
-  return {
+  const book: KeyBook = {
     limits,
     at: now,
-    window: [],
-    inputTokens: limits.itpm ?? 0,
-    outputTokens: limits.otpm ?? 0,
+    requests: { level: 0, want: 1, peakRemaining: 0 },
+    input: { level: 0, want: 1, peakRemaining: 0 },
+    output: { level: 0, want: 1, peakRemaining: 0 },
+    cutAt: -Infinity,
+    sendRate: 0,
+    sendRateAt: now,
     pausedUntil: now,
     backoffUntil: now,
     strikes: 0,
@@ -71,94 +124,148 @@ export function newBook(limits: KeyLimits, now: number, probation = false): KeyB
     leasesOut: 0,
     proven: !probation,
   };
+  for (const lane of LANES) book[lane] = { ...book[lane], level: capacityOf(book, lane) };
+  return book;
 }
 
-/** Brings the book to time `now`: refills the buckets, drops grants older than the window. */
+/** The per-minute limit in force for `lane` (stated and learned, the lower), undefined if none. */
+export function limitOf(book: KeyBook, lane: Lane): number | undefined {
+  const stated = book.limits[STATED[lane]];
+  const learned = book[lane].learned;
+  if (stated === undefined) return learned;
+  return learned === undefined ? stated : Math.min(stated, learned);
+}
+
+/** The per-minute rate the key paces `lane` at now, or undefined: not paced. */
+export function rateOf(book: KeyBook, lane: Lane): number | undefined {
+  let limit = limitOf(book, lane);
+  if (lane === 'requests' && book.adaptive !== undefined) limit = limit === undefined ? book.adaptive : Math.min(limit, book.adaptive);
+  return limit === undefined ? undefined : limit * PACING_SHARE;
+}
+
+/** Where the request rate in force comes from. */
+export function rateSourceOf(book: KeyBook): RateSource {
+  const limit = limitOf(book, 'requests');
+  if (book.adaptive !== undefined && (limit === undefined || book.adaptive < limit)) return 'adaptive';
+  if (limit === undefined) return 'none';
+  const learned = book.requests.learned;
+  return learned !== undefined && learned === limit ? 'learned' : 'stated';
+}
+
+/** The bucket's capacity: the plan's burst, else one second of the rate, at least 1. */
+export function capacityOf(book: KeyBook, lane: Lane): number {
+  const rate = rateOf(book, lane);
+  if (rate === undefined) return 0;
+  const burst = book.limits.burst?.[STATED[lane]];
+  return burst ?? Math.max(1, rate / 60);
+}
+
+/** Brings the book to time `now`: refills the buckets. */
 export function advance(book: KeyBook, now: number): KeyBook {
   const elapsed = Math.max(0, now - book.at);
-  const { itpm, otpm } = book.limits;
-  let window = book.window;
-  let drop = 0;
-  while (drop < window.length && window[drop] <= now - WINDOW_MS) drop++;
-  if (drop > 0) window = window.slice(drop);
-  return {
-    ...book,
-    at: Math.max(now, book.at),
-    window,
-    inputTokens: itpm === undefined ? 0 : refill(book.inputTokens, itpm, elapsed),
-    outputTokens: otpm === undefined ? 0 : refill(book.outputTokens, otpm, elapsed),
-  };
+  const next: KeyBook = { ...book, at: Math.max(now, book.at) };
+  if (elapsed === 0) return next;
+  for (const lane of LANES) {
+    const rate = rateOf(book, lane);
+    if (rate === undefined) continue;
+    const level = Math.min(capacityOf(book, lane), book[lane].level + (elapsed * rate) / MINUTE_MS);
+    if (level !== book[lane].level) next[lane] = { ...book[lane], level };
+  }
+  return next;
 }
 
-function refill(level: number, perMinute: number, elapsedMs: number): number {
-  return Math.min(perMinute, level + (elapsedMs * perMinute) / WINDOW_MS);
+/** How much of `lane` a request of `amount` needs in the bucket now: all of it, or a full bucket. */
+function needOf(book: KeyBook, lane: Lane, amount: number): number {
+  return Math.min(Math.max(amount, 1), capacityOf(book, lane));
 }
 
-/** True when a minimal request can be granted at `book.at` (backoff aside: the machine owns it). */
+function laneFits(book: KeyBook, lane: Lane, amount: number): boolean {
+  const rate = rateOf(book, lane);
+  return rate === undefined || (rate > 0 && book[lane].level >= needOf(book, lane, amount) - EPSILON);
+}
+
+/** True when a request of the likely size (`want`) can be granted at `book.at` (backoff aside: the machine owns it). */
 export function canGrant(book: KeyBook): boolean {
-  const { rpm, itpm, otpm, concurrency } = book.limits;
+  const { concurrency } = book.limits;
   return (
     (book.proven || book.leasesOut === 0) &&
     (concurrency === undefined || book.leasesOut < concurrency) &&
-    (rpm === undefined || book.window.length < rpm) &&
-    (itpm === undefined || book.inputTokens >= 1 - EPSILON) &&
-    (otpm === undefined || book.outputTokens >= 1 - EPSILON) &&
+    LANES.every((lane) => laneFits(book, lane, book[lane].want)) &&
     book.pausedUntil <= book.at
   );
 }
 
-/**
- * True when waiting cannot make the key grantable: every lease slot is out (a release frees one),
- * or a limit is zero. Then the key sets no timer.
- */
-export function waitsForRelease(book: KeyBook): boolean {
-  const { rpm, itpm, otpm, concurrency } = book.limits;
-  if (!book.proven && book.leasesOut > 0) return true;
-  if (concurrency !== undefined && book.leasesOut >= concurrency) return true;
-  return rpm === 0 || itpm === 0 || otpm === 0;
+/** True when this request fits now (the grant's own check; `canGrant` checks the likely size). */
+export function fits(book: KeyBook, request: LeaseRequest): boolean {
+  return canGrant({
+    ...book,
+    requests: { ...book.requests, want: 1 },
+    input: { ...book.input, want: request.inputTokens },
+    output: { ...book.output, want: request.outputTokens },
+  });
+}
+
+/** Remembers a refused request's size, so the key waits until one that large fits. */
+export function awaiting(book: KeyBook, request: LeaseRequest): KeyBook {
+  return { ...book, input: { ...book.input, want: request.inputTokens }, output: { ...book.output, want: request.outputTokens } };
 }
 
 /**
- * How long (ms, >= 1) until the clock alone makes the key grantable again: the latest of the
- * oldest needed grant leaving the window, each bucket refilling to 1, and the pause ending.
+ * True when waiting cannot make the key grantable: every lease slot is out (a release frees one),
+ * or a rate is zero. Then the key sets no timer.
+ */
+export function waitsForRelease(book: KeyBook): boolean {
+  const { concurrency } = book.limits;
+  if (!book.proven && book.leasesOut > 0) return true;
+  if (concurrency !== undefined && book.leasesOut >= concurrency) return true;
+  return LANES.some((lane) => rateOf(book, lane) === 0);
+}
+
+/**
+ * How long (ms, >= 1) until the clock alone makes the key grantable again: the latest of each
+ * bucket refilling to what the likely request needs, and the pause ending.
  * Only meaningful when `!canGrant(book) && !waitsForRelease(book)`.
  */
 export function msUntilCapacity(book: KeyBook): number {
-  const { rpm, itpm, otpm } = book.limits;
   let wait = book.pausedUntil - book.at;
-  if (rpm !== undefined && book.window.length >= rpm) {
-    wait = Math.max(wait, book.window[book.window.length - rpm] + WINDOW_MS - book.at);
+  for (const lane of LANES) {
+    const rate = rateOf(book, lane);
+    if (rate === undefined || rate <= 0) continue;
+    const missing = needOf(book, lane, book[lane].want) - book[lane].level;
+    if (missing > 0) wait = Math.max(wait, (missing * MINUTE_MS) / rate);
   }
-  if (itpm !== undefined) wait = Math.max(wait, ((1 - book.inputTokens) * WINDOW_MS) / itpm);
-  if (otpm !== undefined) wait = Math.max(wait, ((1 - book.outputTokens) * WINDOW_MS) / otpm);
-  return Math.max(1, Math.ceil(wait));
+  return Math.max(1, Math.ceil(wait - EPSILON));
 }
 
 /**
- * Records a grant at `book.at`: one window slot, the request's token estimates as a debit.
+ * Records a grant at `book.at`: one request, the request's token estimates as a debit.
  * A lease id already out is not counted twice.
  */
 export function grant(book: KeyBook, leaseId: string, request: LeaseRequest): KeyBook {
   if (holds(book, leaseId)) return book;
-  const record: LeaseRecord = {
-    leaseId,
-    grantedAt: book.at,
-    inputTokens: request.inputTokens,
-    outputTokens: request.outputTokens,
-  };
+  const record: LeaseRecord = { leaseId, grantedAt: book.at, inputTokens: request.inputTokens, outputTokens: request.outputTokens };
+  const elapsed = Math.max(0, book.at - book.sendRateAt);
   return {
     ...book,
-    window: book.limits.rpm === undefined ? book.window : [...book.window, book.at],
-    inputTokens: book.inputTokens - record.inputTokens,
-    outputTokens: book.outputTokens - record.outputTokens,
+    requests: debit(book, 'requests', 1, 1),
+    input: debit(book, 'input', record.inputTokens, record.inputTokens),
+    output: debit(book, 'output', record.outputTokens, record.outputTokens),
+    sendRate: book.sendRate * Math.exp(-elapsed / SEND_RATE_TAU_MS) + 1 / SEND_RATE_TAU_MS,
+    sendRateAt: book.at,
     leases: [...book.leases, record],
     leasesOut: book.leasesOut + 1,
   };
 }
 
+function debit(book: KeyBook, lane: Lane, amount: number, want: number): LaneBook {
+  const state = book[lane];
+  return rateOf(book, lane) === undefined ? { ...state, want } : { ...state, level: state.level - amount, want };
+}
+
 /**
  * Settles a lease at `book.at` with what happened on it. For `rate_limited` this also moves
- * `backoffUntil` (never earlier than it was). Unknown lease ids leave the book as it is.
+ * `backoffUntil` (never earlier than it was) and cuts the request rate. Unknown lease ids leave
+ * the book as it is.
  */
 export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): KeyBook {
   const index = book.leases.findIndex((l) => l.leaseId === leaseId);
@@ -170,32 +277,62 @@ export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): 
   switch (outcome.kind) {
     case 'ok':
       next = settle(next, lease, charged(outcome.usage), outcome.usage.outputTokens);
-      next = { ...applyHint(next, outcome.rateLimit), strikes: 0, proven: true };
-      // Sent later than granted (it waited for a worker): the window counts it from when it left.
-      if (outcome.sentAt !== undefined && outcome.sentAt > lease.grantedAt) next = moveSlot(next, lease.grantedAt, outcome.sentAt);
+      next = { ...learn(next, outcome.rateLimit), strikes: 0, proven: true };
+      if (lease.grantedAt > next.cutAt) next = raise(next);
       break;
     case 'error':
       // Without usage we cannot know the input was not processed: keep it; no output was counted.
       next = outcome.usage
         ? settle(next, lease, charged(outcome.usage), outcome.usage.outputTokens)
         : settle(next, lease, lease.inputTokens, 0);
-      next = applyHint(next, outcome.rateLimit);
+      next = learn(next, outcome.rateLimit);
       break;
     case 'rate_limited': {
-      // A 429 is refused before processing: the tokens come back, the request slot does not.
-      next = applyHint(settle(next, lease, 0, 0), outcome.rateLimit);
+      // A 429 is refused before processing: the server charged nothing; the request slot stays spent.
+      next = learn(settle(next, lease, 0, 0, false), outcome.rateLimit);
       const strikes = next.strikes + 1;
       const until = next.at + rateLimitDelay(strikes, outcome.retryAfterMs);
       next = { ...next, strikes, backoffUntil: Math.max(next.backoffUntil, until), proven: true };
+      if (lease.grantedAt > next.cutAt) next = cut(next);
       break;
     }
     case 'unused':
-      next = settle(refundSlot(next, lease.grantedAt), lease, 0, 0);
+      // Never sent: the server saw nothing of it.
+      next = { ...settle(next, lease, 0, 0, false), requests: refund(next, 'requests', lease, 1) };
       break;
     case 'auth':
       break;
   }
   return next;
+}
+
+/**
+ * Multiplicative decrease: the request rate drops to a share of the rate that met the 429 (the
+ * paced rate, or the observed one when none was known). One cut per round: 429s on leases
+ * granted before this cut were sent at the old rate and do not cut again.
+ */
+function cut(book: KeyBook): KeyBook {
+  const paced = rateOf(book, 'requests');
+  const observed = book.sendRate * Math.exp(-Math.max(0, book.at - book.sendRateAt) / SEND_RATE_TAU_MS) * MINUTE_MS;
+  const from = paced !== undefined ? paced / PACING_SHARE : observed;
+  const share = paced !== undefined ? CUT_KNOWN : CUT_UNKNOWN;
+  const adaptive = Math.max(MIN_ADAPTIVE_RPM, from * share);
+  const next: KeyBook = { ...book, adaptive, cutAt: book.at };
+  // A bucket that was not paced before starts full: the backoff already waits out this 429.
+  const level = paced === undefined ? capacityOf(next, 'requests') : Math.min(next.requests.level, capacityOf(next, 'requests'));
+  return { ...next, requests: { ...next.requests, level } };
+}
+
+/**
+ * Additive increase: each success after a cut raises the rate by one request per minute, or by
+ * less above 60 rpm, so the rate grows by at most about 1 rpm per second of successes. Back at
+ * the stated or learned limit, the cut is over.
+ */
+function raise(book: KeyBook): KeyBook {
+  if (book.adaptive === undefined) return book;
+  const adaptive = book.adaptive + Math.min(1, 60 / book.adaptive);
+  const limit = limitOf(book, 'requests');
+  return { ...book, adaptive: limit !== undefined && adaptive >= limit ? undefined : adaptive };
 }
 
 /** Whether `leaseId` is out on this key. */
@@ -208,7 +345,7 @@ export function holds(book: KeyBook, leaseId: string): boolean {
  * else 1 s doubling, capped at 60 s.
  */
 export function rateLimitDelay(strikes: number, retryAfterMs: number | undefined): number {
-  if (retryAfterMs !== undefined && retryAfterMs >= 0) return Math.ceil(retryAfterMs);
+  if (retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs >= 0) return Math.ceil(retryAfterMs);
   return Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.min(Math.max(strikes - 1, 0), 30));
 }
 
@@ -217,55 +354,65 @@ function charged(usage: Usage): number {
   return usage.inputTokens + usage.cacheWriteTokens;
 }
 
-/** Gives back estimate minus actual to each bucket (negative when the call used more), capped. */
-function settle(book: KeyBook, lease: LeaseRecord, actualInput: number, actualOutput: number): KeyBook {
-  const { itpm, otpm } = book.limits;
+/**
+ * Gives back to a bucket what the key charged and the server did not (or takes what it charged
+ * too little, as debt), capped at the capacity.
+ *
+ * A late refund must not credit more than the server has: while our bucket held the charge, the
+ * server's, without it, may have been full and lost refill to its cap. It cannot have lost more
+ * than the refill since the grant, so an over-charge is refunded less that refill (exact for a
+ * refund at the grant's instant). `symmetric`: the server charged the same and refunds the same
+ * (max_tokens held for output), so the refund is whole.
+ */
+function refund(book: KeyBook, lane: Lane, lease: LeaseRecord, amount: number, symmetric = false): LaneBook {
+  const rate = rateOf(book, lane);
+  if (rate === undefined) return book[lane];
+  const credit = amount <= 0 || symmetric ? amount : Math.max(0, amount - ((book.at - lease.grantedAt) * rate) / MINUTE_MS);
+  return { ...book[lane], level: Math.min(capacityOf(book, lane), book[lane].level + credit) };
+}
+
+/** Settles the token estimates of a lease to what the server charged (output: it held max_tokens too). */
+function settle(book: KeyBook, lease: LeaseRecord, actualInput: number, actualOutput: number, outputSymmetric = true): KeyBook {
   return {
     ...book,
-    inputTokens: itpm === undefined ? 0 : Math.min(itpm, book.inputTokens + lease.inputTokens - actualInput),
-    outputTokens: otpm === undefined ? 0 : Math.min(otpm, book.outputTokens + lease.outputTokens - actualOutput),
+    input: refund(book, 'input', lease, lease.inputTokens - actualInput),
+    output: refund(book, 'output', lease, lease.outputTokens - actualOutput, outputSymmetric),
   };
-}
-
-/** Moves one grant of the window from `from` to the later time `to`, keeping it oldest first. */
-function moveSlot(book: KeyBook, from: number, to: number): KeyBook {
-  const i = book.window.lastIndexOf(from);
-  if (i < 0) return book;
-  const window = [...book.window.slice(0, i), ...book.window.slice(i + 1)];
-  let j = window.length;
-  while (j > 0 && window[j - 1]! > to) j--;
-  window.splice(j, 0, to);
-  return { ...book, window };
-}
-
-/** Takes one grant at `grantedAt` out of the window (if it is still inside it). */
-function refundSlot(book: KeyBook, grantedAt: number): KeyBook {
-  const i = book.window.lastIndexOf(grantedAt);
-  if (i < 0) return book;
-  return { ...book, window: [...book.window.slice(0, i), ...book.window.slice(i + 1)] };
 }
 
 /**
- * Believes the server: requests-remaining 0 pauses grants until its reset; tokens-remaining lowers
- * the bucket to at most that (or, when the limit is unknown, pauses until its reset at 0).
+ * Believes the server. A `*-limit` header is the lane's rate (the lower of it and the plan's);
+ * `remaining` is the bucket's level now, so ours is lowered to it (never raised: the server's
+ * count is older than our grants since). With nothing remaining and no rate to pace at, grants
+ * pause for the time one unit takes to come back, estimated from the reset and the most the
+ * server ever said remained; never until the bucket is full.
  */
-function applyHint(book: KeyBook, hint: RateLimitHint | undefined): KeyBook {
+function learn(book: KeyBook, hint: RateLimitHint | undefined): KeyBook {
   if (hint === undefined) return book;
-  const { itpm, otpm } = book.limits;
-  let { pausedUntil, inputTokens, outputTokens } = book;
-  const pauseFor = (remaining: number | undefined, resetMs: number | undefined) => {
-    if (remaining !== undefined && remaining < 1 && resetMs !== undefined && resetMs > 0) {
-      pausedUntil = Math.max(pausedUntil, book.at + Math.ceil(resetMs));
+  let next = book;
+  const lanes: [Lane, number | undefined, number | undefined, number | undefined][] = [
+    ['requests', hint.requestsLimit, hint.requestsRemaining, hint.requestsResetMs],
+    ['input', hint.inputTokensLimit, hint.inputTokensRemaining, hint.inputTokensResetMs],
+    ['output', hint.outputTokensLimit, hint.outputTokensRemaining, hint.outputTokensResetMs],
+  ];
+  for (const [lane, limit, remaining, resetMs] of lanes) {
+    let state = next[lane];
+    if (limit !== undefined && limit > 0 && state.learned !== limit) {
+      const hadRate = rateOf(next, lane) !== undefined;
+      next = { ...next, [lane]: { ...state, learned: limit } };
+      // A lane that was not paced starts at what the server says remains, within one burst.
+      const level = hadRate ? next[lane].level : Math.min(capacityOf(next, lane), remaining ?? capacityOf(next, lane));
+      next = { ...next, [lane]: { ...next[lane], level: Math.min(level, capacityOf(next, lane)) } };
+      state = next[lane];
     }
-  };
-  pauseFor(hint.requestsRemaining, hint.requestsResetMs);
-  if (hint.inputTokensRemaining !== undefined) {
-    if (itpm !== undefined) inputTokens = Math.min(inputTokens, hint.inputTokensRemaining);
-    else pauseFor(hint.inputTokensRemaining, hint.inputTokensResetMs);
+    if (remaining === undefined) continue;
+    if (remaining > state.peakRemaining) next = { ...next, [lane]: { ...state, peakRemaining: remaining } };
+    if (rateOf(next, lane) !== undefined) {
+      if (remaining < next[lane].level) next = { ...next, [lane]: { ...next[lane], level: remaining } };
+    } else if (remaining < 1 && resetMs !== undefined && resetMs > 0) {
+      const oneUnitMs = Math.ceil(resetMs / Math.max(1, next[lane].peakRemaining + 1));
+      next = { ...next, pausedUntil: Math.max(next.pausedUntil, next.at + oneUnitMs) };
+    }
   }
-  if (hint.outputTokensRemaining !== undefined) {
-    if (otpm !== undefined) outputTokens = Math.min(outputTokens, hint.outputTokensRemaining);
-    else pauseFor(hint.outputTokensRemaining, hint.outputTokensResetMs);
-  }
-  return { ...book, pausedUntil, inputTokens, outputTokens };
+  return next;
 }

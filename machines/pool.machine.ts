@@ -45,6 +45,8 @@ interface KeySlot {
   state: KeyState | 'starting';
   /** Revoked, or an auth failure is on its way to it: never send it anything again. */
   closed: boolean;
+  /** In backoff: when it ends (the server's Retry-After). */
+  until?: number;
 }
 
 /** The pool's bookkeeping: mutable on purpose, created once per actor, never copied. */
@@ -142,9 +144,46 @@ function denial(provider: string, keyCount: number): ErrorInfo {
   return { code: 'no_keys', retryable: false, provider, message };
 }
 
-function deny(context: PoolContext, ticket: { request: LeaseRequest; replyTo: AnyActorRef }, out: Send[]): void {
+function deny(context: PoolContext, ticket: { request: LeaseRequest; replyTo: AnyActorRef }, out: Send[], error?: ErrorInfo): void {
   const { requestId } = ticket.request;
-  out.push({ to: ticket.replyTo, event: { type: 'LEASE.DENIED', requestId, error: denial(context.provider, context.book.keys.size) } });
+  out.push({ to: ticket.replyTo, event: { type: 'LEASE.DENIED', requestId, error: error ?? denial(context.provider, context.book.keys.size) } });
+}
+
+/**
+ * When every live key is backing off after a 429: the earliest end of those backoffs. A request
+ * whose deadline comes first cannot be served in time, so it is denied now rather than left to
+ * wait for its deadline (a Retry-After of days is not a reason to hold a slot for days).
+ */
+function backoffEnd(book: PoolBook): number | undefined {
+  let end: number | undefined;
+  for (const slot of book.keys.values()) {
+    if (slot.closed) continue;
+    if (slot.state !== 'backoff' || slot.until === undefined) return undefined;
+    end = end === undefined ? slot.until : Math.min(end, slot.until);
+  }
+  return end;
+}
+
+function pastDeadline(provider: string): ErrorInfo {
+  return {
+    code: 'rate_limited',
+    retryable: false,
+    provider,
+    message: `every key of provider ${provider} is rate limited (429) until after this attempt's deadline: it cannot be served in time. Give the task a longer timeoutMs, add keys, or lower the load on these keys`,
+  };
+}
+
+/** Denies the queued requests whose deadline comes before the earliest backoff end. O(queue), only while every key backs off. */
+function denyPastDeadline(context: PoolContext, out: Send[]): void {
+  const end = backoffEnd(context.book);
+  if (end === undefined || context.book.waiting === 0) return;
+  for (const ticket of context.book.byRequest.values()) {
+    if (ticket.phase !== 'queued' || ticket.cancelled || ticket.request.deadline === undefined || ticket.request.deadline >= end) continue;
+    context.book.byRequest.delete(ticket.request.requestId);
+    ticket.cancelled = true; // its heap entry is skipped when popped
+    context.book.waiting--;
+    deny(context, ticket, out, pastDeadline(context.provider));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -155,8 +194,11 @@ function deny(context: PoolContext, ticket: { request: LeaseRequest; replyTo: An
 type EventOf<T extends PoolEvent['type']> = Extract<PoolEvent, { type: T }>;
 type Handler<T extends PoolEvent['type']> = (context: PoolContext, event: EventOf<T>, out: Send[]) => void;
 
-const onRequest: Handler<'LEASE.REQUEST'> = ({ book }, { type: _, replyTo, ...request }, out) => {
+const onRequest: Handler<'LEASE.REQUEST'> = (context, { type: _, replyTo, ...request }, out) => {
+  const { book } = context;
   if (book.byRequest.has(request.requestId)) return; // a duplicate: the first one stands
+  const end = request.deadline === undefined ? undefined : backoffEnd(book);
+  if (end !== undefined && request.deadline! < end) return deny(context, { request, replyTo }, out, pastDeadline(context.provider));
   const ticket: Ticket = { request, replyTo, seq: book.arrivals++, phase: 'queued', cancelled: false };
   book.byRequest.set(request.requestId, ticket);
   enqueueTicket(book, ticket);
@@ -207,10 +249,12 @@ const onKeyRejectedWhenExhausted: Handler<'KEY.REJECTED'> = (context, { leaseId 
   if (!ticket.cancelled) deny(context, ticket, out);
 };
 
-const onKeyState: Handler<'KEY.STATE'> = ({ book }, { keyId, state }, out) => {
+const onKeyState: Handler<'KEY.STATE'> = (context, { keyId, state, until }, out) => {
+  const { book } = context;
   const slot = book.keys.get(keyId);
   if (slot === undefined || slot.state === 'revoked') return;
   slot.state = state;
+  slot.until = state === 'backoff' ? until : undefined;
   if (state === 'ready' && !slot.closed) book.ready.add(keyId); // keeps its place if already there
   else book.ready.delete(keyId);
   if (state === 'revoked') {
@@ -223,6 +267,7 @@ const onKeyState: Handler<'KEY.STATE'> = ({ book }, { keyId, state }, out) => {
       if (!t.cancelled) enqueueTicket(book, t);
     }
   }
+  if (state === 'backoff' || state === 'revoked') denyPastDeadline(context, out);
   dispatch(book, out);
 };
 

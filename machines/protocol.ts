@@ -78,6 +78,10 @@ export interface ErrorInfo {
 
 /** Rate-limit facts read from response headers; each field optional. Durations are in ms. */
 export interface RateLimitHint {
+  /** The per-minute limits the server states (`*-limit` headers). */
+  requestsLimit?: number;
+  inputTokensLimit?: number;
+  outputTokensLimit?: number;
   requestsRemaining?: number;
   requestsResetMs?: number;
   inputTokensRemaining?: number;
@@ -86,14 +90,19 @@ export interface RateLimitHint {
   outputTokensResetMs?: number;
 }
 
-/** Per-key limits. Absent fields mean "no limit known". */
+/**
+ * Per-key limits. Absent fields mean "no limit known". Each per-minute limit is a token bucket
+ * that refills continuously at that rate and holds at most its `burst`.
+ */
 export interface KeyLimits {
-  /** Requests per minute: at most this many grants in any 60 s window. */
+  /** Requests per minute. */
   rpm?: number;
-  /** Input tokens per minute (continuously refilling bucket). */
+  /** Input tokens per minute. */
   itpm?: number;
-  /** Output tokens per minute (continuously refilling bucket). */
+  /** Output tokens per minute. */
   otpm?: number;
+  /** Bucket capacities; each defaults to one second of its rate (at least 1), so calls go out evenly. */
+  burst?: { rpm?: number; itpm?: number; otpm?: number };
   /** Leases out at once. */
   concurrency?: number;
 }
@@ -159,6 +168,11 @@ export interface LeaseRequest {
   inputTokens: number;
   /** maxTokens of the call (charged to otpm at grant, settled at release). */
   outputTokens: number;
+  /**
+   * The requesting attempt's deadline (system clock, ms). When every live key is backing off past
+   * it, the pool denies at once (`rate_limited`) instead of letting the attempt wait to its end.
+   */
+  deadline?: number;
 }
 
 /** How a lease ended: tells the key what happened on it. */
@@ -425,6 +439,11 @@ export type RunEvent =
   | { type: 'tool:denied'; taskId: string; name: string; reason: string }
   | { type: 'key:state'; keyId: string; state: KeyState }
   | { type: 'key:backoff'; keyId: string; retryAfterMs: number }
+  /**
+   * The request rate a key paces at changed: `rpm` per minute (null: not paced), from the plan
+   * (`stated`), the server's headers (`learned`) or a 429 (`adaptive`: cut, then raised slowly).
+   */
+  | { type: 'key:rate'; keyId: string; rpm: number | null; source: 'stated' | 'learned' | 'adaptive' | 'none' }
   | { type: 'key:revoked'; keyId: string }
   | { type: 'breaker:open'; route: string; cooldownMs: number; failures: number }
   | { type: 'breaker:halfOpen'; route: string }

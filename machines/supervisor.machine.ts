@@ -55,6 +55,8 @@ export interface SupervisorInput {
   modelMaxInFlight?: Record<string, number>;
   onFailure: 'continue' | 'fail-fast';
   backoff: { baseMs: number; maxMs: number };
+  /** 429s one attempt may wait out before it fails; unset: only its deadline bounds them. */
+  maxRateLimitWaits?: number;
   seed: number;
   /** The model that writes compaction summaries, if the plan names one. */
   compaction?: CallTarget;
@@ -93,6 +95,7 @@ export interface SupervisorContext {
   maxInFlight: number;
   onFailure: 'continue' | 'fail-fast';
   backoff: { baseMs: number; maxMs: number };
+  maxRateLimitWaits: number | undefined;
   seed: number;
   compaction: SupervisorInput['compaction'];
   hooked: boolean;
@@ -310,6 +313,7 @@ export const supervisorMachine = setup({
           backoff: context.backoff,
           seed: deriveSeed(context.seed, `${spec.id}:${attempt}`),
         };
+        if (context.maxRateLimitWaits !== undefined) input.maxRateLimitWaits = context.maxRateLimitWaits;
         // A system prompt may place dependency outputs too; unplaced ones go only to the prompt.
         if (spec.inputBudget !== undefined) input.inputBudget = spec.inputBudget;
         input.modelName = spec.modelName;
@@ -456,6 +460,7 @@ export const supervisorMachine = setup({
     maxInFlight: input.maxInFlight,
     onFailure: input.onFailure,
     backoff: input.backoff,
+    maxRateLimitWaits: input.maxRateLimitWaits,
     seed: input.seed,
     compaction: input.compaction,
     hooked: input.hooked === true,

@@ -86,6 +86,7 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
     ...(modelCapsOf(plan) ? { modelMaxInFlight: modelCapsOf(plan)! } : {}),
     onFailure: d.onFailure,
     backoff: opts.backoff,
+    ...(d.maxRateLimitWaits !== undefined ? { maxRateLimitWaits: d.maxRateLimitWaits } : {}),
     seed: opts.seed,
   };
 }

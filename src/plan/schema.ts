@@ -63,7 +63,7 @@ export interface SimSpec {
   /** Prompt processing: ms per 1,000 input tokens not read from the cache, added to the time to first token. Default 0. */
   prefillMsPer1kTokens?: number;
   /** The server's own per-key limits. Default: the provider's `limits` (what the runtime is told). */
-  limits?: { rpm?: number; itpm?: number; otpm?: number };
+  limits?: { rpm?: number; itpm?: number; otpm?: number; burst?: { rpm?: number; itpm?: number; otpm?: number } };
   /** Fault rates in [0, 1]. */
   faults?: { http500?: number; http529?: number; reset?: number; stall?: number; streamError?: number };
   /** How long a stalled request hangs. Default 120000. */
@@ -114,6 +114,11 @@ export interface PlanDefaults {
   onFailure: OnFailure;
   /** Model calls in one attempt (a turn ends when the model answers without calling a tool). */
   maxTurns: number;
+  /**
+   * 429s one attempt may wait out before it fails with `rate_limited`. Unset (the default): a
+   * 429 is only ever a wait, bounded by the attempt's deadline. 429s never use `maxRetries`.
+   */
+  maxRateLimitWaits?: number;
 }
 
 export interface PlanBudget {
@@ -240,6 +245,10 @@ export const DEFAULT_MODEL_MAX_TOKENS = 1024;
 
 const positiveInt = () => z.int().min(1, { error: 'must be a positive integer' });
 const nonNegativeInt = () => z.int().min(0, { error: 'must be a non-negative integer' });
+/** Node's timers fire at once for 2^31 ms or more: a longer duration is refused, not shortened to 1 ms. */
+const MAX_DURATION_MS = 2 ** 31 - 1;
+const durationMs = (min: 0 | 1 = 1) =>
+  (min === 1 ? positiveInt() : nonNegativeInt()).max(MAX_DURATION_MS, { error: `must be at most ${MAX_DURATION_MS} ms (about 24.8 days)` });
 const price = () => z.number().min(0, { error: 'must be a non-negative number (USD per million tokens)' });
 const name = (what: string) =>
   z
@@ -266,10 +275,14 @@ export const KeySchema = z.union([InlineKeySchema, EnvKeySchema], {
   error: 'a key is {"env": "VAR_NAME"} or an inline key string',
 });
 
+const burst = () => z.number().gt(0, { error: 'must be greater than 0' });
+
 export const LimitsSchema = z.strictObject({
   rpm: positiveInt().optional(),
   itpm: positiveInt().optional(),
   otpm: positiveInt().optional(),
+  /** Bucket capacities; default one second of each rate (at least 1). */
+  burst: z.strictObject({ rpm: burst().optional(), itpm: burst().optional(), otpm: burst().optional() }).optional(),
   concurrency: positiveInt().optional(),
 });
 
@@ -283,11 +296,18 @@ export const SimSchema = z.strictObject({
     .optional(),
   tokensPerSecond: z.number().gt(0, { error: 'must be greater than 0' }).optional(),
   prefillMsPer1kTokens: z.number().min(0, { error: 'must be >= 0' }).optional(),
-  limits: z.strictObject({ rpm: positiveInt().optional(), itpm: positiveInt().optional(), otpm: positiveInt().optional() }).optional(),
+  limits: z
+    .strictObject({
+      rpm: positiveInt().optional(),
+      itpm: positiveInt().optional(),
+      otpm: positiveInt().optional(),
+      burst: z.strictObject({ rpm: burst().optional(), itpm: burst().optional(), otpm: burst().optional() }).optional(),
+    })
+    .optional(),
   faults: z
     .strictObject({ http500: rate().optional(), http529: rate().optional(), reset: rate().optional(), stall: rate().optional(), streamError: rate().optional() })
     .optional(),
-  stallMs: positiveInt().optional(),
+  stallMs: durationMs().optional(),
 });
 
 export const ProviderSchema = z.strictObject({
@@ -295,8 +315,8 @@ export const ProviderSchema = z.strictObject({
   baseURL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
   keys: z.array(KeySchema).default([]),
   limits: LimitsSchema.optional(),
-  headersTimeoutMs: positiveInt().optional(),
-  bodyTimeoutMs: positiveInt().optional(),
+  headersTimeoutMs: durationMs().optional(),
+  bodyTimeoutMs: durationMs().optional(),
   sim: SimSchema.optional(),
   cache: z.boolean().optional(),
   cacheFanOut: z.boolean().optional(),
@@ -334,7 +354,8 @@ export const DefaultsSchema = z
   .strictObject({
     maxInFlight: positiveInt().default(PLAN_DEFAULTS.maxInFlight),
     maxRetries: nonNegativeInt().default(PLAN_DEFAULTS.maxRetries),
-    taskTimeoutMs: positiveInt().default(PLAN_DEFAULTS.taskTimeoutMs),
+    taskTimeoutMs: durationMs().default(PLAN_DEFAULTS.taskTimeoutMs),
+    maxRateLimitWaits: nonNegativeInt().optional(),
     onFailure: z.enum(['continue', 'fail-fast']).default(PLAN_DEFAULTS.onFailure),
     maxTurns: positiveInt().default(PLAN_DEFAULTS.maxTurns),
   })
@@ -367,7 +388,7 @@ export const TaskSchema = z.strictObject({
   tools: z.array(z.string().min(1, { error: 'must not be empty' })).default([]),
   maxTurns: positiveInt().optional(),
   maxRetries: nonNegativeInt().optional(),
-  timeoutMs: positiveInt().optional(),
+  timeoutMs: durationMs().optional(),
   maxTokens: positiveInt().optional(),
   maxInputTokens: positiveInt().optional(),
   budgetUsd: usd().optional(),
@@ -402,10 +423,10 @@ export const ToolsSchema = z
       McpServerSchema,
     ).default({}),
     shareable: z.array(z.string().min(1)).default([]),
-    batchWindowMs: nonNegativeInt().default(10),
+    batchWindowMs: durationMs(0).default(10),
     batchSize: positiveInt().default(16),
-    cacheTtlMs: nonNegativeInt().default(300_000),
-    callTimeoutMs: positiveInt().default(60_000),
+    cacheTtlMs: durationMs(0).default(300_000),
+    callTimeoutMs: durationMs().default(60_000),
     serverConcurrency: positiveInt().default(8),
   })
   .prefault({});

@@ -1,10 +1,10 @@
 /**
- * Rate-limit facts from response headers, for the key actor: how much of each limit is left and
- * when it resets, plus the server's Retry-After. Both wire dialects are read from one place.
+ * Rate-limit facts from response headers, for the key actor: each limit (a per-minute rate), how
+ * much of it is left and when it is full again, plus the server's Retry-After. Both wire dialects are read from one place.
  *
- * - Anthropic: `anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{remaining,reset}`,
+ * - Anthropic: `anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{limit,remaining,reset}`,
  *   resets as RFC 3339 instants.
- * - OpenAI-compatible: `x-ratelimit-{remaining,reset}-{requests,tokens}`, resets as Go-style
+ * - OpenAI-compatible: `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`, resets as Go-style
  *   durations (`6m0s`, `1s`, `20ms`, `1h2m3.5s`).
  *
  * Mapping choices: OpenAI has a single tokens-per-minute limit that counts the prompt and the
@@ -92,6 +92,9 @@ export function parseRetryAfter(headers: HeaderSource | undefined, now: number =
   const value = headerOf(headers, 'retry-after');
   if (value === undefined) return undefined;
   if (/^\d+(\.\d+)?$/.test(value)) return Math.ceil(Number(value) * 1000);
+  // An HTTP-date starts with a day name (RFC 9110 §5.6.7). Anything else, such as "-5" (which
+  // Date.parse reads as the year -5, "no wait"), is garbage and ignored like a missing header.
+  if (!/^[A-Za-z]{3,9},? /.test(value)) return undefined;
   const at = Date.parse(value);
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
@@ -116,6 +119,10 @@ export function parseRateLimitHeaders(headers: HeaderSource | undefined, now: nu
   };
 
   // Anthropic. The specific input/output headers win over the combined tokens-* ones.
+  set('requestsLimit', count(anthropic('requests-limit')));
+  set('inputTokensLimit', count(anthropic('input-tokens-limit')));
+  set('outputTokensLimit', count(anthropic('output-tokens-limit')));
+  set('inputTokensLimit', count(anthropic('tokens-limit')));
   set('requestsRemaining', count(anthropic('requests-remaining')));
   set('requestsResetMs', reset('requests'));
   set('inputTokensRemaining', count(anthropic('input-tokens-remaining')));
@@ -130,6 +137,8 @@ export function parseRateLimitHeaders(headers: HeaderSource | undefined, now: nu
     const v = headerOf(headers, name);
     return v === undefined ? undefined : parseDuration(v);
   };
+  set('requestsLimit', count(headerOf(headers, 'x-ratelimit-limit-requests')));
+  set('inputTokensLimit', count(headerOf(headers, 'x-ratelimit-limit-tokens')));
   set('requestsRemaining', count(headerOf(headers, 'x-ratelimit-remaining-requests')));
   set('requestsResetMs', duration('x-ratelimit-reset-requests'));
   set('inputTokensRemaining', count(headerOf(headers, 'x-ratelimit-remaining-tokens')));

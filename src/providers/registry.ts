@@ -105,6 +105,7 @@ function embeddedSim(spec: ProviderSpec, secrets: readonly string[], options: Re
   if (source.rpm !== undefined) limits.rpm = source.rpm;
   if (source.itpm !== undefined) limits.itpm = source.itpm;
   if (source.otpm !== undefined) limits.otpm = source.otpm;
+  if (source.burst !== undefined) limits.burst = source.burst;
   let started: Promise<{ server: SimServer; adapter: Provider }> | undefined;
   const start = () =>
     (started ??= startSim({

@@ -1,7 +1,16 @@
 /**
- * Per-key rate limits as continuously refilling token buckets (capacity = the per-minute limit,
- * refilled at limit/60 s), the way Anthropic describes its limiter. Output tokens are charged as
- * max_tokens when a request is admitted and the unused part is given back when it ends.
+ * Per-key rate limits as the providers document them: a token bucket per limit that refills
+ * continuously at limit/60 s, enforced over short intervals ("a rate of 60 RPM may be enforced as
+ * 1 request per second": Anthropic's rate-limits page; OpenAI's says the same of its limits).
+ *
+ * Each limit has two buckets that refill at the same rate:
+ * - the *minute* bucket (capacity = the per-minute limit) is what the rate-limit headers report;
+ * - the *short* bucket (capacity = `burst`, by default one second of the rate, at least 1) is
+ *   what refuses: a key that fires a minute's budget at once gets 429s for most of it.
+ *
+ * A request larger than the short bucket is admitted only when that bucket is full, and leaves it
+ * in debt; one larger than the per-minute limit itself is never admitted. Output tokens are
+ * charged as max_tokens when a request is admitted and the unused part is given back when it ends.
  */
 import type { BucketReport, RateLimitReport, SimKeyLimits } from './types.js';
 
@@ -12,29 +21,29 @@ export class TokenBucket {
   private level: number;
   private at: number;
 
+  /** `perMinute`: the refill rate; `capacity`: the most it holds (default: a minute's worth). */
   constructor(
-    readonly capacity: number,
+    readonly perMinute: number,
     now: number,
+    readonly capacity: number = perMinute,
   ) {
     this.level = capacity;
     this.at = now;
   }
 
-  /** Tokens available at `now`. */
+  /** Tokens available at `now` (negative: debt). */
   available(now: number): number {
     // A clock that steps back (a test resetting it) refills nothing rather than draining.
     const elapsed = Math.max(0, now - this.at);
-    this.level = Math.min(this.capacity, this.level + (elapsed * this.capacity) / MINUTE_MS);
+    this.level = Math.min(this.capacity, this.level + (elapsed * this.perMinute) / MINUTE_MS);
     this.at = Math.max(this.at, now);
     return this.level;
   }
 
-  /** ms until `amount` tokens are available (0 if they are); a full minute if they never fit. */
-  waitMs(amount: number, now: number): number {
-    const missing = amount - this.available(now);
-    if (missing <= 0) return 0;
-    if (amount > this.capacity) return MINUTE_MS;
-    return (missing * MINUTE_MS) / this.capacity;
+  /** ms until `need` tokens are available (0 if they are). */
+  waitMs(need: number, now: number): number {
+    const missing = need - this.available(now);
+    return missing <= 0 ? 0 : (missing * MINUTE_MS) / this.perMinute;
   }
 
   take(amount: number, now: number): void {
@@ -50,10 +59,45 @@ export class TokenBucket {
   report(now: number): BucketReport {
     const level = this.available(now);
     return {
-      limit: this.capacity,
+      limit: this.perMinute,
       remaining: Math.max(0, Math.floor(level)),
-      resetMs: Math.max(0, ((this.capacity - level) * MINUTE_MS) / this.capacity),
+      resetMs: Math.max(0, ((this.capacity - level) * MINUTE_MS) / this.perMinute),
     };
+  }
+}
+
+/** One limit: the minute bucket the headers report and the short bucket that enforces. */
+class Limit {
+  private readonly minute: TokenBucket;
+  private readonly short: TokenBucket;
+
+  constructor(perMinute: number, burst: number | undefined, now: number) {
+    this.minute = new TokenBucket(perMinute, now);
+    this.short = new TokenBucket(perMinute, now, Math.min(perMinute, burst ?? Math.max(1, perMinute / 60)));
+  }
+
+  get perMinute(): number {
+    return this.minute.perMinute;
+  }
+
+  /** ms until a request of `amount` is admitted (0: now); Infinity if it never can be. */
+  waitMs(amount: number, now: number): number {
+    if (amount > this.minute.perMinute) return Infinity;
+    return Math.max(this.minute.waitMs(amount, now), this.short.waitMs(Math.min(amount, this.short.capacity), now));
+  }
+
+  take(amount: number, now: number): void {
+    this.minute.take(amount, now);
+    this.short.take(amount, now);
+  }
+
+  give(amount: number, now: number): void {
+    this.minute.give(amount, now);
+    this.short.give(amount, now);
+  }
+
+  report(now: number): BucketReport {
+    return this.minute.report(now);
   }
 }
 
@@ -69,39 +113,40 @@ export type Admission =
   | { ok: true; ticket: Ticket }
   | { ok: false; retryAfterMs: number; limit: 'requests' | 'input_tokens' | 'output_tokens'; message: string };
 
-/** The three buckets of one key. A limit left out is not enforced and not reported. */
+/** The three limits of one key. A limit left out is not enforced and not reported. */
 export class KeyLimiter {
-  private readonly requests?: TokenBucket;
-  private readonly input?: TokenBucket;
-  private readonly output?: TokenBucket;
+  private readonly requests?: Limit;
+  private readonly input?: Limit;
+  private readonly output?: Limit;
 
   constructor(
     limits: SimKeyLimits,
     private readonly now: () => number,
   ) {
     const t = now();
-    if (limits.rpm !== undefined) this.requests = new TokenBucket(limits.rpm, t);
-    if (limits.itpm !== undefined) this.input = new TokenBucket(limits.itpm, t);
-    if (limits.otpm !== undefined) this.output = new TokenBucket(limits.otpm, t);
+    if (limits.rpm !== undefined) this.requests = new Limit(limits.rpm, limits.burst?.rpm, t);
+    if (limits.itpm !== undefined) this.input = new Limit(limits.itpm, limits.burst?.itpm, t);
+    if (limits.otpm !== undefined) this.output = new Limit(limits.otpm, limits.burst?.otpm, t);
   }
 
-  /** Charges the request to every bucket, or to none when one of them cannot take it. */
+  /** Charges the request to every limit, or to none when one of them cannot take it now. */
   admit(inputTokens: number, maxTokens: number): Admission {
     const now = this.now();
     const checks = [
-      { bucket: this.requests, amount: 1, limit: 'requests' as const, unit: 'requests' },
-      { bucket: this.input, amount: inputTokens, limit: 'input_tokens' as const, unit: 'input tokens' },
-      { bucket: this.output, amount: maxTokens, limit: 'output_tokens' as const, unit: 'output tokens' },
+      { limit: this.requests, amount: 1, name: 'requests' as const, unit: 'requests' },
+      { limit: this.input, amount: inputTokens, name: 'input_tokens' as const, unit: 'input tokens' },
+      { limit: this.output, amount: maxTokens, name: 'output_tokens' as const, unit: 'output tokens' },
     ];
-    for (const { bucket, amount, limit, unit } of checks) {
-      if (!bucket) continue;
-      const wait = bucket.waitMs(amount, now);
+    for (const { limit, amount, name, unit } of checks) {
+      if (!limit) continue;
+      const wait = limit.waitMs(amount, now);
+      if (wait === Infinity) {
+        const message = `This request needs ${amount} ${unit}, more than this key's limit of ${limit.perMinute} ${unit} per minute.`;
+        return { ok: false, retryAfterMs: MINUTE_MS, limit: name, message };
+      }
       if (wait > 0) {
-        const message =
-          amount > bucket.capacity
-            ? `This request needs ${amount} ${unit}, more than this key's limit of ${bucket.capacity} ${unit} per minute.`
-            : `This request would exceed this key's rate limit of ${bucket.capacity} ${unit} per minute.`;
-        return { ok: false, retryAfterMs: Math.ceil(wait), limit, message };
+        const message = `This request would exceed this key's rate limit of ${limit.perMinute} ${unit} per minute (enforced over short intervals: send evenly).`;
+        return { ok: false, retryAfterMs: Math.ceil(wait), limit: name, message };
       }
     }
     this.requests?.take(1, now);

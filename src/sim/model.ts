@@ -13,7 +13,7 @@
  */
 import type { ContentBlock, Message } from '../../machines/protocol.js';
 import { deriveSeed, nextRandom } from '../../machines/random.js';
-import { estimateTextTokens } from '../../machines/tokens.js';
+import { countTokens, truncateToTokens } from './tokenizer.js';
 import { derivedId } from './hash.js';
 import { SimHttpError, type SimReply, type SimRequest, type SimTool } from './types.js';
 import { jsonValueEnd } from '../util/jsonScan.js';
@@ -147,11 +147,12 @@ export function planReply(request: SimRequest, directives: Directives, ctx: Repl
   if (directives.reply !== undefined) text = directives.reply;
   else if (calls.length > 0 && directives.length === undefined) text = '';
   else {
-    const chars = (directives.length ?? 16 + Math.floor(draw() * 48)) * 4;
+    // Filler runs about 4.5 characters a token: 6 per asked-for token leaves room to cut.
+    const chars = (directives.length ?? 16 + Math.floor(draw() * 48)) * (directives.length !== undefined ? 6 : 4);
     const lead = results.length > 0 ? `Received ${results.length} tool result${results.length === 1 ? '' : 's'}${toolNames(request.messages, results)}. ` : '';
     const full = lead + filler(draw, chars);
-    // An asked-for length is met exactly; otherwise the reply ends with its last sentence.
-    text = directives.length !== undefined ? full.slice(0, chars) : full.trimEnd();
+    // An asked-for length is met exactly (in tokens); otherwise the reply ends with its last sentence.
+    text = directives.length !== undefined ? truncateToTokens(full, directives.length) : full.trimEnd();
   }
 
   const budget = request.maxTokens;
@@ -159,16 +160,16 @@ export function planReply(request: SimRequest, directives: Directives, ctx: Repl
   let used = 0;
   let truncated = false;
   if (text !== '' || calls.length === 0) {
-    if (estimateTextTokens(text) > budget) {
-      text = text.slice(0, budget * 4);
+    if (countTokens(text) > budget) {
+      text = truncateToTokens(text, budget);
       truncated = true;
     }
     blocks.push({ type: 'text', text });
-    used += estimateTextTokens(text);
+    used += countTokens(text);
   }
   calls.forEach((call, i) => {
     if (truncated) return;
-    const tokens = estimateTextTokens(call.name + JSON.stringify(call.input));
+    const tokens = countTokens(call.name + JSON.stringify(call.input));
     if (used + tokens > budget) {
       truncated = true;
       return;

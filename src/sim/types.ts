@@ -4,7 +4,10 @@
  */
 import type { Message } from '../../machines/protocol.js';
 
-/** Per-key limits, each a token bucket that refills continuously over a minute. */
+/**
+ * Per-key limits, each a token bucket that refills continuously over a minute and is enforced
+ * over short intervals (`burst`).
+ */
 export interface SimKeyLimits {
   /** Requests per minute. */
   rpm?: number;
@@ -12,6 +15,11 @@ export interface SimKeyLimits {
   itpm?: number;
   /** Output tokens per minute (charged as max_tokens at the start, settled at the end). */
   otpm?: number;
+  /**
+   * What each limit lets through at once: the short-interval bucket. Default one second of the
+   * rate, at least 1 ("60 RPM may be enforced as 1 request per second").
+   */
+  burst?: { rpm?: number; itpm?: number; otpm?: number };
 }
 
 /** Fault rates in [0, 1], decided per request from hash(seed, request content, times seen). */

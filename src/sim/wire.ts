@@ -4,11 +4,11 @@
  * tool_use / tool_result pairing rule both APIs enforce.
  */
 import type { ContentBlock, Message } from '../../machines/protocol.js';
-import { estimateTextTokens } from '../../machines/tokens.js';
+import { countTokens } from './tokenizer.js';
 import type { CachePlan, PromptCache } from './cache.js';
 import { SimHttpError, type PromptUnit, type RateLimitReport, type SimProtocol, type SimReply, type SimRequest, type SimTool, type SimUsage } from './types.js';
 
-/** Per-message framing the APIs add (as machines/tokens.ts counts it). */
+/** Per-message framing the APIs add. */
 export const MESSAGE_OVERHEAD_TOKENS = 4;
 
 /** Facts of one answer every format needs. */
@@ -81,16 +81,16 @@ export function optionalBoolean(value: unknown, path: string): boolean {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Prompt units: ~4 chars a token (machines/tokens.ts), one unit per tool, system part and block
+// Prompt units: counted by a real tokenizer (./tokenizer.ts), one unit per tool, system part and block
 // ---------------------------------------------------------------------------------------------
 
 export function toolUnit(tool: SimTool): PromptUnit {
   const text = tool.name + (tool.description ?? '') + JSON.stringify(tool.inputSchema);
-  return { text: `\u0000tool${text}`, tokens: estimateTextTokens(text) };
+  return { text: `\u0000tool${text}`, tokens: countTokens(text) };
 }
 
 export function systemUnit(text: string): PromptUnit {
-  return { text: `\u0000system${text}`, tokens: estimateTextTokens(text) };
+  return { text: `\u0000system${text}`, tokens: countTokens(text) };
 }
 
 /** The role marker of a message: carries the per-message overhead. */
@@ -102,7 +102,7 @@ export function blockUnit(block: ContentBlock): PromptUnit {
   const text =
     block.type === 'text' ? block.text : block.type === 'tool_use' ? block.name + JSON.stringify(block.input ?? null) : block.content;
   const tag = block.type === 'tool_use' ? `${block.type}${block.id}` : block.type === 'tool_result' ? `${block.type}${block.toolUseId}${block.isError ? '!' : ''}` : block.type;
-  return { text: `\u0000${tag}\u0000${text}`, tokens: estimateTextTokens(text) };
+  return { text: `\u0000${tag}\u0000${text}`, tokens: countTokens(text) };
 }
 
 export function sumTokens(units: readonly PromptUnit[]): number {

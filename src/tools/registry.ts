@@ -102,14 +102,17 @@ export class RunTools {
     return this.entries.get(name)?.spec;
   }
 
-  /** Estimated tokens the definitions of these tools add to every request that offers them. */
+  /**
+   * Estimated tokens the definitions of these tools add to every request that offers them: their
+   * UTF-8 size / 4, so that 4x the estimate bounds them (budgets reserve that bound).
+   */
   specTokens(names: readonly string[]): number {
-    let chars = 0;
+    let bytes = 0;
     for (const name of names) {
       const spec = this.entries.get(name)?.spec;
-      if (spec) chars += spec.name.length + (spec.description?.length ?? 0) + JSON.stringify(spec.inputSchema).length;
+      if (spec) bytes += Buffer.byteLength(spec.name + (spec.description ?? '') + JSON.stringify(spec.inputSchema));
     }
-    return Math.ceil(chars / 4);
+    return Math.ceil(bytes / 4);
   }
 
   /** One call: arguments checked against the tool's schema first. Rejects with the error text. */

@@ -225,7 +225,7 @@ describe('agentMachine: errors and retries', () => {
     expect(h.breaker().context.failures).toBe(0); // the success reset it
   });
 
-  it('leaves a 429 Retry-After to the key: the key backs off and the retry goes to the other key at once', async () => {
+  it('leaves a 429 Retry-After to the key: the key backs off and the call goes to the other key at once, using no retry', async () => {
     const h = createAgentHarness({
       keys: [{ keyId: 'A', limits: {} }, { keyId: 'B', limits: {} }],
       model: (_, n) => (n === 0 ? modelError('rate_limited', { status: 429, retryAfterMs: 30_000 }) : textReply('ok')),
@@ -234,13 +234,57 @@ describe('agentMachine: errors and retries', () => {
     await h.advance(1_000);
     const [first, second] = h.calls;
     expect(second.input.keyId).not.toBe(first.input.keyId);
-    const [retry] = h.reportsOf('task:retry');
-    expect(retry.delayMs).toBeLessThan(100); // the agent's own jitter, not the 30 s
-    expect(second.at).toBe(retry.delayMs);
+    expect(h.reportsOf('task:retry')).toEqual([]); // a wait, not a retry
+    expect(second.at).toBe(0);
     expect(h.key(first.input.keyId)!.value).toBe('backoff');
     expect(h.reportsOf('key:backoff')).toEqual([{ type: 'key:backoff', keyId: first.input.keyId, retryAfterMs: 30_000, at: 0 }]);
-    expect(h.output(id)).toMatchObject({ status: 'completed', retries: 1 });
+    expect(h.output(id)).toMatchObject({ status: 'completed', retries: 0 });
     expect(h.breaker().context.failures).toBe(0); // a 429 says nothing about the route
+  });
+
+  it('waits out any number of 429s without using its retries (maxRetries 0), on one key', async () => {
+    const h = createAgentHarness({
+      keys: [{ keyId: 'A', limits: {} }],
+      model: (_, n) => (n < 6 ? modelError('rate_limited', { status: 429, retryAfterMs: 1_000 }) : textReply('ok')),
+    });
+    const id = h.start(agentInput({ retries: 0, timeoutMs: 3_600_000 }));
+    await h.advance(600_000); // each 429 also cuts the key's rate (it knows no limit): the waits grow
+    expect(h.calls).toHaveLength(7);
+    // Never sooner than the Retry-After after each 429.
+    for (let i = 1; i < h.calls.length; i++) expect(h.calls[i]!.at - h.calls[i - 1]!.at).toBeGreaterThanOrEqual(1_000);
+    expect(h.output(id)).toMatchObject({ status: 'completed', retries: 0 });
+  });
+
+  it('fails with rate_limited after maxRateLimitWaits 429s, saying so', async () => {
+    const h = createAgentHarness({
+      keys: [{ keyId: 'A', limits: {} }],
+      model: () => modelError('rate_limited', { status: 429, retryAfterMs: 1_000 }),
+    });
+    const id = h.start(agentInput({ retries: 4, maxRateLimitWaits: 2 }));
+    await h.advance(60_000);
+    expect(h.calls).toHaveLength(3);
+    expect(h.output(id)).toMatchObject({ status: 'failed', error: { code: 'rate_limited', retryable: false } });
+    expect(h.output(id)?.error?.message).toMatch(/rate limited 3 times, more than maxRateLimitWaits \(2\)/);
+  });
+
+  it('fails at once when every key backs off past its deadline (a Retry-After of 2^31 ms or more does not fire early)', async () => {
+    const h = createAgentHarness({
+      keys: [{ keyId: 'A', limits: {} }],
+      model: () => modelError('rate_limited', { status: 429, retryAfterMs: 1_000_000_000_000 }),
+    });
+    const id = h.start(agentInput({ timeoutMs: 60_000 }));
+    await h.advance(10);
+    expect(h.calls).toHaveLength(1);
+    expect(h.output(id)).toMatchObject({ status: 'failed', error: { code: 'rate_limited', retryable: false } });
+    expect(h.output(id)?.error?.message).toMatch(/rate limited \(429\) until after this attempt's deadline/);
+  });
+
+  it('an attempt deadline of 2^31 ms or more is held, not fired after 1 ms', async () => {
+    const h = createAgentHarness({ keys: [{ keyId: 'A', limits: {} }], model: () => 'hang' });
+    const id = h.start(agentInput({ timeoutMs: 3_000_000_000 }));
+    await h.advance(10_000);
+    expect(h.calls).toHaveLength(1);
+    expect(h.output(id)).toBeUndefined(); // still waiting for its reply, not failed with task_timeout
   });
 
   it('revokes key A on a 401 and retries on key B at once', async () => {

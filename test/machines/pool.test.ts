@@ -79,15 +79,19 @@ describe('poolMachine: order', () => {
 
 describe('poolMachine: capacity', () => {
   it('grants nothing while every key is saturated, and resumes when the clock refills them', () => {
+    // rpm 2 paced at 97%: a bucket of one request, refilled every 30,928 ms; no minute at once.
     const h = harness([key('A', { rpm: 2 }), key('B', { rpm: 2 })]);
+    const every = Math.ceil(60_000 / (2 * 0.97));
     for (let i = 0; i < 6; i++) h.request(`r${i}`);
-    expect(h.grantedIds()).toEqual(['r0', 'r1', 'r2', 'r3']);
+    expect(h.grantedIds()).toEqual(['r0', 'r1']);
     for (const id of h.grantedIds()) h.release(id);
-    h.at(59_999);
-    expect(h.granted()).toHaveLength(4);
-    h.at(60_000);
+    h.at(every - 1);
+    expect(h.granted()).toHaveLength(2);
+    h.at(every);
+    expect(h.grantedIds()).toEqual(['r0', 'r1', 'r2', 'r3']);
+    h.at(2 * every);
     expect(h.grantedIds()).toEqual(['r0', 'r1', 'r2', 'r3', 'r4', 'r5']);
-    expect(h.replies.at(-1)!.at).toBe(60_000);
+    expect(h.replies.at(-1)!.at).toBe(2 * every);
   });
 
   it('sends the next requests to key B while key A backs off after a 429, then uses A again', () => {
@@ -154,6 +158,9 @@ describe('poolMachine: cancel and stale state', () => {
     h.pool.send({ type: 'KEY.STATE', keyId: 'A', state: 'ready' });
     expect(h.grantedIds()).toEqual(['r1']);
     h.at(5_000);
+    expect(h.grantedIds()).toEqual(['r1', 'r2']);
+    // The 429 also cut the key's rate (from the one request it had sent in 5 s: 12 rpm, halved).
+    h.at(5_000 + Math.ceil(60_000 / (6 * 0.97)));
     expect(h.grantedIds()).toEqual(['r1', 'r2', 'r3']);
   });
 

@@ -3,6 +3,7 @@
  * mid-stream errors and prompt caching, over real HTTP on loopback.
  */
 import Anthropic, { APIError, AuthenticationError, RateLimitError } from '@anthropic-ai/sdk';
+import { countTokens } from '../../src/sim/tokenizer.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type SimServer } from '../../src/sim/index.js';
 import { manualClock, messagesBody, post, sseEvents } from './helpers.js';
@@ -39,7 +40,7 @@ describe('the Anthropic SDK against the simulator', () => {
     const block = message.content[0]!;
     expect(block.type === 'text' && block.text.length > 0).toBe(true);
     expect(message.usage.input_tokens).toBeGreaterThan(0);
-    expect(message.usage.output_tokens).toBe(Math.ceil((block as Anthropic.TextBlock).text.length / 4));
+    expect(message.usage.output_tokens).toBe(countTokens((block as Anthropic.TextBlock).text));
   });
 
   it('streams message_start, content blocks, ping, message_delta and message_stop, and the SDK assembles the same text', async () => {
@@ -164,7 +165,7 @@ describe('Anthropic prompt caching', () => {
       const sdk = new Anthropic({ apiKey: 'any', baseURL: cached.url, maxRetries: 0 });
       const first = await sdk.messages.create(body(longText('alpha')));
       const second = await sdk.messages.create(body(longText('alpha')));
-      const prefix = Math.ceil(longText('alpha').length / 4);
+      const prefix = countTokens(longText('alpha'));
       expect(first.usage).toMatchObject({ cache_creation_input_tokens: prefix, cache_read_input_tokens: 0 });
       expect(second.usage).toMatchObject({ cache_creation_input_tokens: 0, cache_read_input_tokens: prefix });
       // The uncached rest (the user message) is billed as input either way.

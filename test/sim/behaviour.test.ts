@@ -3,6 +3,7 @@
  * buckets (time driven by options.now, no sleeps), injected faults, latency and stats.
  */
 import { createHash } from 'node:crypto';
+import { countTokens } from '../../src/sim/tokenizer.js';
 import { describe, expect, it } from 'vitest';
 import type { SimOptions } from '../../src/sim/index.js';
 import { minimalValue } from '../../src/sim/model.js';
@@ -47,7 +48,7 @@ describe('directives', () => {
     const s = await sim();
     const exact = await post(messages(s), messagesBody('[[sim:length 40]]', { max_tokens: 100 }));
     expect(exact.json.usage.output_tokens).toBe(40);
-    expect(textOf(exact.json)).toHaveLength(160);
+    expect(countTokens(textOf(exact.json))).toBe(40);
     expect(exact.json.stop_reason).toBe('end_turn');
     const capped = await post(messages(s), messagesBody('[[sim:length 400]]', { max_tokens: 25 }));
     expect(capped.json.stop_reason).toBe('max_tokens');
@@ -137,15 +138,15 @@ describe('directives', () => {
 });
 
 describe('rate limits', () => {
-  it('rpm 3: the 4th request in the same minute gets a 429 with retry-after, and passes once the bucket refills', async () => {
+  it('rpm 3 is enforced over short intervals: a second request at once gets a 429, the headers report the minute', async () => {
     const clock = manualClock();
     const s = await sim({ keys: { 'sk-three': { rpm: 3 } }, now: clock.now });
     const send = () => post(messages(s), messagesBody('hi'), { key: 'sk-three' });
-    const ok = [await send(), await send(), await send()];
-    expect(ok.map((r) => r.status)).toEqual([200, 200, 200]);
-    expect(ok.map((r) => r.headers.get('anthropic-ratelimit-requests-remaining'))).toEqual(['2', '1', '0']);
-    expect(ok[0]!.headers.get('anthropic-ratelimit-requests-limit')).toBe('3');
-    expect(ok[2]!.headers.get('anthropic-ratelimit-requests-reset')).toBe(new Date(clock.now() + 60_000).toISOString().replace('.000Z', 'Z'));
+    const first = await send();
+    expect(first.status).toBe(200);
+    expect(first.headers.get('anthropic-ratelimit-requests-limit')).toBe('3');
+    expect(first.headers.get('anthropic-ratelimit-requests-remaining')).toBe('2'); // the minute's bucket
+    expect(first.headers.get('anthropic-ratelimit-requests-reset')).toBe(new Date(clock.now() + 20_000).toISOString().replace('.000Z', 'Z'));
 
     const limited = await send();
     expect(limited.status).toBe(429);
@@ -158,11 +159,38 @@ describe('rate limits', () => {
     expect(s.stats().log.filter((l) => l.status === 429).map((l) => l.retryAfterMs)).toEqual([20_000, 1]);
   });
 
+  it('a stated burst lets that many through at once; the next waits for the rate', async () => {
+    const clock = manualClock();
+    const s = await sim({ keys: { 'sk-burst': { rpm: 60, burst: { rpm: 3 } } }, now: clock.now });
+    const send = () => post(messages(s), messagesBody('hi'), { key: 'sk-burst' });
+    expect([(await send()).status, (await send()).status, (await send()).status]).toEqual([200, 200, 200]);
+    const fourth = await send();
+    expect(fourth.status).toBe(429);
+    expect(fourth.headers.get('retry-after')).toBe('1');
+    clock.advance(1_000);
+    expect((await send()).status).toBe(200);
+  });
+
+  it('60 rpm sent all at once: 1 passes, the rest are refused; sent evenly at 1/s: all pass', async () => {
+    const clock = manualClock();
+    const s = await sim({ keys: { 'sk-60': { rpm: 60 } }, now: clock.now });
+    const send = () => post(messages(s), messagesBody('hi'), { key: 'sk-60' });
+    const burst = await Promise.all(Array.from({ length: 10 }, () => send()));
+    expect(burst.filter((r) => r.status === 200)).toHaveLength(1);
+    const even: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      clock.advance(1_000);
+      even.push((await send()).status);
+    }
+    expect(even.every((status) => status === 200)).toBe(true);
+  });
+
   it('shares one key’s buckets across both protocols and reports OpenAI resets as durations', async () => {
     const clock = manualClock();
-    const s = await sim({ keys: { 'sk-both': { rpm: 2 } }, now: clock.now });
+    const s = await sim({ keys: { 'sk-both': { rpm: 2, burst: { rpm: 2 } } }, now: clock.now });
     expect((await post(messages(s), messagesBody('a'), { key: 'sk-both' })).status).toBe(200);
     const second = await post(chat(s), chatBody('b'), { bearer: 'sk-both' });
+    expect(second.headers.get('x-ratelimit-limit-requests')).toBe('2');
     expect(second.headers.get('x-ratelimit-remaining-requests')).toBe('0');
     expect(second.headers.get('x-ratelimit-reset-requests')).toBe('1m0s');
     const third = await post(chat(s), chatBody('c'), { bearer: 'sk-both' });
@@ -173,7 +201,7 @@ describe('rate limits', () => {
 
   it('charges max_tokens against otpm up front and gives back what the reply did not use', async () => {
     const clock = manualClock();
-    const s = await sim({ keys: { 'sk-out': { otpm: 1000 } }, now: clock.now });
+    const s = await sim({ keys: { 'sk-out': { otpm: 1000, burst: { otpm: 1000 } } }, now: clock.now });
     const send = (maxTokens: number, extra: Record<string, unknown> = {}) =>
       post(messages(s), messagesBody('[[sim:length 10]]', { max_tokens: maxTokens, ...extra }), { key: 'sk-out' });
     // A stream's headers leave before it ends: they show max_tokens held.
@@ -188,18 +216,33 @@ describe('rate limits', () => {
     expect((await send(980)).status).toBe(200);
   });
 
-  it('counts input tokens less cache reads against itpm', async () => {
+  it('a request larger than the short-interval bucket needs it full and leaves it in debt', async () => {
     const clock = manualClock();
-    const s = await sim({ keys: { 'sk-in': { itpm: 2000 } }, now: clock.now });
-    const system = [{ type: 'text', text: 'x'.repeat(6000), cache_control: { type: 'ephemeral' } }];
+    const s = await sim({ keys: { 'sk-debt': { otpm: 6_000 } }, now: clock.now }); // bucket of 100 a second
+    const send = (maxTokens: number) => post(messages(s), messagesBody('[[sim:length 1]]', { max_tokens: maxTokens }), { key: 'sk-debt' });
+    expect((await send(500)).status).toBe(200); // full bucket: admitted, leaves 100 - 500 + 499 back = 99
+    expect((await send(100)).status).toBe(429); // 99 < 100
+    clock.advance(10);
+    expect((await send(100)).status).toBe(200);
+    expect((await send(6_001)).json.error.message).toMatch(/needs 6001 output tokens, more than this key's limit of 6000/);
+  });
+
+  it('counts input tokens (by its own tokenizer) less cache reads against itpm', async () => {
+    const clock = manualClock();
+    const s = await sim({ keys: { 'sk-in': { itpm: 4000, burst: { itpm: 4000 } } }, now: clock.now });
+    const brief = 'The catalogue brief names every product line and its tone of voice. '.repeat(120);
+    const briefTokens = countTokens(brief);
+    expect(briefTokens).toBeGreaterThan(1024); // cacheable
+    const system = [{ type: 'text', text: brief, cache_control: { type: 'ephemeral' } }];
     const send = () => post(messages(s), messagesBody('q', { system }), { key: 'sk-in' });
-    expect((await send()).status).toBe(200); // 1500 written + a few uncached
+    expect((await send()).status).toBe(200); // written + a few uncached
     const read = await send(); // a cache read: only the few uncached tokens count
     expect(read.status).toBe(200);
-    expect(read.json.usage.cache_read_input_tokens).toBe(1500);
-    const tooBig = await post(messages(s), messagesBody('y'.repeat(12_000)), { key: 'sk-in' });
+    expect(read.json.usage.cache_read_input_tokens).toBe(briefTokens);
+    const big = 'zebra quartz '.repeat(2_000);
+    const tooBig = await post(messages(s), messagesBody(big), { key: 'sk-in' });
     expect(tooBig.status).toBe(429);
-    expect(tooBig.json.error.message).toMatch(/needs 3004 input tokens, more than this key's limit of 2000/);
+    expect(tooBig.json.error.message).toMatch(new RegExp(`needs ${countTokens(big) + 4} input tokens, more than this key's limit of 4000`));
   });
 
   it('sends no rate-limit headers for keys without limits', async () => {
