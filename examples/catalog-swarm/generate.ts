@@ -126,14 +126,17 @@ export function buildPlan(dir: string = here()): Record<string, unknown> {
       sim: {
         type: 'sim',
         keys: ['sim-catalog-key-1', 'sim-catalog-key-2', 'sim-catalog-key-3'],
-        // What the runtime is told about EACH key: of the order of a mid Anthropic tier.
-        limits: { rpm: 1000, itpm: 120000, otpm: 15000, concurrency: 8 },
+        // What the runtime is told about EACH key: of the order of a mid Anthropic tier. Tokens
+        // may burst 15 s of their rate (output is held as maxTokens until a reply ends, so a
+        // one-second bucket of 500 tokens would let about one call out at a time); requests go
+        // evenly. Output is what binds this run: about 47,000 tokens at 3 x 24,000 a minute.
+        limits: { rpm: 1000, itpm: 120000, otpm: 30000, burst: { itpm: 30000, otpm: 6000 }, concurrency: 8 },
         sim: {
           ttftMs: [50, 300],
           tokensPerSecond: 300,
           // The server enforces a tighter otpm than the plan states (a key shared with another
           // app, say): a few requests the runtime lets out get a 429, and are retried.
-          limits: { rpm: 1000, itpm: 120000, otpm: 12000 },
+          limits: { rpm: 1000, itpm: 120000, otpm: 24000, burst: { itpm: 30000, otpm: 6000 } },
           faults: { http500: 0.01, http529: 0.02, reset: 0.01 },
         },
       },
