@@ -243,6 +243,24 @@ describe('agentMachine: errors and retries', () => {
     expect(h.breaker().context.failures).toBe(0); // a 429 says nothing about the route
   });
 
+  it('never counts a 429 against the route: 429s in a row leave a breaker with threshold 1 closed', async () => {
+    // The test above ends with a success, which resets the count: look while the 429s land.
+    const h = createAgentHarness({
+      keys: [{ keyId: 'A', limits: {} }, { keyId: 'B', limits: {} }],
+      breaker: { failureThreshold: 1 },
+      model: (_, n) => (n < 2 ? modelError('rate_limited', { status: 429, retryAfterMs: 1_000 }) : textReply('ok')),
+    });
+    const id = h.start(agentInput({ retries: 3 }));
+    await h.settle();
+    expect(h.calls).toHaveLength(1);
+    expect(h.breaker().context.failures).toBe(0);
+    expect(h.breaker().value).toBe('closed');
+    await h.advance(5_000);
+    expect(h.calls).toHaveLength(3);
+    expect(h.reportsOf('breaker:open')).toEqual([]);
+    expect(h.output(id)).toMatchObject({ status: 'completed', retries: 2 });
+  });
+
   it('revokes key A on a 401 and retries on key B at once', async () => {
     const h = createAgentHarness({
       keys: [{ keyId: 'A', limits: {} }, { keyId: 'B', limits: {} }],
