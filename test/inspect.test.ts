@@ -119,9 +119,9 @@ describe('attachInspector', () => {
     const swarm = createSwarm({ inspect: inspector.inspect });
     const result = await swarm.run({ ...plan, tasks: [plan.tasks[1]!] }).result;
     await swarm.close();
-    const started = Date.now();
-    await inspector.stop();
-    expect(Date.now() - started).toBeLessThan(1000);
+    // Given ten minutes, stop() must not use them: nothing is connected, so it resolves at once
+    // (the test's own timeout is the bound; nothing here reads the clock).
+    await inspector.stop(600_000);
     expect(result.status).toBe('completed');
     expect(errors).toHaveLength(1);
     expect(errors[0]!.message).toMatch(/^inspector: no connection to ws:\/\/127\.0\.0\.1:\d+/);

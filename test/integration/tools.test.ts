@@ -186,9 +186,8 @@ describe('a tool that never answers', () => {
       ),
     );
     const events = recordEvents(run);
-    const started = performance.now();
+    // The hung call never answers: the run finishing at all shows the deadline ended it.
     const result = await run.result;
-    const elapsed = performance.now() - started;
     await swarm.close();
 
     expect(result.status).toBe('completed');
@@ -202,7 +201,6 @@ describe('a tool that never answers', () => {
     const timedOut = ofType(events, 'tool:result').find((e) => e.name === 'hang')!;
     expect(timedOut).toMatchObject({ isError: true, timedOut: true });
     expect(timedOut.durationMs).toBeGreaterThanOrEqual(300);
-    expect(elapsed).toBeLessThan(5_000);
   });
 });
 
