@@ -27,7 +27,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function until(ok: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+async function until(ok: () => Promise<boolean>, what: string, ms = 60_000): Promise<void> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
     if (await ok()) return;

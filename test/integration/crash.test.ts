@@ -9,15 +9,15 @@
  * no completed task's model call was sent again after its completion was journaled; a tool with a
  * side effect ran once per call; a second process cannot resume a run that one is running.
  */
-import Database from 'better-sqlite3';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type SimServer } from '../../src/index.js';
 import { SqliteStore } from '../../src/store/index.js';
 import { nextRandom } from '../../machines/random.js';
+import { journaledDone } from '../helpers/journal.js';
 
 const BIN = resolve('bin/swarmstate.js');
 const FIXTURE = resolve('test/fixtures/mcp/side-effect-server.mjs');
@@ -72,20 +72,6 @@ function cli(args: string[]): { child: ChildProcess; done: Promise<{ code: numbe
     child.on('close', (code, signal) => resolveDone({ code, signal, stdout, stderr })),
   );
   return { child, done };
-}
-
-/** Tasks the journal at `db` has committed as done (0 before the run's row exists). */
-function journaledDone(db: string): number {
-  if (!existsSync(db)) return 0;
-  let conn: Database.Database | undefined;
-  try {
-    conn = new Database(db, { readonly: true, fileMustExist: true });
-    return (conn.prepare('SELECT max(tasks_done) AS n FROM runs').get() as { n: number | null }).n ?? 0;
-  } catch {
-    return 0; // the CLI has not created the schema yet
-  } finally {
-    conn?.close();
-  }
 }
 
 /** Kills `proc` with SIGKILL once `ready()` holds; 'ended' if it exited first. Polls what it observes, no fixed wait. */
