@@ -104,7 +104,7 @@ describe('attachInspector', () => {
     expect(relay.raw.some((m) => m.includes('(+'))).toBe(true);
     expect(inspector.stats.sent).toBe(relay.raw.length);
     expect(inspector.stats.dropped).toBe(0);
-    await vi.waitFor(() => expect(relay.closes()).toBe(1));
+    await vi.waitFor(() => expect(relay.closes()).toBe(1), { timeout: 30_000 });
   });
 
   it('stop() resolves at once and the process is free when nothing listens at the URL', async () => {
@@ -136,7 +136,7 @@ describe('attachInspector', () => {
     inspector.inspect({ type: '@xstate.event', actorRef: { sessionId: 'x.0' }, rootId: 'x.0', event: { type: 'PING' } } as never);
     await inspector.stop(2000);
     expect(inspector.stats).toEqual({ sent: 1, dropped: 0 });
-    await vi.waitFor(() => expect(relay.messages().map((m) => m.event?.type)).toEqual(['PING']));
+    await vi.waitFor(() => expect(relay.messages().map((m) => m.event?.type)).toEqual(['PING']), { timeout: 30_000 });
   });
 });
 
