@@ -10,7 +10,7 @@ const exec = promisify(execFile);
 
 async function cli(args: string[], env: Record<string, string> = {}) {
   try {
-    const { stdout, stderr } = await exec(process.execPath, ['bin/swarmstate.js', ...args], { timeout: 60_000, env: { ...process.env, ...env } });
+    const { stdout, stderr } = await exec(process.execPath, ['bin/swarmstate.js', ...args], { timeout: 170_000, env: { ...process.env, ...env } });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };

@@ -10,12 +10,12 @@ const plans = readdirSync('examples/plans').filter((f) => f.endsWith('.json'));
 
 describe('examples', () => {
   it.each(scripts)('examples/%s runs and exits 0', async (file) => {
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', `examples/${file}`], { timeout: 60_000 });
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', `examples/${file}`], { timeout: 170_000 });
     expect(stdout).toMatch(/completed/);
   });
 
   it.each(plans)('examples/plans/%s runs to completion through the CLI', async (file) => {
-    const { stdout } = await run(process.execPath, ['bin/swarmstate.js', 'run', `examples/plans/${file}`, '--json'], { timeout: 60_000 });
+    const { stdout } = await run(process.execPath, ['bin/swarmstate.js', 'run', `examples/plans/${file}`, '--json'], { timeout: 170_000 });
     const result = JSON.parse(stdout) as { status: string; totals: { tasks: number; completed: number } };
     expect(result.status).toBe('completed');
     expect(result.totals.completed).toBe(result.totals.tasks);

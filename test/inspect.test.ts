@@ -104,7 +104,7 @@ describe('attachInspector', () => {
     expect(relay.raw.some((m) => m.includes('(+'))).toBe(true);
     expect(inspector.stats.sent).toBe(relay.raw.length);
     expect(inspector.stats.dropped).toBe(0);
-    await vi.waitFor(() => expect(relay.closes()).toBe(1));
+    await vi.waitFor(() => expect(relay.closes()).toBe(1), { timeout: 30_000 });
   });
 
   it('stop() resolves at once and the process is free when nothing listens at the URL', async () => {
@@ -119,9 +119,9 @@ describe('attachInspector', () => {
     const swarm = createSwarm({ inspect: inspector.inspect });
     const result = await swarm.run({ ...plan, tasks: [plan.tasks[1]!] }).result;
     await swarm.close();
-    const started = Date.now();
-    await inspector.stop();
-    expect(Date.now() - started).toBeLessThan(1000);
+    // Given ten minutes, stop() must not use them: nothing is connected, so it resolves at once
+    // (the test's own timeout is the bound; nothing here reads the clock).
+    await inspector.stop(600_000);
     expect(result.status).toBe('completed');
     expect(errors).toHaveLength(1);
     expect(errors[0]!.message).toMatch(/^inspector: no connection to ws:\/\/127\.0\.0\.1:\d+/);
@@ -136,7 +136,7 @@ describe('attachInspector', () => {
     inspector.inspect({ type: '@xstate.event', actorRef: { sessionId: 'x.0' }, rootId: 'x.0', event: { type: 'PING' } } as never);
     await inspector.stop(2000);
     expect(inspector.stats).toEqual({ sent: 1, dropped: 0 });
-    await vi.waitFor(() => expect(relay.messages().map((m) => m.event?.type)).toEqual(['PING']));
+    await vi.waitFor(() => expect(relay.messages().map((m) => m.event?.type)).toEqual(['PING']), { timeout: 30_000 });
   });
 });
 

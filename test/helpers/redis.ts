@@ -27,7 +27,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function until(ok: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+async function until(ok: () => Promise<boolean>, what: string, ms = 60_000): Promise<void> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
     if (await ok()) return;
@@ -51,8 +51,14 @@ export async function startRedis(): Promise<TestRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'swarmstate-redis-'));
   let child: ChildProcess | undefined;
   const start = async () => {
+    let failed: Error | undefined;
     child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
-    await until(() => accepts(port), `redis-server on port ${port}`);
+    // Without this, a missing binary is an uncaught 'error' event that takes the test process down.
+    child.once('error', (error) => (failed = error));
+    await until(async () => {
+      if (failed) throw new Error(`redis-server could not start (${failed.message}): apt-get install -y redis-server`);
+      return accepts(port);
+    }, `redis-server on port ${port}`);
   };
   const stop = async () => {
     const c = child;

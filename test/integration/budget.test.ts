@@ -45,6 +45,31 @@ describe('budgets', () => {
     expect(events.filter((e) => e.type === 'budget:denied').length).toBe(denied.length);
   });
 
+  it('reserves the input a call sends, not only its output: a long prompt is refused before it is sent', async () => {
+    // ~10,000 input tokens at $10 per million: about $0.10 a call in input, next to nothing in output.
+    const filler = 'lorem ipsum dolor sit amet '.repeat(1500);
+    const swarm = createSwarm();
+    const result = await swarm.run({
+      providers: { p: { type: 'sim' } },
+      models: { wordy: { provider: 'p', model: 'sim-wordy', maxTokens: 16, price: { input: 10, output: 1 } } },
+      defaults: { maxInFlight: 5 },
+      budget: { usd: 0.35 },
+      tasks: [
+        { id: 'capped', model: 'wordy', prompt: `Capped. ${filler}`, budgetUsd: 0.05 },
+        ...Array.from({ length: 10 }, (_, i) => ({ id: `t${i}`, model: 'wordy', prompt: `Task ${i}. ${filler}` })),
+      ],
+    }).result;
+    await swarm.close();
+    // Its input alone is over its own budget: refused, never sent.
+    expect(result.tasks.capped).toMatchObject({ status: 'failed', requests: 0, error: { code: 'budget_exceeded' } });
+    expect(result.status).toBe('budget_exceeded');
+    expect(result.totals.costUsd).toBeLessThanOrEqual(0.35);
+    const done = Object.values(result.tasks).filter((t) => t.status === 'completed');
+    expect(done.length).toBeGreaterThan(0);
+    expect(done.length).toBeLessThan(10);
+    expect(done.every((t) => t.usage.inputTokens + t.usage.cacheWriteTokens > 8_000)).toBe(true);
+  });
+
   it('a task budget stops that task alone; a per-model budget names its model', async () => {
     const swarm = createSwarm();
     const small = await swarm.run(plan({ usd: 100 }, 0.001)).result;

@@ -197,7 +197,7 @@ describe('resume through the API', () => {
 describe('the CLI', () => {
   async function cli(args: string[], extraEnv: Record<string, string> = {}) {
     try {
-      const { stdout, stderr } = await exec(process.execPath, ['bin/swarmstate.js', ...args], { timeout: 60_000, env: { ...process.env, SWARMSTATE_STORE: '', ...env, ...extraEnv } });
+      const { stdout, stderr } = await exec(process.execPath, ['bin/swarmstate.js', ...args], { timeout: 170_000, env: { ...process.env, SWARMSTATE_STORE: '', ...env, ...extraEnv } });
       return { code: 0, stdout, stderr };
     } catch (error) {
       const e = error as { code: number; stdout: string; stderr: string };

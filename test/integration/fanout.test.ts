@@ -57,14 +57,25 @@ describe('cache-aware fan-out', () => {
     expect(writes).toBeLessThan(leader!.usage.cacheWriteTokens + 5 * 50);
   });
 
-  it('on by default for Anthropic routes; off, every task writes the prefix', async () => {
+  it('on by default for Anthropic routes; off, nothing is held back: all six go at once, each writes the prefix or reads an earlier write', async () => {
+    // Off, all six are sent at once. On an idle machine they reach the server within the 40 ms
+    // before the first response starts, so each writes the prefix; on a loaded one some arrive
+    // later and read what an earlier one wrote. What the runtime did is the same either way.
     const off = await run(false);
-    expect(off.events.some((e) => e.type === 'cache:lead')).toBe(false);
-    expect(off.reads).toBe(0);
+    expect(off.result.status).toBe('completed');
+    expect(off.events.some((e) => e.type === 'cache:lead' || e.type === 'cache:release')).toBe(false);
+    const firstResponse = off.events.findIndex((e) => e.type === 'model:response' && e.taskId.startsWith('w'));
+    const started = off.events.filter((e) => e.type === 'task:started' && e.taskId.startsWith('w')).map((e) => off.events.indexOf(e));
+    expect(started).toHaveLength(6);
+    expect(started.every((i) => i < firstResponse)).toBe(true);
+    const writers = off.workers.filter((w) => w.usage.cacheWriteTokens > 2000);
+    expect(writers.length).toBeGreaterThanOrEqual(1);
+    for (const w of off.workers) if (!writers.includes(w)) expect(w.usage.cacheReadTokens, w.id).toBeGreaterThan(2000);
+
     const on = await run(undefined);
-    expect(off.workers.every((w) => w.usage.cacheWriteTokens > 2000)).toBe(true);
-    expect(off.writes).toBeGreaterThan(5 * on.writes);
-    expect(off.result.totals.costUsd!).toBeGreaterThan(on.result.totals.costUsd! * 2);
+    expect(on.events.some((e) => e.type === 'cache:lead')).toBe(true);
+    expect(on.workers.filter((w) => w.usage.cacheWriteTokens > 2000)).toHaveLength(1);
+    expect(off.writes).toBeGreaterThanOrEqual(on.writes);
   });
 
   it('holds nothing back for a prefix shorter than the model caches (Haiku 4.5: 4,096 tokens)', async () => {

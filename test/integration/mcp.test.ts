@@ -176,7 +176,9 @@ describe('a plan with real MCP servers (stdio and Streamable HTTP)', () => {
     const { provider } = recorder(sim.url);
     const swarm = createSwarm({ providers: { main: provider } });
     const run = swarm.run({
-      ...base(Array.from({ length: 12 }, (_, i) => ({ id: `slow-${i}`, model: 'm', tools: ['calc.slow'], prompt: `Wait ${i}. [[sim:tool calc__slow {"ms":400}]]` }))),
+      // Each call ends once all twelve run at once (20 s at the latest): on a loaded machine the
+      // twelve may reach the server far apart, and a fixed sleep would end before the last came.
+      ...base(Array.from({ length: 12 }, (_, i) => ({ id: `slow-${i}`, model: 'm', tools: ['calc.slow'], prompt: `Wait ${i}. [[sim:tool calc__slow {"ms":20000,"untilActive":12}]]` }))),
       defaults: { maxInFlight: 12 },
       tools: { servers: { calc: { url: http.url } }, serverConcurrency: 12 },
     });

@@ -1,9 +1,5 @@
-import { getShortestPaths } from '@xstate/graph';
 import { describe, expect, it } from 'vitest';
-import { createEmptyActor, transition } from 'xstate';
-import type { AnyActorRef, AnyActorScope } from 'xstate';
-import { agentMachine, type AgentEvent } from '../../machines/agent.machine.js';
-import type { ContentBlock, ModelCallOutput } from '../../machines/protocol.js';
+import type { ContentBlock } from '../../machines/protocol.js';
 import { addUsage, ZERO_USAGE } from '../../machines/protocol.js';
 import { backoffDelay, nextRandom } from '../../machines/random.js';
 import {
@@ -15,114 +11,6 @@ import {
   usage,
   type AgentHarness,
 } from '../helpers/harness.js';
-
-// ---------------------------------------------------------------------------------------------
-// Graph
-// ---------------------------------------------------------------------------------------------
-
-type AgentSnapshot = ReturnType<typeof agentMachine.getInitialSnapshot>;
-
-const GRAPH_INPUT = agentInput({ taskId: 't', tools: ['search'], maxTurns: 2, retries: 1, timeoutMs: 1_000 });
-
-/**
- * Every event the agent can meet, the replies carrying the id of the request now outstanding:
- * `${taskId}#${attempt}.${seq}` is deterministic, so the walk computes it from the context.
- */
-function graphEvents(state: AgentSnapshot): AgentEvent[] {
-  const requestId = `t#1.${state.context.seq}`;
-  const ok: ModelCallOutput = textReply('ok');
-  const wantsTool: ModelCallOutput = toolReply([{ id: 'u1', name: 'search' }]);
-  const events: Array<AgentEvent | { type: string; [k: string]: unknown }> = [
-    { type: 'START' },
-    { type: 'BREAKER.ADMITTED', requestId, probe: false },
-    { type: 'LEASE.GRANTED', requestId, leaseId: 'A#1', keyId: 'A' },
-    { type: 'LEASE.DENIED', requestId, error: { code: 'no_keys', message: 'no keys', retryable: false } },
-    { type: 'xstate.done.actor.callModel', output: ok },
-    { type: 'xstate.done.actor.callModel', output: wantsTool },
-    { type: 'xstate.error.actor.callModel', error: modelError('server_error').error },
-    { type: 'xstate.error.actor.callModel', error: modelError('bad_request').error },
-    { type: 'TOOL.RESULT', callId: 'u1', content: 'found', isError: false },
-    { type: 'xstate.after.backoff.agent.active.backoff' },
-    { type: 'xstate.after.attemptTimeout.agent.active' },
-    { type: 'CANCEL' },
-  ];
-  return events as AgentEvent[];
-}
-
-/**
- * A graph walk runs in a mock actor system where no breaker, pool or bus exists. An agent with no
- * breaker runs unguarded, one with no pool fails at once, and one with no bus answers tool calls
- * itself with errors. To walk the real protocol, this logic is the agent machine in a system where
- * the breaker, the pool and the bus resolve to stand-ins (the walk executes no sends; the replies
- * are the synthetic events below).
- */
-function withInfrastructure(): typeof agentMachine {
-  const standIns = new Map<string, AnyActorRef>(['toolBus', 'pool:p', 'breaker:p/m'].map((id) => [id, createEmptyActor() as AnyActorRef]));
-  const transition = (snapshot: AgentSnapshot, event: AgentEvent, scope: AnyActorScope) => {
-    const system = { ...scope.system, get: (id: string) => standIns.get(id) ?? scope.system.get(id) };
-    return agentMachine.transition(snapshot, event, { ...scope, system } as typeof scope);
-  };
-  return Object.create(agentMachine, { transition: { value: transition } }) as typeof agentMachine;
-}
-
-function shortestByValue(logic: typeof agentMachine) {
-  const paths = getShortestPaths(logic, { input: GRAPH_INPUT, events: graphEvents });
-  const byValue = new Map<string, (typeof paths)[number]>();
-  for (const path of paths) {
-    const value = JSON.stringify(path.state.value);
-    const best = byValue.get(value);
-    if (!best || path.steps.length < best.steps.length) byValue.set(value, path);
-  }
-  return { paths, byValue };
-}
-
-const ALL_STATES = [
-  '"idle"',
-  '{"active":{"waiting":"admission"}}',
-  '{"active":{"waiting":"lease"}}',
-  '{"active":"running"}',
-  '{"active":{"tools":"calling"}}',
-  '{"active":"backoff"}',
-  '"done"',
-  '"failed"',
-  '"cancelled"',
-];
-
-const stepTypes = (path: { steps: { event: { type: string } }[] }) => path.steps.map((s) => s.event.type).filter((t) => t !== 'xstate.init');
-
-describe('agentMachine: graph', () => {
-  it('reaches every state, and every way to fail, with synthetic replies', () => {
-    const { paths, byValue } = shortestByValue(withInfrastructure());
-    expect([...byValue.keys()].sort()).toEqual([...ALL_STATES].sort()); // nextTurn is transient: never at rest
-    expect(stepTypes(byValue.get('{"active":"running"}')!)).toEqual(['START', 'BREAKER.ADMITTED', 'LEASE.GRANTED']);
-    expect(stepTypes(byValue.get('{"active":{"tools":"calling"}}')!)).toEqual(['START', 'BREAKER.ADMITTED', 'LEASE.GRANTED', 'xstate.done.actor.callModel']);
-    expect(stepTypes(byValue.get('{"active":"backoff"}')!)).toEqual(['START', 'BREAKER.ADMITTED', 'LEASE.GRANTED', 'xstate.error.actor.callModel']);
-    const failures = new Set(paths.filter((p) => p.state.value === 'failed').map((p) => p.state.context.error?.code));
-    // no_keys (denied), bad_request (fatal), server_error (retries spent), max_turns, task_timeout.
-    expect([...failures].sort()).toEqual(['bad_request', 'max_turns', 'no_keys', 'server_error', 'task_timeout']);
-    // Whatever path reached a final state, nothing is left held or requested.
-    for (const p of paths.filter((p) => p.state.status === 'done')) {
-      expect([p.state.context.pending, p.state.context.admission, p.state.context.lease]).toEqual([null, null, null]);
-    }
-  });
-
-  it('asks with deterministic request ids, and ignores replies to any other request', () => {
-    const { byValue } = shortestByValue(withInfrastructure());
-    const running = byValue.get('{"active":"running"}')!;
-    const ids = running.steps.map((s) => (s.event as { requestId?: string }).requestId).filter(Boolean);
-    expect(ids).toEqual(['t#1.1', 't#1.2']);
-    // A stale grant (an earlier request's id) does not move the agent.
-    const lease = byValue.get('{"active":{"waiting":"lease"}}')!.state;
-    const [stale] = transition(agentMachine, lease, { type: 'LEASE.GRANTED', requestId: 't#1.1', leaseId: 'A#9', keyId: 'A' });
-    expect(stale.value).toEqual({ active: { waiting: 'lease' } });
-  });
-
-  it('with no infrastructure in the system (a bare walk), fails at once: no pool to lease from', () => {
-    const { byValue } = shortestByValue(agentMachine);
-    expect([...byValue.keys()].sort()).toEqual(['"cancelled"', '"failed"', '"idle"']);
-    expect(byValue.get('"failed"')!.state.context.error).toMatchObject({ code: 'internal' });
-  });
-});
 
 // ---------------------------------------------------------------------------------------------
 // Behaviour against the real pool, keys, breaker and bus
@@ -285,6 +173,24 @@ describe('agentMachine: errors and retries', () => {
     await h.advance(10_000);
     expect(h.calls).toHaveLength(1);
     expect(h.output(id)).toBeUndefined(); // still waiting for its reply, not failed with task_timeout
+  });
+
+  it('never counts a 429 against the route: 429s in a row leave a breaker with threshold 1 closed', async () => {
+    // The test above ends with a success, which resets the count: look while the 429s land.
+    const h = createAgentHarness({
+      keys: [{ keyId: 'A', limits: {} }, { keyId: 'B', limits: {} }],
+      breaker: { failureThreshold: 1 },
+      model: (_, n) => (n < 2 ? modelError('rate_limited', { status: 429, retryAfterMs: 1_000 }) : textReply('ok')),
+    });
+    const id = h.start(agentInput({ retries: 3 }));
+    await h.settle();
+    expect(h.calls).toHaveLength(2); // the 429 on A sends the call to B at once, which 429s too
+    expect(h.breaker().context.failures).toBe(0);
+    expect(h.breaker().value).toBe('closed');
+    await h.advance(5_000);
+    expect(h.calls).toHaveLength(3);
+    expect(h.reportsOf('breaker:open')).toEqual([]);
+    expect(h.output(id)).toMatchObject({ status: 'completed', retries: 0 });
   });
 
   it('revokes key A on a 401 and retries on key B at once', async () => {

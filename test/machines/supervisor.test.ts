@@ -13,9 +13,12 @@ type Outcome = 'ok' | 'retryable' | 'fatal' | 'crash';
  * A stand-in agent: after `delay` ms of simulated time it ends as its script says. It checks
  * nothing itself; the supervisor's behaviour is what the tests observe.
  */
-function fakeAgent(script: (input: AgentInput) => { outcome: Outcome; delayMs: number }): typeof agentMachine {
+function fakeAgent(script: (input: AgentInput) => { outcome: Outcome; delayMs: number; ignoresCancel?: boolean }): typeof agentMachine {
   const machine = setup({
-    types: {} as { input: AgentInput; context: { input: AgentInput; outcome: Outcome; delayMs: number; error?: ErrorInfo; status?: AttemptReport['status'] } },
+    types: {} as {
+      input: AgentInput;
+      context: { input: AgentInput; outcome: Outcome; delayMs: number; ignoresCancel?: boolean; error?: ErrorInfo; status?: AttemptReport['status'] };
+    },
     delays: { work: ({ context }) => context.delayMs },
     actions: {
       crash: () => {
@@ -40,7 +43,8 @@ function fakeAgent(script: (input: AgentInput) => { outcome: Outcome; delayMs: n
             },
           ],
         },
-        on: { CANCEL: 'cancelled' },
+        // ignoresCancel: an agent whose report is already on its way when the CANCEL arrives.
+        on: { CANCEL: { guard: ({ context }) => !context.ignoresCancel, target: 'cancelled' } },
       },
       done: { type: 'final', entry: assign({ status: 'completed' as const }) },
       failed: { type: 'final', entry: assign({ status: 'failed' as const }) },
@@ -238,6 +242,46 @@ describe('supervisor', () => {
     const started = observed.events.filter((e) => e.type === 'task:started').map((e) => (e as { taskId: string }).taskId);
     expect(started).toEqual(['a']);
     expect(actor.getSnapshot().output!.tasks.c!.status).toBe('cancelled');
+  });
+
+  it('retries nothing once the run is stopping: a retryable failure that lands while it drains is final', () => {
+    const tasks = [task('bad', [], { maxRetries: 0 }), task('flaky', [], { maxRetries: 3 })];
+    const attempts: string[] = [];
+    const { actor, observed } = runWith(inputFor(tasks, { onFailure: 'fail-fast', maxInFlight: 2 }), (input) => {
+      attempts.push(`${input.taskId}#${input.attempt}`);
+      return input.taskId === 'bad' ? { outcome: 'fatal', delayMs: 1 } : { outcome: 'retryable', delayMs: 50, ignoresCancel: true };
+    });
+    const out = actor.getSnapshot().output!;
+    expect(out.status).toBe('failed');
+    expect(attempts).toEqual(['bad#1', 'flaky#1']);
+    expect(out.tasks.flaky).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'server_error' } });
+    const flakyFailures = observed.events.filter((e) => e.type === 'task:failed' && e.taskId === 'flaky');
+    expect(flakyFailures).toMatchObject([{ willRetry: false }]);
+    expect(observed.events.some((e) => e.type === 'task:retry')).toBe(false);
+  });
+
+  // A pool, breaker, the bus or the ledger failing is a bug in swarmstate: the run must stop, not
+  // go on without it (agents would wait for a lease, an admission or a tool result forever).
+  it.each(['pool:p', 'breaker:p/m', 'toolBus', 'ledger'])('stops the run as failed when %s crashes, cancelling what is in flight', (id) => {
+    const crashesAfter = (ms: number) =>
+      setup({ actions: { crash: () => { throw new Error(`${id} bug`); } } }).createMachine({ after: { [ms]: { actions: 'crash' } } });
+    const infra = id.split(':')[0]!;
+    const machine = supervisorMachine.provide({
+      actions: { report: (_, e: RunEvent) => void events.push(e) },
+      actors: { agent: fakeAgent(() => ({ outcome: 'ok', delayMs: 1000 })), [infra]: crashesAfter(10) as never },
+    });
+    const events: RunEvent[] = [];
+    const clock = new SimulatedClock();
+    const actor = createActor(machine, { input: inputFor([task('a'), task('b', ['a'])], { budgets: { runUsd: 1 } }), clock });
+    actor.subscribe({ error: () => {} });
+    actor.start();
+    clock.increment(10);
+    const snap = actor.getSnapshot();
+    expect(snap.status).toBe('done');
+    expect(snap.output!.status).toBe('failed');
+    expect(snap.output!.tasks.a!.status).toBe('cancelled');
+    expect(snap.output!.tasks.b!.status).toBe('cancelled');
+    expect(events).toContainEqual({ type: 'run:cancelled', reason: `${id} crashed: ${id} bug` });
   });
 
   it('fills {{dep}} in the system prompt too', () => {

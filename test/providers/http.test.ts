@@ -43,23 +43,21 @@ const events = fixture('anthropic/text.sse').split('\n\n');
 const head = events.slice(0, 3).join('\n\n') + '\n\n';
 
 describe('abort', () => {
-  it('ends a call mid-stream with code cancelled, quickly, and the server sees the connection close', async () => {
+  it('ends a call mid-stream with code cancelled, and the server sees the connection close', async () => {
     const controller = new AbortController();
     let serverSawClose!: () => void;
     const closed = new Promise<void>((resolve) => (serverSawClose = resolve));
     server.respond((_req, res) => {
       res.on('close', () => serverSawClose());
       res.writeHead(200, SSE);
-      res.write(head);
-      // Abort once the first events are out; the stream itself would go on forever.
-      setTimeout(() => controller.abort(), 30);
+      // Abort once the first events are out; the stream itself would go on forever, so the call
+      // ending at all shows the abort ended it (no wall-clock bound: a loaded machine is slow).
+      res.write(head, () => controller.abort());
     });
-    const started = performance.now();
     const error = await failure(anthropic().call(makeRequest({ signal: controller.signal })));
     expect(error.code).toBe('cancelled');
     expect(error.retryable).toBe(false);
     expect(error.keyId).toBe('main:ab12');
-    expect(performance.now() - started).toBeLessThan(1000);
     await closed;
   });
 
@@ -72,7 +70,8 @@ describe('abort', () => {
 
   it('cancels a call still waiting for its headers', async () => {
     const controller = new AbortController();
-    server.respond(() => setTimeout(() => controller.abort(), 20));
+    // The request has reached the server, which never answers: the client waits for headers.
+    server.respond(() => controller.abort());
     const error = await failure(anthropic().call(makeRequest({ signal: controller.signal })));
     expect(error.code).toBe('cancelled');
   });
@@ -177,7 +176,8 @@ describe('connection pool', () => {
     await provider.call(makeRequest());
     const closedBefore = server.closedConnections;
     await provider.close?.();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The server sees the close when its socket does: wait for that, not for a fixed time.
+    while (server.closedConnections === closedBefore) await new Promise((resolve) => setTimeout(resolve, 5));
     expect(server.closedConnections).toBeGreaterThan(closedBefore);
     const error = await failure(provider.call(makeRequest()));
     expect(error.code).toBe('internal');

@@ -58,28 +58,32 @@ describe.each(cases)('onResponseStart: %s, stream %s', (kind, stream) => {
     const events: string[] = [];
     const t0 = performance.now();
     let startedAt = -1;
+    let serverDoneAtStart: boolean | undefined;
+    // The server counts a request when it has finished answering it.
+    const answered = sim.stats().requests;
     const out = await adapter(kind, stream).call(
       request(kind, `Say something. ${kind} ${stream}`, {
         onResponseStart: () => {
           startedAt = performance.now() - t0;
+          serverDoneAtStart = sim.stats().requests > answered;
           events.push('start');
         },
       }),
     );
-    const resolvedAt = performance.now() - t0;
     events.push('resolved');
     expect(events).toEqual(['start', 'resolved']);
     expect(out.stopReason).toBe('end_turn');
     expect(out.content.length).toBeGreaterThan(0);
     if (stream) {
       // The stream begins (headers and first event) after ttft, then the output takes its time
-      // (200 tokens/s): the callback comes at the start, not at the end.
+      // (200 tokens/s): the callback comes at the start, while the server is still sending (seen
+      // in its log, not on the clock: a loaded machine can stall the client for longer than that).
       expect(startedAt).toBeGreaterThanOrEqual(TTFT_MS * 0.8);
-      const outputMs = (out.usage.outputTokens / 200) * 1000;
-      expect(resolvedAt - startedAt).toBeGreaterThanOrEqual(outputMs * 0.8);
+      expect(serverDoneAtStart).toBe(false);
     } else {
       // A plain answer's headers come with its body, after ttft.
       expect(startedAt).toBeGreaterThanOrEqual(TTFT_MS * 0.8);
+      expect(serverDoneAtStart).toBe(true);
     }
   });
 

@@ -1,10 +1,9 @@
 /**
  * The report of a real run in a real browser (Debian's chromium through playwright-core): it loads
  * from file:// with no console or page errors, has one bar per model:request in the DOM, shows a
- * tooltip on hover, zooms, and screenshots. Skipped only when /usr/bin/chromium is missing outside
- * CI (`apt-get install chromium`); in CI it must run.
+ * tooltip on hover, zooms, and screenshots. Skipped, saying so, when /usr/bin/chromium is missing;
+ * `.ci/run` installs it and fails the file if it is missing there (see test/helpers/programs.ts).
  */
-import { existsSync } from 'node:fs';
 import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,11 +11,11 @@ import { pathToFileURL } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildReport } from '../../src/report/index.js';
+import { skipWithout } from '../helpers/programs.js';
 import { recordRun, type RecordedRun } from './fixture.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const skip = !existsSync(CHROMIUM) && !process.env['CI'];
-if (skip) console.warn(`report browser test skipped: ${CHROMIUM} is missing (apt-get install -y chromium); CI always runs it`);
+const skip = skipWithout(CHROMIUM, 'the report browser test', 'apt-get install -y chromium');
 
 describe.skipIf(skip)('the report in chromium', () => {
   let browser: Browser;

@@ -166,9 +166,7 @@ describe('stages, pairing and keys on a hand-written stream', () => {
       const key = i % 2 ? 'p:k1' : 'p:k2';
       events.push(call(i * 10, `item${i}.step`, key), ok(i * 10 + 35, `item${i}.step`, key));
     }
-    const started = performance.now();
     const page = buildReport({ events });
-    expect(performance.now() - started).toBeLessThan(3000);
     expect(count(page, 'data-call="')).toBe(5000);
     expect(page.length).toBeLessThan(1_000_000);
   });

@@ -318,14 +318,17 @@ describe('latency', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(150);
 
     started = Date.now();
+    const answered = s.stats().requests; // counted once an answer is complete
     const res = await fetch(messages(s), { method: 'POST', body: JSON.stringify(messagesBody('[[sim:length 100]]', { stream: true })) });
     expect(res.status).toBe(200);
     const headersAt = Date.now() - started;
+    const stillSending = s.stats().requests === answered;
     const text = await res.text();
     expect(Date.now() - started).toBeGreaterThanOrEqual(150);
-    // The response (headers, message_start) begins at the time to first token.
+    // The response (headers, message_start) begins at the time to first token, while the output
+    // is still being paced (seen in the server's count, not on the clock: a loaded machine is late).
     expect(headersAt).toBeGreaterThanOrEqual(55);
-    expect(headersAt).toBeLessThan(150);
+    expect(stillSending).toBe(true);
     expect(sseEvents(text).at(-1)!.event).toBe('message_stop');
   });
 });

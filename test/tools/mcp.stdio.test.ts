@@ -86,10 +86,10 @@ describe('server-everything over stdio', () => {
 
   it('times out a slow call with an error result naming the tool', async () => {
     const everything = await connect('everything', EVERYTHING);
-    const started = performance.now();
+    // The operation takes 1 s; the result saying "timed out" shows the deadline ended it (no
+    // wall-clock bound: a loaded machine may take longer than 1 s either way).
     const result = await everything.call('trigger-long-running-operation', { duration: 1, steps: 1 }, { signal: signal(), timeoutMs: 100 });
     expect(result).toEqual({ content: 'tool everything.trigger-long-running-operation timed out after 100 ms', isError: true });
-    expect(performance.now() - started).toBeLessThan(2000);
     // The connection is still good after the cancelled request.
     expect((await everything.call('echo', { message: 'after' }, { signal: signal() })).content).toBe('Echo: after');
   });

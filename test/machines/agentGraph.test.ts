@@ -1,0 +1,170 @@
+/**
+ * The agent machine walked with @xstate/graph (its context is immutable data, so every branch of
+ * the walk is independent): once as a plain run (no hooks, no budget), once with dispatch hooks,
+ * tool hooks and a budget, which adds the states a plain walk never reaches (`waiting.hook`,
+ * `waiting.reserving`, `tools.hook`).
+ */
+import { getShortestPaths } from '@xstate/graph';
+import { describe, expect, it } from 'vitest';
+import { createEmptyActor, transition } from 'xstate';
+import type { AnyActorRef, AnyActorScope } from 'xstate';
+import { agentMachine, type AgentEvent, type AgentInput } from '../../machines/agent.machine.js';
+import type { ModelCallOutput } from '../../machines/protocol.js';
+import { agentInput, modelError, textReply, toolReply } from '../helpers/harness.js';
+
+type AgentSnapshot = ReturnType<typeof agentMachine.getInitialSnapshot>;
+
+const GRAPH_INPUT = agentInput({ taskId: 't', tools: ['search'], maxTurns: 2, retries: 1, timeoutMs: 1_000 });
+/** The same task in a run with a beforeDispatch hook, a beforeToolCall hook and a budget. */
+const HOOKED_INPUT: AgentInput = { ...GRAPH_INPUT, hooked: true, toolHooked: true, budgeted: true, price: { input: 3, output: 15 } };
+
+/**
+ * Every event the agent can meet, the replies carrying the id of the request now outstanding:
+ * `${taskId}#${attempt}.${seq}` is deterministic, so the walk computes it from the context.
+ */
+function graphEvents(state: AgentSnapshot): AgentEvent[] {
+  const requestId = `t#1.${state.context.seq}`;
+  const ok: ModelCallOutput = textReply('ok');
+  const wantsTool: ModelCallOutput = toolReply([{ id: 'u1', name: 'search' }]);
+  const events: Array<AgentEvent | { type: string; [k: string]: unknown }> = [
+    { type: 'START' },
+    { type: 'BREAKER.ADMITTED', requestId, probe: false },
+    { type: 'LEASE.GRANTED', requestId, leaseId: 'A#1', keyId: 'A' },
+    { type: 'LEASE.DENIED', requestId, error: { code: 'no_keys', message: 'no keys', retryable: false } },
+    { type: 'xstate.done.actor.callModel', output: ok },
+    { type: 'xstate.done.actor.callModel', output: wantsTool },
+    { type: 'xstate.error.actor.callModel', error: modelError('server_error').error },
+    { type: 'xstate.error.actor.callModel', error: modelError('bad_request').error },
+    { type: 'TOOL.RESULT', callId: 'u1', content: 'found', isError: false },
+    { type: 'xstate.after.backoff.agent.active.backoff' },
+    { type: 'xstate.after.attemptTimeout.agent.active' },
+    { type: 'CANCEL' },
+  ];
+  return events as AgentEvent[];
+}
+
+/** The plain events, and the answers of the hooks and the ledger. */
+function hookedEvents(state: AgentSnapshot): AgentEvent[] {
+  const requestId = `t#1.${state.context.seq}`;
+  const events: Array<{ type: string; [k: string]: unknown }> = [
+    { type: 'xstate.done.actor.beforeDispatch', output: { action: 'allow' } },
+    { type: 'xstate.done.actor.beforeDispatch', output: { action: 'deny', reason: 'not now' } },
+    { type: 'xstate.error.actor.beforeDispatch', error: new Error('hook bug') },
+    { type: 'LEDGER.RESERVED', reservationId: requestId },
+    { type: 'LEDGER.DENIED', reservationId: requestId, error: { code: 'budget_exceeded', message: 'run budget exceeded', retryable: false } },
+    { type: 'xstate.done.actor.beforeToolCall', output: [{ action: 'allow' }] },
+    { type: 'xstate.done.actor.beforeToolCall', output: [{ action: 'deny', reason: 'not this one' }] },
+    { type: 'xstate.error.actor.beforeToolCall', error: new Error('tool hook bug') },
+  ];
+  return [...graphEvents(state), ...(events as AgentEvent[])];
+}
+
+/**
+ * A graph walk runs in a mock actor system where no breaker, pool, bus or ledger exists. An agent
+ * with no breaker runs unguarded, one with no pool fails at once, one with no bus answers tool
+ * calls itself with errors, and a budgeted one with no ledger fails its first call. To walk the
+ * real protocol, this logic is the agent machine in a system where those resolve to stand-ins
+ * (the walk executes no sends; the replies are the synthetic events above).
+ */
+function withInfrastructure(): typeof agentMachine {
+  const standIns = new Map<string, AnyActorRef>(['toolBus', 'pool:p', 'breaker:p/m', 'ledger'].map((id) => [id, createEmptyActor() as AnyActorRef]));
+  const transition = (snapshot: AgentSnapshot, event: AgentEvent, scope: AnyActorScope) => {
+    const system = { ...scope.system, get: (id: string) => standIns.get(id) ?? scope.system.get(id) };
+    return agentMachine.transition(snapshot, event, { ...scope, system } as typeof scope);
+  };
+  return Object.create(agentMachine, { transition: { value: transition } }) as typeof agentMachine;
+}
+
+function shortestByValue(logic: typeof agentMachine, input = GRAPH_INPUT, events = graphEvents) {
+  const paths = getShortestPaths(logic, { input, events });
+  const byValue = new Map<string, (typeof paths)[number]>();
+  for (const path of paths) {
+    const value = JSON.stringify(path.state.value);
+    const best = byValue.get(value);
+    if (!best || path.steps.length < best.steps.length) byValue.set(value, path);
+  }
+  return { paths, byValue };
+}
+
+const ALL_STATES = [
+  '"idle"',
+  '{"active":{"waiting":"admission"}}',
+  '{"active":{"waiting":"lease"}}',
+  '{"active":"running"}',
+  '{"active":{"tools":"calling"}}',
+  '{"active":"backoff"}',
+  '"done"',
+  '"failed"',
+  '"cancelled"',
+];
+/** What hooks and a budget add (`checking`, `decided` and `nextTurn` are transient: never at rest). */
+const HOOKED_STATES = ['{"active":{"waiting":"hook"}}', '{"active":{"waiting":"reserving"}}', '{"active":{"tools":"hook"}}'];
+
+const stepTypes = (path: { steps: { event: { type: string } }[] }) => path.steps.map((s) => s.event.type).filter((t) => t !== 'xstate.init');
+
+describe('agentMachine: graph', () => {
+  it('reaches every state, and every way to fail, with synthetic replies', () => {
+    const { paths, byValue } = shortestByValue(withInfrastructure());
+    expect([...byValue.keys()].sort()).toEqual([...ALL_STATES].sort()); // nextTurn is transient: never at rest
+    expect(stepTypes(byValue.get('{"active":"running"}')!)).toEqual(['START', 'BREAKER.ADMITTED', 'LEASE.GRANTED']);
+    expect(stepTypes(byValue.get('{"active":{"tools":"calling"}}')!)).toEqual(['START', 'BREAKER.ADMITTED', 'LEASE.GRANTED', 'xstate.done.actor.callModel']);
+    expect(stepTypes(byValue.get('{"active":"backoff"}')!)).toEqual(['START', 'BREAKER.ADMITTED', 'LEASE.GRANTED', 'xstate.error.actor.callModel']);
+    const failures = new Set(paths.filter((p) => p.state.value === 'failed').map((p) => p.state.context.error?.code));
+    // no_keys (denied), bad_request (fatal), server_error (retries spent), max_turns, task_timeout.
+    expect([...failures].sort()).toEqual(['bad_request', 'max_turns', 'no_keys', 'server_error', 'task_timeout']);
+    // Whatever path reached a final state, nothing is left held or requested.
+    for (const p of paths.filter((p) => p.state.status === 'done')) {
+      expect([p.state.context.pending, p.state.context.admission, p.state.context.lease]).toEqual([null, null, null]);
+    }
+  });
+
+  it('with hooks and a budget, also reaches the hook, the reservation and the tool hook, each in its place', () => {
+    const { paths, byValue } = shortestByValue(withInfrastructure(), HOOKED_INPUT, hookedEvents);
+    expect([...byValue.keys()].sort()).toEqual([...ALL_STATES, ...HOOKED_STATES].sort());
+    // The hook decides first, then the worst case is reserved, then the breaker and the pool.
+    expect(stepTypes(byValue.get('{"active":{"waiting":"hook"}}')!)).toEqual(['START']);
+    expect(stepTypes(byValue.get('{"active":{"waiting":"reserving"}}')!)).toEqual(['START', 'xstate.done.actor.beforeDispatch']);
+    expect(stepTypes(byValue.get('{"active":"running"}')!)).toEqual([
+      'START', 'xstate.done.actor.beforeDispatch', 'LEDGER.RESERVED', 'BREAKER.ADMITTED', 'LEASE.GRANTED',
+    ]);
+    // The tool hook sits between the reply asking for a tool and the call to the bus.
+    expect(stepTypes(byValue.get('{"active":{"tools":"hook"}}')!).at(-1)).toBe('xstate.done.actor.callModel');
+    expect(stepTypes(byValue.get('{"active":{"tools":"calling"}}')!).at(-1)).toBe('xstate.done.actor.beforeToolCall');
+    const failures = new Set(paths.filter((p) => p.state.value === 'failed').map((p) => p.state.context.error?.code));
+    // dispatch_denied (the hook denied, or threw) and budget_exceeded (the ledger refused) join the rest.
+    expect([...failures].sort()).toEqual(['bad_request', 'budget_exceeded', 'dispatch_denied', 'max_turns', 'no_keys', 'server_error', 'task_timeout']);
+    const denials = paths.filter((p) => p.state.context.error?.code === 'dispatch_denied').map((p) => p.state.context.error!.message);
+    expect(denials).toEqual(expect.arrayContaining([expect.stringContaining('not now'), expect.stringContaining('the hook threw: hook bug')]));
+    // Refused by the hook or the ledger before any call: nothing was asked of the breaker or the pool.
+    const refusedFirst = paths.filter(
+      (p) => ['dispatch_denied', 'budget_exceeded'].includes(p.state.context.error?.code ?? '') && !stepTypes(p).some((t) => t.includes('callModel')),
+    );
+    expect(refusedFirst.length).toBeGreaterThan(0);
+    for (const p of refusedFirst) {
+      expect(stepTypes(p)).not.toContain('BREAKER.ADMITTED');
+      expect(p.state.context.requests).toBe(0);
+    }
+    // Whatever path reached a final state, nothing is left held, requested or reserved.
+    for (const p of paths.filter((p) => p.state.status === 'done')) {
+      const c = p.state.context;
+      expect([c.pending, c.admission, c.lease, c.reservation]).toEqual([null, null, null, null]);
+    }
+  });
+
+  it('asks with deterministic request ids, and ignores replies to any other request', () => {
+    const { byValue } = shortestByValue(withInfrastructure());
+    const running = byValue.get('{"active":"running"}')!;
+    const ids = running.steps.map((s) => (s.event as { requestId?: string }).requestId).filter(Boolean);
+    expect(ids).toEqual(['t#1.1', 't#1.2']);
+    // A stale grant (an earlier request's id) does not move the agent.
+    const lease = byValue.get('{"active":{"waiting":"lease"}}')!.state;
+    const [stale] = transition(agentMachine, lease, { type: 'LEASE.GRANTED', requestId: 't#1.1', leaseId: 'A#9', keyId: 'A' });
+    expect(stale.value).toEqual({ active: { waiting: 'lease' } });
+  });
+
+  it('with no infrastructure in the system (a bare walk), fails at once: no pool to lease from', () => {
+    const { byValue } = shortestByValue(agentMachine);
+    expect([...byValue.keys()].sort()).toEqual(['"cancelled"', '"failed"', '"idle"']);
+    expect(byValue.get('"failed"')!.state.context.error).toMatchObject({ code: 'internal' });
+  });
+});
