@@ -43,6 +43,8 @@ export interface HttpResponse {
 
 /** Error bodies are only read for their message: never buffer more than this. */
 export const ERROR_BODY_LIMIT = 64 * 1024;
+/** Successful plain (non-streamed) bodies: generous, but bounded. replyLimits.ts bounds streams. */
+export const JSON_BODY_LIMIT = 16 * 1024 * 1024;
 
 /** Thrown by `post` after `close()`. */
 export class HttpClientClosedError extends Error {
