@@ -14,6 +14,8 @@
  *   after HTTP 200 is classified by its type (overloaded_error -> `overloaded`, ...).
  * - Content blocks other than text and tool_use (thinking, server tools) are not part of the
  *   normalized conversation and are skipped.
+ * - Named events other than the five a reply is built from and `error` are skipped unread,
+ *   whatever their data. A reply is held to the bounds of replyLimits.ts.
  * - `request.onResponseStart` fires once, on `message_start` of a 2xx stream, or when the headers
  *   of a 2xx plain reply arrive.
  *

@@ -18,6 +18,8 @@
  *   error flag on tool results: an error result's content is prefixed with "Error: ".
  * - The stream is complete at `data: [DONE]`, or when both a finish_reason and the usage chunk
  *   arrived (some compatible servers omit [DONE]); otherwise it is truncated (`network`).
+ *   Named events (Chat Completions sends none) are skipped unread, except `error`. A reply is
+ *   held to the bounds of replyLimits.ts (tool-call indexes 0-1023 among them).
  * - `request.onResponseStart` fires once, on the first chunk of a 2xx stream (an error chunk is
  *   not a start), or when the headers of a 2xx plain reply arrive.
  *

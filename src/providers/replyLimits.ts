@@ -120,8 +120,8 @@ export class ReplyGuard {
 
   private bound(kind: 'bytes' | 'text'): string {
     const [floor, per, max] = kind === 'bytes' ? [STREAM_BYTES_FLOOR, STREAM_BYTES_PER_TOKEN, STREAM_BYTES_MAX] : [TEXT_FLOOR, TEXT_PER_TOKEN, JSON_BODY_LIMIT];
-    const unit = kind === 'bytes' ? 'bytes' : 'characters';
-    return `the bound for maxTokens ${this.maxTokens}: ${floor} + ${per} ${unit} a token, at most ${max}; raise maxTokens if replies this long are expected`;
+    const [show, unit] = kind === 'bytes' ? [size, 'bytes'] : [String, 'characters'];
+    return `the bound for maxTokens ${this.maxTokens}: ${show(floor)} + ${per} ${unit} a token, at most ${show(max)}; raise maxTokens if replies this long are expected`;
   }
 
   private fail(what: string): ProviderError {
