@@ -26,8 +26,8 @@
  */
 import type { ContentBlock, Message, ModelCallOutput, RateLimitHint, StopReason, Usage } from '../../machines/protocol.js';
 import { type CallFacts, classifyStreamError, jsonObjectOf, malformedResponse, toolInputOf, truncatedStream } from './classify.js';
-import { exchange, HttpClient, type HttpResponse, JSON_BODY_LIMIT } from './http.js';
-import { MAX_REPLY_BLOCKS, ReplyGuard } from './replyLimits.js';
+import { exchange, HttpClient, type HttpResponse } from './http.js';
+import { MAX_REPLY_BLOCKS, ReplyGuard, readJsonBody } from './replyLimits.js';
 import { type Provider, type ProviderRequest, responseStartNotifier, callHeader } from './types.js';
 
 export interface AnthropicProviderOptions {
@@ -241,9 +241,7 @@ async function readStream(
 
 /** Reads a non-streamed JSON message. */
 async function readJson(response: HttpResponse, facts: CallFacts, rateLimit: RateLimitHint | undefined): Promise<ModelCallOutput> {
-  const text = await response.text(JSON_BODY_LIMIT);
-  const message = jsonObjectOf(text);
-  if (!message) throw malformedResponse(facts, 'the body is not a JSON object', rateLimit);
+  const message = await readJsonBody(response, facts, rateLimit);
   if (!Array.isArray(message.content)) throw malformedResponse(facts, 'the message has no content array', rateLimit);
   if (message.content.length > MAX_REPLY_BLOCKS) throw malformedResponse(facts, `the message has ${message.content.length} content blocks (at most ${MAX_REPLY_BLOCKS} in one reply)`, rateLimit);
   const stopReason = anthropicStopReason(message.stop_reason);

@@ -29,8 +29,8 @@
 import type { ContentBlock, Message, ModelCallOutput, RateLimitHint, StopReason, Usage } from '../../machines/protocol.js';
 import { estimateRequestTokens, estimateTextTokens } from '../../machines/tokens.js';
 import { type CallFacts, classifyStreamError, jsonObjectOf, malformedResponse, toolInputOf, truncatedStream } from './classify.js';
-import { exchange, HttpClient, type HttpResponse, JSON_BODY_LIMIT } from './http.js';
-import { MAX_REPLY_BLOCKS, ReplyGuard } from './replyLimits.js';
+import { exchange, HttpClient, type HttpResponse } from './http.js';
+import { MAX_REPLY_BLOCKS, ReplyGuard, readJsonBody } from './replyLimits.js';
 import { type Provider, type ProviderRequest, responseStartNotifier, callHeader } from './types.js';
 
 export interface OpenAIProviderOptions {
@@ -244,8 +244,7 @@ async function readStream(response: HttpResponse, request: ProviderRequest, fact
 }
 
 async function readJson(response: HttpResponse, request: ProviderRequest, facts: CallFacts, rateLimit: RateLimitHint | undefined): Promise<ModelCallOutput> {
-  const body = jsonObjectOf(await response.text(JSON_BODY_LIMIT));
-  if (!body) throw malformedResponse(facts, 'the body is not a JSON object', rateLimit);
+  const body = await readJsonBody(response, facts, rateLimit);
   if (body.error) throw classifyStreamError({ ...facts, data: JSON.stringify(body), ...(rateLimit ? { rateLimit } : {}) });
   const choice = ((body.choices ?? []) as Record<string, unknown>[])[0];
   if (!choice) throw malformedResponse(facts, 'the completion has no choices', rateLimit);

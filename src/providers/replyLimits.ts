@@ -9,15 +9,16 @@
  * | text of a reply (text, refusal, tool arguments, summed) | 64 Ki + 64 characters a token, at most 16 Mi (the plain-JSON body limit) |
  * | one SSE line, or one event's data      | 8 Mi characters (sse.ts)                            |
  * | content blocks / tool calls            | 1024, indexes 0-1023                                |
+ * | a plain (JSON) body                    | 16 MiB (JSON_BODY_LIMIT)                            |
  *
  * Passing one is a malformed response (`server_error`, retried with backoff) that names the
  * bound. Wire bytes get the larger allowance because SSE framing repeats JSON around every few
  * characters of text (an OpenAI chunk is about 200 bytes for one token).
  */
 import type { RateLimitHint } from '../../machines/protocol.js';
-import { type CallFacts, malformedResponse } from './classify.js';
+import { type CallFacts, jsonObjectOf, malformedResponse } from './classify.js';
 import type { ProviderError } from './errors.js';
-import { JSON_BODY_LIMIT } from './http.js';
+import { type HttpResponse, JSON_BODY_LIMIT } from './http.js';
 import { readSse, SSE_MAX_LINE, SseLimitError, type SseEvent } from './sse.js';
 
 const MiB = 1024 * 1024;
@@ -127,6 +128,20 @@ export class ReplyGuard {
   private fail(what: string): ProviderError {
     return malformedResponse(this.facts, what, this.rateLimit);
   }
+}
+
+/**
+ * A plain (non-streamed) reply's body as a JSON object, read up to JSON_BODY_LIMIT bytes.
+ *
+ * @example
+ * const message = await readJsonBody(response, facts, rateLimit);
+ */
+export async function readJsonBody(response: HttpResponse, facts: CallFacts, rateLimit: RateLimitHint | undefined): Promise<Record<string, unknown>> {
+  const { text, complete } = await response.readText(JSON_BODY_LIMIT);
+  if (!complete) throw malformedResponse(facts, `the body is larger than ${size(JSON_BODY_LIMIT)} (the limit of a plain reply)`, rateLimit);
+  const body = jsonObjectOf(text);
+  if (!body) throw malformedResponse(facts, 'the body is not a JSON object', rateLimit);
+  return body;
 }
 
 /** Internal: the byte bound, turned into a ProviderError where the facts are known. */

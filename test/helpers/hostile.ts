@@ -9,7 +9,7 @@
  * | `unknown-events` | a valid reply ("hello") with events of unknown types whose data is not JSON between its events |
  * | `bad-json` | a reply whose needed event (a content delta) carries broken JSON |
  * | `endless` | HTTP 200 SSE, then bytes until the client goes away: `shape: 'line'` one line that never ends, `'pings'` comment lines (valid SSE, never an event). `pace: 'trickle'` writes one small piece per event-loop turn, `'flood'` as fast as the socket takes them |
- * | `huge` | a valid streamed reply whose text is `bytes` long (default 100 MB), made piece by piece as the socket drains: nothing is held, and it stops when the client disconnects |
+ * | `huge` | a valid reply whose text is `bytes` long (default 100 MB), streamed or one JSON body, made piece by piece as the socket drains: nothing is held, and it stops when the client disconnects |
  * | `echo` | echoes the request's API key: `status` 200 (default) in the reply's text, any other status in an error body (`{"error": {"message": "... <key> ..."}}`) |
  * | `sparse-tool-index` | a tool-call reply whose calls have the given `indexes` (default [200000000]): OpenAI `tool_calls[].index`, Anthropic content block indexes |
  *
@@ -148,6 +148,26 @@ function streamed(protocol: HostileResponse['protocol'], mode: HostileMode): Pie
   }
 }
 
+/** A plain JSON reply whose text is `bytes` long, made piece by piece. */
+function hugeJson(protocol: HostileResponse['protocol'], bytes: number): Pieces {
+  const [head, tail] =
+    protocol === 'anthropic'
+      ? ['{"id":"msg_huge","type":"message","role":"assistant","content":[{"type":"text","text":"', '"}],"stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":5}}']
+      : ['{"id":"chatcmpl-huge","choices":[{"index":0,"message":{"role":"assistant","content":"', '"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":5}}'];
+  const text = 'x'.repeat(PIECE);
+  let left = bytes;
+  const pieces: (string | undefined)[] = [head];
+  return () => {
+    if (pieces.length > 0) return pieces.shift();
+    if (left > 0) {
+      left -= PIECE;
+      if (left <= 0) pieces.push(tail, undefined);
+      return text;
+    }
+    return undefined;
+  };
+}
+
 function echo(res: ServerResponse, record: HostileResponse, protocol: HostileResponse['protocol'], stream: boolean, key: string, status: number): void {
   let body: string;
   let headers: Record<string, string> = { 'content-type': 'application/json' };
@@ -228,6 +248,10 @@ export async function startHostile(initial: HostileMode): Promise<HostileServer>
       );
       for (const waiter of waiting.filter((w) => w.n === done.length)) waiter.resolve(done[done.length - 1]!);
       if (mode.mode === 'echo') return echo(res, record, protocol, body.stream === true, keyOf(req), mode.status ?? 200);
+      if (mode.mode === 'huge' && body.stream !== true) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return pump(res, record, hugeJson(protocol, mode.bytes ?? 100_000_000), false);
+      }
       res.writeHead(200, SSE_HEADERS);
       pump(res, record, streamed(protocol, mode), mode.mode === 'endless' && mode.pace !== 'flood');
     });

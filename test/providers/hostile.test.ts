@@ -98,6 +98,17 @@ describe.each(['anthropic', 'openai'] as const)('%s adapter against a hostile se
     expect(response.bytes).toBeLessThan(100_000_000);
   });
 
+  it('fails a 100 MB plain JSON reply at the body limit, saying so', async () => {
+    server.setMode({ mode: 'huge' });
+    const n = nextResponse();
+    const error = await failure(providers[protocol].plain);
+    expect(error.code).toBe('server_error');
+    expect(error.message).toContain('the body is larger than 16 MiB (the limit of a plain reply)');
+    const response = await server.closed(n);
+    expect(response.abandoned).toBe(true);
+    expect(response.bytes).toBeLessThan(100_000_000);
+  });
+
   it("ends with the deadline's error while the server keeps sending", async () => {
     server.setMode({ mode: 'endless', shape: 'pings', pace: 'trickle' });
     const n = nextResponse();
