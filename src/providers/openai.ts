@@ -185,7 +185,7 @@ interface StreamedCalls {
 function mergeToolCall(calls: StreamedCalls, delta: Record<string, unknown>, guard: ReplyGuard): void {
   const id = typeof delta.id === 'string' && delta.id !== '' ? delta.id : undefined;
   let index: number;
-  if (delta.index !== undefined && delta.index !== null) index = guard.index(delta.index, 'tool call');
+  if (typeof delta.index === 'number') index = guard.index(delta.index, 'tool call');
   // Servers that omit the index: a new id starts a new call, anything else continues the last.
   else if (id !== undefined) index = calls.byId.get(id) ?? guard.index(calls.next, 'tool call');
   else index = calls.byIndex.size === 0 ? 0 : calls.last;
