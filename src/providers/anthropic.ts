@@ -14,6 +14,8 @@
  *   after HTTP 200 is classified by its type (overloaded_error -> `overloaded`, ...).
  * - Content blocks other than text and tool_use (thinking, server tools) are not part of the
  *   normalized conversation and are skipped.
+ * - Named events other than the five a reply is built from and `error` are skipped unread,
+ *   whatever their data. A reply is held to the bounds of replyLimits.ts.
  * - `request.onResponseStart` fires once, on `message_start` of a 2xx stream, or when the headers
  *   of a 2xx plain reply arrive.
  *
@@ -23,9 +25,9 @@
  * await anthropic.close();
  */
 import type { ContentBlock, Message, ModelCallOutput, RateLimitHint, StopReason, Usage } from '../../machines/protocol.js';
-import { type CallFacts, classifyStreamError, malformedResponse, toolInputOf, truncatedStream } from './classify.js';
+import { type CallFacts, classifyStreamError, jsonObjectOf, malformedResponse, toolInputOf, truncatedStream } from './classify.js';
 import { exchange, HttpClient, type HttpResponse } from './http.js';
-import { readSse } from './sse.js';
+import { MAX_REPLY_BLOCKS, ReplyGuard, readJsonBody } from './replyLimits.js';
 import { type Provider, type ProviderRequest, responseStartNotifier, callHeader } from './types.js';
 
 export interface AnthropicProviderOptions {
@@ -46,8 +48,6 @@ export interface AnthropicProviderOptions {
 }
 
 const EPHEMERAL = Object.freeze({ type: 'ephemeral' });
-/** Successful non-streamed bodies: generous, but bounded. */
-const JSON_BODY_LIMIT = 16 * 1024 * 1024;
 
 type WireBlock = Record<string, unknown>;
 
@@ -165,22 +165,37 @@ function contentOf(blocks: Map<number, BlockState>, stopReason: StopReason, fact
   return content;
 }
 
+/** The events a reply is built from: their data must be JSON. Other named events are skipped unread. */
+const NEEDED = new Set(['message_start', 'content_block_start', 'content_block_delta', 'message_delta', 'message_stop']);
+
 /** Reads an SSE response to its message_stop. `started` fires on message_start. */
-async function readStream(response: HttpResponse, facts: CallFacts, rateLimit: RateLimitHint | undefined, started: () => void): Promise<ModelCallOutput> {
+async function readStream(
+  response: HttpResponse,
+  request: ProviderRequest,
+  facts: CallFacts,
+  rateLimit: RateLimitHint | undefined,
+  started: () => void,
+): Promise<ModelCallOutput> {
+  const guard = new ReplyGuard(request.maxTokens, facts, rateLimit);
   const blocks = new Map<number, BlockState>();
   const usage: Usage = { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0 };
   let stopReason: StopReason = 'other';
   let stopped = false;
 
-  for await (const event of readSse(response.body)) {
+  for await (const event of guard.events(response.body, request.signal)) {
     // Keep reading after message_stop: the body ends right after, and a fully read body keeps
     // the connection alive for the next call.
     if (stopped) continue;
-    let data: Record<string, unknown>;
-    try {
-      data = JSON.parse(event.data) as Record<string, unknown>;
-    } catch {
-      throw malformedResponse(facts, `event "${event.event}" carries no JSON`, rateLimit);
+    // An `error` event is classified from its text, JSON or not.
+    if (event.event === 'error') throw classifyStreamError({ ...facts, data: event.data, ...(rateLimit ? { rateLimit } : {}) });
+    // ping, content_block_stop (inputs are parsed once, at the end) and event types added after
+    // this adapter was written: whatever their data, they are not part of the reply. An unnamed
+    // event says its type inside its data only, so it is read.
+    if (event.event !== 'message' && !NEEDED.has(event.event)) continue;
+    const data = jsonObjectOf(event.data);
+    if (!data) {
+      if (event.event === 'message') continue;
+      throw malformedResponse(facts, `event "${event.event}" carries no JSON object`, rateLimit);
     }
     const type = event.event === 'message' ? String(data.type) : event.event;
     switch (type) {
@@ -189,15 +204,18 @@ async function readStream(response: HttpResponse, facts: CallFacts, rateLimit: R
         applyUsage(usage, (data.message as Record<string, unknown> | undefined)?.usage);
         break;
       case 'content_block_start': {
-        blocks.set(Number(data.index), blockStateOf((data.content_block ?? {}) as Record<string, unknown>));
+        const index = guard.index(data.index, 'content block');
+        const block = blockStateOf((data.content_block ?? {}) as Record<string, unknown>);
+        guard.text(block.text);
+        blocks.set(index, block);
         break;
       }
       case 'content_block_delta': {
         const block = blocks.get(Number(data.index));
         const delta = (data.delta ?? {}) as Record<string, unknown>;
-        if (!block) throw malformedResponse(facts, `content_block_delta for unknown block ${String(data.index)}`, rateLimit);
-        if (delta.type === 'text_delta' && typeof delta.text === 'string') block.text += delta.text;
-        else if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string') block.json += delta.partial_json;
+        if (!block) throw malformedResponse(facts, `content_block_delta for unknown block ${String(data.index).slice(0, 40)}`, rateLimit);
+        if (delta.type === 'text_delta' && typeof delta.text === 'string') block.text += guard.text(delta.text);
+        else if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string') block.json += guard.text(delta.partial_json);
         break;
       }
       case 'message_delta': {
@@ -212,8 +230,7 @@ async function readStream(response: HttpResponse, facts: CallFacts, rateLimit: R
       case 'error':
         throw classifyStreamError({ ...facts, data: event.data, ...(rateLimit ? { rateLimit } : {}) });
       default:
-        // ping, content_block_stop (inputs are parsed once, at the end) and event types added
-        // after this adapter was written.
+        // An unnamed event of a type this adapter does not know.
         break;
     }
   }
@@ -224,14 +241,9 @@ async function readStream(response: HttpResponse, facts: CallFacts, rateLimit: R
 
 /** Reads a non-streamed JSON message. */
 async function readJson(response: HttpResponse, facts: CallFacts, rateLimit: RateLimitHint | undefined): Promise<ModelCallOutput> {
-  const text = await response.text(JSON_BODY_LIMIT);
-  let message: Record<string, unknown>;
-  try {
-    message = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    throw malformedResponse(facts, 'the body is not JSON', rateLimit);
-  }
+  const message = await readJsonBody(response, facts, rateLimit);
   if (!Array.isArray(message.content)) throw malformedResponse(facts, 'the message has no content array', rateLimit);
+  if (message.content.length > MAX_REPLY_BLOCKS) throw malformedResponse(facts, `the message has ${message.content.length} content blocks (at most ${MAX_REPLY_BLOCKS} in one reply)`, rateLimit);
   const stopReason = anthropicStopReason(message.stop_reason);
   const usage: Usage = { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0 };
   applyUsage(usage, message.usage);
@@ -284,7 +296,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
           // Only 2xx responses get here. A server may answer a streaming request with plain JSON
           // (a proxy, a cached reply): such a response has started once its headers are in.
           const type = String(response.headers['content-type'] ?? '');
-          if (type.includes('text/event-stream')) return readStream(response, facts, rateLimit, started);
+          if (type.includes('text/event-stream')) return readStream(response, request, facts, rateLimit, started);
           started();
           return readJson(response, facts, rateLimit);
         },

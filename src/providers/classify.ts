@@ -333,3 +333,14 @@ export function toolInputOf(json: string, tool: string, cutByMaxTokens: boolean,
     throw malformedResponse(facts, `the arguments of tool call "${tool}" are not valid JSON`, rateLimit);
   }
 }
+
+/** A JSON object's fields, or undefined when the text is not JSON or not an object. */
+export function jsonObjectOf(text: string): Record<string, unknown> | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}

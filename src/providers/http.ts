@@ -37,12 +37,16 @@ export interface HttpResponse {
   body: AsyncIterable<Uint8Array>;
   /** The whole body as text, at most `limit` bytes (the rest is dropped with the connection). */
   text(limit?: number): Promise<string>;
+  /** The same, saying whether that was the whole body (false: it was cut at `limit`). */
+  readText(limit: number): Promise<{ text: string; complete: boolean }>;
   /** Drops the body and its connection (after a failure, when the rest is of no use). */
   destroy(): void;
 }
 
 /** Error bodies are only read for their message: never buffer more than this. */
 export const ERROR_BODY_LIMIT = 64 * 1024;
+/** Successful plain (non-streamed) bodies: generous, but bounded. replyLimits.ts bounds streams. */
+export const JSON_BODY_LIMIT = 16 * 1024 * 1024;
 
 /** Thrown by `post` after `close()`. */
 export class HttpClientClosedError extends Error {
@@ -116,18 +120,22 @@ function wrap(response: Dispatcher.ResponseData): HttpResponse {
     headers: response.headers,
     body,
     async text(limit = ERROR_BODY_LIMIT) {
+      return (await this.readText(limit)).text;
+    },
+    async readText(limit) {
       const chunks: Buffer[] = [];
       let size = 0;
       for await (const chunk of body) {
         const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
         if (size + buf.length > limit) {
           chunks.push(buf.subarray(0, limit - size));
-          break; // leaving the loop destroys the body
+          // Leaving the loop destroys the body.
+          return { text: Buffer.concat(chunks).toString('utf8'), complete: false };
         }
         chunks.push(buf);
         size += buf.length;
       }
-      return Buffer.concat(chunks).toString('utf8');
+      return { text: Buffer.concat(chunks).toString('utf8'), complete: true };
     },
     destroy() {
       if (!body.destroyed) body.destroy();

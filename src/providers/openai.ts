@@ -18,6 +18,8 @@
  *   error flag on tool results: an error result's content is prefixed with "Error: ".
  * - The stream is complete at `data: [DONE]`, or when both a finish_reason and the usage chunk
  *   arrived (some compatible servers omit [DONE]); otherwise it is truncated (`network`).
+ *   Named events (Chat Completions sends none) are skipped unread, except `error`. A reply is
+ *   held to the bounds of replyLimits.ts (tool-call indexes 0-1023 among them).
  * - `request.onResponseStart` fires once, on the first chunk of a 2xx stream (an error chunk is
  *   not a start), or when the headers of a 2xx plain reply arrive.
  *
@@ -26,9 +28,9 @@
  */
 import type { ContentBlock, Message, ModelCallOutput, RateLimitHint, StopReason, Usage } from '../../machines/protocol.js';
 import { estimateRequestTokens, estimateTextTokens } from '../../machines/tokens.js';
-import { type CallFacts, classifyStreamError, malformedResponse, toolInputOf, truncatedStream } from './classify.js';
+import { type CallFacts, classifyStreamError, jsonObjectOf, malformedResponse, toolInputOf, truncatedStream } from './classify.js';
 import { exchange, HttpClient, type HttpResponse } from './http.js';
-import { readSse } from './sse.js';
+import { MAX_REPLY_BLOCKS, ReplyGuard, readJsonBody } from './replyLimits.js';
 import { type Provider, type ProviderRequest, responseStartNotifier, callHeader } from './types.js';
 
 export interface OpenAIProviderOptions {
@@ -49,7 +51,6 @@ export interface OpenAIProviderOptions {
 }
 
 type WireMessage = Record<string, unknown>;
-const JSON_BODY_LIMIT = 16 * 1024 * 1024;
 
 /** The request body for one call. */
 export function openAIRequestBody(
@@ -169,71 +170,91 @@ function finish(reply: Reply, request: ProviderRequest, facts: CallFacts, rateLi
   return output;
 }
 
+/** Streamed tool calls by index: a Map, so a server's index costs one entry whatever its value. */
+interface StreamedCalls {
+  byIndex: Map<number, CallState>;
+  /** For servers that omit the index: each call's index by its id. */
+  byId: Map<string, number>;
+  /** The index of the call created last (where a delta without index or id goes). */
+  last: number;
+  /** One past the highest index so far. */
+  next: number;
+}
+
 /** Merges one streamed tool_calls delta into the calls, by index. */
-function mergeToolCall(calls: CallState[], delta: Record<string, unknown>): void {
-  let index = typeof delta.index === 'number' ? delta.index : undefined;
-  if (index === undefined) {
-    // Servers that omit the index: a new id starts a new call, anything else continues the last.
-    const found = typeof delta.id === 'string' ? calls.findIndex((c) => c.id === delta.id) : -1;
-    index = found >= 0 ? found : typeof delta.id === 'string' && delta.id !== '' ? calls.length : Math.max(0, calls.length - 1);
+function mergeToolCall(calls: StreamedCalls, delta: Record<string, unknown>, guard: ReplyGuard): void {
+  const id = typeof delta.id === 'string' && delta.id !== '' ? delta.id : undefined;
+  let index: number;
+  if (typeof delta.index === 'number') index = guard.index(delta.index, 'tool call');
+  // Servers that omit the index: a new id starts a new call, anything else continues the last.
+  else if (id !== undefined) index = calls.byId.get(id) ?? guard.index(calls.next, 'tool call');
+  else index = calls.byIndex.size === 0 ? 0 : calls.last;
+  let call = calls.byIndex.get(index);
+  if (!call) {
+    call = { id: '', name: '', args: '' };
+    calls.byIndex.set(index, call);
+    calls.last = index;
+    calls.next = Math.max(calls.next, index + 1);
   }
-  const call = (calls[index] ??= { id: '', name: '', args: '' });
-  if (typeof delta.id === 'string' && delta.id !== '') call.id = delta.id;
+  if (id !== undefined) {
+    call.id = id;
+    calls.byId.set(id, index);
+  }
   const fn = (delta.function ?? {}) as Record<string, unknown>;
   // The name normally arrives whole in the first delta; some servers repeat it, some split it.
-  if (typeof fn.name === 'string' && fn.name !== call.name) call.name += fn.name;
-  if (typeof fn.arguments === 'string') call.args += fn.arguments;
+  if (typeof fn.name === 'string' && fn.name !== call.name) call.name += guard.text(fn.name);
+  if (typeof fn.arguments === 'string') call.args += guard.text(fn.arguments);
 }
 
 async function readStream(response: HttpResponse, request: ProviderRequest, facts: CallFacts, rateLimit: RateLimitHint | undefined, started: () => void): Promise<ModelCallOutput> {
+  const guard = new ReplyGuard(request.maxTokens, facts, rateLimit);
   const reply: Reply = { text: '', refusal: '', calls: [] };
+  const calls: StreamedCalls = { byIndex: new Map(), byId: new Map(), last: 0, next: 0 };
   let done = false;
-  for await (const event of readSse(response.body)) {
+  for await (const event of guard.events(response.body, request.signal)) {
     if (done) continue;
+    // Some compatible servers name an error event; its text is classified, JSON or not.
+    if (event.event === 'error') throw classifyStreamError({ ...facts, data: event.data, ...(rateLimit ? { rateLimit } : {}) });
+    // Chat Completions sends unnamed events only: a named one (a proxy's keep-alive, a newer
+    // API's event) is not part of the reply, whatever its data.
+    if (event.event !== 'message') continue;
     if (event.data === '[DONE]') {
       done = true;
       continue;
     }
-    let chunk: Record<string, unknown>;
-    try {
-      chunk = JSON.parse(event.data) as Record<string, unknown>;
-    } catch {
-      throw malformedResponse(facts, 'a stream chunk is not JSON', rateLimit);
-    }
+    const chunk = jsonObjectOf(event.data);
+    if (!chunk) throw malformedResponse(facts, 'a stream chunk is not a JSON object', rateLimit);
     if (chunk.error) throw classifyStreamError({ ...facts, data: event.data, ...(rateLimit ? { rateLimit } : {}) });
     started();
     const usage = openAIUsage(chunk.usage);
     if (usage) reply.usage = usage;
-    for (const choice of (chunk.choices ?? []) as Record<string, unknown>[]) {
-      if (typeof choice.index === 'number' && choice.index !== 0) continue;
+    for (const choice of (Array.isArray(chunk.choices) ? chunk.choices : []) as Record<string, unknown>[]) {
+      if (!choice || (typeof choice.index === 'number' && choice.index !== 0)) continue;
       const delta = (choice.delta ?? {}) as Record<string, unknown>;
-      if (typeof delta.content === 'string') reply.text += delta.content;
-      if (typeof delta.refusal === 'string') reply.refusal += delta.refusal;
-      if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) mergeToolCall(reply.calls, call as Record<string, unknown>);
+      if (typeof delta.content === 'string') reply.text += guard.text(delta.content);
+      if (typeof delta.refusal === 'string') reply.refusal += guard.text(delta.refusal);
+      if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) mergeToolCall(calls, (call ?? {}) as Record<string, unknown>, guard);
       if (choice.finish_reason != null) reply.finish = choice.finish_reason;
     }
   }
   const complete = done || (reply.finish !== undefined && reply.usage !== undefined);
   if (!complete) throw truncatedStream(facts, 'data: [DONE]', rateLimit);
-  reply.calls = reply.calls.filter((c) => c !== undefined);
+  reply.calls = [...calls.byIndex].sort(([a], [b]) => a - b).map(([, call]) => call);
   return finish(reply, request, facts, rateLimit);
 }
 
 async function readJson(response: HttpResponse, request: ProviderRequest, facts: CallFacts, rateLimit: RateLimitHint | undefined): Promise<ModelCallOutput> {
-  let body: Record<string, unknown>;
-  try {
-    body = JSON.parse(await response.text(JSON_BODY_LIMIT)) as Record<string, unknown>;
-  } catch {
-    throw malformedResponse(facts, 'the body is not JSON', rateLimit);
-  }
+  const body = await readJsonBody(response, facts, rateLimit);
   if (body.error) throw classifyStreamError({ ...facts, data: JSON.stringify(body), ...(rateLimit ? { rateLimit } : {}) });
   const choice = ((body.choices ?? []) as Record<string, unknown>[])[0];
   if (!choice) throw malformedResponse(facts, 'the completion has no choices', rateLimit);
   const message = (choice.message ?? {}) as Record<string, unknown>;
+  const wireCalls = (Array.isArray(message.tool_calls) ? message.tool_calls : []) as Record<string, unknown>[];
+  if (wireCalls.length > MAX_REPLY_BLOCKS) throw malformedResponse(facts, `the completion has ${wireCalls.length} tool calls (at most ${MAX_REPLY_BLOCKS} in one reply)`, rateLimit);
   const reply: Reply = {
     text: typeof message.content === 'string' ? message.content : '',
     refusal: typeof message.refusal === 'string' ? message.refusal : '',
-    calls: ((message.tool_calls ?? []) as Record<string, unknown>[]).map((call) => {
+    calls: wireCalls.map((call) => {
       const fn = (call.function ?? {}) as Record<string, unknown>;
       return { id: String(call.id ?? ''), name: String(fn.name ?? ''), args: typeof fn.arguments === 'string' ? fn.arguments : JSON.stringify(fn.arguments ?? {}) };
     }),

@@ -6,6 +6,8 @@
  * are one line ending); lines starting with `:` are comments; `data` lines join with `\n`; one
  * space after the colon is dropped; a blank line dispatches the event; an event with no data is
  * not dispatched; whatever is pending when the stream ends is discarded, as the spec says.
+ *
+ * Bounded, unlike the spec: a line or an event's data longer than `maxLine` throws SseLimitError.
  */
 
 /** One dispatched event. `event` defaults to "message". */
@@ -17,6 +19,30 @@ export interface SseEvent {
   retry?: number;
 }
 
+export interface SseParserOptions {
+  /**
+   * The longest line, and the longest data of one event, in characters. Default 8 Mi. A server
+   * that sends more without a line end (or a blank line) is broken or hostile: holding it all
+   * would cost memory without bound.
+   */
+  maxLine?: number;
+}
+
+/** Default of `SseParserOptions.maxLine`. */
+export const SSE_MAX_LINE = 8 * 1024 * 1024;
+
+/** Thrown by the parser when a line or an event passes `maxLine`. */
+export class SseLimitError extends Error {
+  override readonly name = 'SseLimitError';
+  readonly code = 'SSE_LIMIT';
+  constructor(
+    readonly what: 'line' | 'event',
+    readonly limit: number,
+  ) {
+    super(`an SSE ${what} is longer than ${limit} characters (the limit of one ${what})`);
+  }
+}
+
 /**
  * The incremental parser.
  *
@@ -26,16 +52,27 @@ export interface SseEvent {
  */
 export class SseParser {
   private readonly decoder = new TextDecoder('utf-8');
-  private buffer = '';
+  private readonly maxLine: number;
+  /**
+   * The start of a line whose end has not arrived, in pieces: each chunk is scanned once, so a
+   * long line costs time in proportion to its length, not to its length times its chunks.
+   */
+  private partial: string[] = [];
+  private partialLength = 0;
   /** The previous chunk ended in CR: an LF at the start of the next one belongs to it. */
   private pendingCR = false;
   private sawFirstChunk = false;
   private eventType = '';
   private data: string[] = [];
+  private dataLength = 0;
   private lastId: string | undefined;
   private retry: number | undefined;
 
-  /** Feeds a chunk (bytes or text); returns the events it completed, in order. */
+  constructor(options: SseParserOptions = {}) {
+    this.maxLine = options.maxLine ?? SSE_MAX_LINE;
+  }
+
+  /** Feeds a chunk (bytes or text); returns the events it completed, in order. Throws SseLimitError. */
   push(chunk: Uint8Array | string): SseEvent[] {
     let text = typeof chunk === 'string' ? chunk : this.decoder.decode(chunk, { stream: true });
     if (!this.sawFirstChunk && text.length > 0) {
@@ -44,17 +81,23 @@ export class SseParser {
     }
     if (this.pendingCR && text.startsWith('\n')) text = text.slice(1);
     this.pendingCR = false;
-    this.buffer += text;
 
     const events: SseEvent[] = [];
     let start = 0;
-    for (let i = 0; i < this.buffer.length; i++) {
-      const c = this.buffer.charCodeAt(i);
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
       if (c !== 10 && c !== 13) continue;
-      const line = this.buffer.slice(start, i);
+      let line = text.slice(start, i);
+      if (this.partialLength > 0) {
+        this.partial.push(line);
+        line = this.partial.join('');
+        this.partial = [];
+        this.partialLength = 0;
+      }
+      if (line.length > this.maxLine) throw new SseLimitError('line', this.maxLine);
       if (c === 13) {
-        if (i + 1 < this.buffer.length) {
-          if (this.buffer.charCodeAt(i + 1) === 10) i++;
+        if (i + 1 < text.length) {
+          if (text.charCodeAt(i + 1) === 10) i++;
         } else {
           this.pendingCR = true;
         }
@@ -63,7 +106,11 @@ export class SseParser {
       const event = this.line(line);
       if (event) events.push(event);
     }
-    this.buffer = this.buffer.slice(start);
+    if (start < text.length) {
+      this.partialLength += text.length - start;
+      if (this.partialLength > this.maxLine) throw new SseLimitError('line', this.maxLine);
+      this.partial.push(text.slice(start));
+    }
     return events;
   }
 
@@ -71,8 +118,10 @@ export class SseParser {
   end(): SseEvent[] {
     const rest = this.decoder.decode();
     const events = rest ? this.push(rest) : [];
-    this.buffer = '';
+    this.partial = [];
+    this.partialLength = 0;
     this.data = [];
+    this.dataLength = 0;
     this.eventType = '';
     return events;
   }
@@ -89,6 +138,9 @@ export class SseParser {
         this.eventType = value;
         break;
       case 'data':
+        // The joining newlines count: the event's data is what the adapter will hold.
+        this.dataLength += value.length + (this.data.length > 0 ? 1 : 0);
+        if (this.dataLength > this.maxLine) throw new SseLimitError('event', this.maxLine);
         this.data.push(value);
         break;
       case 'id':
@@ -109,6 +161,7 @@ export class SseParser {
     const event: SseEvent = { event: this.eventType || 'message', data: this.data.join('\n') };
     this.eventType = '';
     this.data = [];
+    this.dataLength = 0;
     if (!hasData) return undefined;
     if (this.lastId !== undefined) event.id = this.lastId;
     if (this.retry !== undefined) event.retry = this.retry;
@@ -122,8 +175,8 @@ export class SseParser {
  * @example
  * for await (const event of readSse(response.body)) console.log(event.event, event.data);
  */
-export async function* readSse(body: AsyncIterable<Uint8Array | string>): AsyncGenerator<SseEvent> {
-  const parser = new SseParser();
+export async function* readSse(body: AsyncIterable<Uint8Array | string>, options: SseParserOptions = {}): AsyncGenerator<SseEvent> {
+  const parser = new SseParser(options);
   for await (const chunk of body) {
     for (const event of parser.push(chunk)) yield event;
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readSse, SseParser, type SseEvent } from '../../src/providers/sse.js';
+import { readSse, SseLimitError, SseParser, type SseEvent } from '../../src/providers/sse.js';
 import { fixture } from './server.js';
 
 function parseAll(chunks: (string | Uint8Array)[]): SseEvent[] {
@@ -91,5 +91,39 @@ describe('SseParser', () => {
       for await (const event of readSse(chunks())) events.push(event);
       expect(events).toEqual(whole);
     }
+  });
+
+  it('reads a long line that arrives in many small chunks, scanning each byte once', async () => {
+    // 100 000 chunks of 10 bytes: rescanning the pending line on every chunk (the old parser)
+    // costs about 5e10 steps here, far past the test's timeout; one scan costs 1e6. The source
+    // lets the event loop turn now and then, so that the timeout can fire.
+    async function* chunks() {
+      yield 'data: ';
+      for (let i = 0; i < 100_000; i++) {
+        if (i % 1000 === 0) await new Promise((resolve) => setImmediate(resolve));
+        yield 'y'.repeat(10);
+      }
+      yield '\n\n';
+    }
+    const events: SseEvent[] = [];
+    for await (const event of readSse(chunks())) events.push(event);
+    expect(events).toHaveLength(1);
+    expect(events[0]!.data.length).toBe(1_000_000);
+  });
+
+  it('throws SseLimitError past maxLine, for a line in one chunk, a line in pieces, and an event of many lines', () => {
+    const limit = 100;
+    const long = `data: ${'z'.repeat(limit)}\n`;
+    expect(() => new SseParser({ maxLine: limit }).push(long)).toThrow(SseLimitError);
+    const pieces = new SseParser({ maxLine: limit });
+    expect(() => {
+      for (let i = 0; i < 20; i++) pieces.push('z'.repeat(10));
+    }).toThrow('an SSE line is longer than 100 characters (the limit of one line)');
+    const lines = new SseParser({ maxLine: limit });
+    expect(() => lines.push(`data: ${'a'.repeat(60)}\ndata: ${'b'.repeat(60)}\n`)).toThrow('an SSE event is longer than 100 characters');
+    // At the limit is fine, and the count starts again with each line and each event.
+    const ok = new SseParser({ maxLine: limit });
+    const atLimit = `data:${'c'.repeat(limit - 5)}\n\n`;
+    expect(ok.push(atLimit + atLimit)).toHaveLength(2);
   });
 });

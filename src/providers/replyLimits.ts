@@ -1,0 +1,152 @@
+/**
+ * Bounds on one successful reply, so that a broken or hostile server costs a call a bounded
+ * amount of memory and CPU, streamed or not. A reply cannot legitimately be much larger than
+ * its `maxTokens` allow, so the stream bounds grow with them:
+ *
+ * | what                                   | bound                                               |
+ * |----------------------------------------|-----------------------------------------------------|
+ * | bytes of a streamed body               | 1 MiB + 512 bytes a token of maxTokens, at most 64 MiB |
+ * | text of a reply (text, refusal, tool arguments, summed) | 64 Ki + 64 characters a token, at most 16 Mi (the plain-JSON body limit) |
+ * | one SSE line, or one event's data      | 8 Mi characters (sse.ts)                            |
+ * | content blocks / tool calls            | 1024, indexes 0-1023                                |
+ * | a plain (JSON) body                    | 16 MiB (JSON_BODY_LIMIT)                            |
+ *
+ * Passing one is a malformed response (`server_error`, retried with backoff) that names the
+ * bound. Wire bytes get the larger allowance because SSE framing repeats JSON around every few
+ * characters of text (an OpenAI chunk is about 200 bytes for one token).
+ */
+import type { RateLimitHint } from '../../machines/protocol.js';
+import { type CallFacts, jsonObjectOf, malformedResponse } from './classify.js';
+import type { ProviderError } from './errors.js';
+import { type HttpResponse, JSON_BODY_LIMIT } from './http.js';
+import { readSse, SSE_MAX_LINE, SseLimitError, type SseEvent } from './sse.js';
+
+const MiB = 1024 * 1024;
+export const STREAM_BYTES_FLOOR = MiB;
+export const STREAM_BYTES_PER_TOKEN = 512;
+export const STREAM_BYTES_MAX = 64 * MiB;
+export const TEXT_FLOOR = 64 * 1024;
+export const TEXT_PER_TOKEN = 64;
+/** Content blocks (Anthropic) or tool calls (OpenAI) in one reply. */
+export const MAX_REPLY_BLOCKS = 1024;
+
+export interface ReplyLimits {
+  /** Bytes of a streamed body. */
+  bytes: number;
+  /** Characters of text, refusal and tool arguments, summed. */
+  text: number;
+  /** Content blocks or tool calls; their indexes are 0 to blocks - 1. */
+  blocks: number;
+  /** One SSE line or one event's data, in characters. */
+  line: number;
+}
+
+/**
+ * The bounds of a reply to a call of `maxTokens`.
+ *
+ * @example
+ * replyLimits(64); // { bytes: 1_081_344, text: 69_632, blocks: 1024, line: 8_388_608 }
+ */
+export function replyLimits(maxTokens: number): ReplyLimits {
+  const tokens = Number.isFinite(maxTokens) && maxTokens > 0 ? maxTokens : 0;
+  return {
+    bytes: Math.min(STREAM_BYTES_MAX, STREAM_BYTES_FLOOR + tokens * STREAM_BYTES_PER_TOKEN),
+    text: Math.min(JSON_BODY_LIMIT, TEXT_FLOOR + tokens * TEXT_PER_TOKEN),
+    blocks: MAX_REPLY_BLOCKS,
+    line: SSE_MAX_LINE,
+  };
+}
+
+/**
+ * Holds one reply to its limits while an adapter reads it.
+ *
+ * @example
+ * const guard = new ReplyGuard(request.maxTokens, facts, rateLimit);
+ * for await (const event of guard.events(response.body, request.signal)) text += guard.text(delta);
+ */
+export class ReplyGuard {
+  readonly limits: ReplyLimits;
+  private textSoFar = 0;
+
+  constructor(
+    private readonly maxTokens: number,
+    private readonly facts: CallFacts,
+    private readonly rateLimit: RateLimitHint | undefined,
+  ) {
+    this.limits = replyLimits(maxTokens);
+  }
+
+  /**
+   * The SSE events of a body, within the byte and line bounds. The signal is looked at before
+   * each chunk: a server that never stops sending cannot keep a call past its deadline.
+   */
+  async *events(body: AsyncIterable<Uint8Array>, signal?: AbortSignal): AsyncGenerator<SseEvent> {
+    let bytes = 0;
+    const limits = this.limits;
+    async function* counted(): AsyncGenerator<Uint8Array> {
+      for await (const chunk of body) {
+        signal?.throwIfAborted();
+        bytes += chunk.byteLength;
+        if (bytes > limits.bytes) throw new StreamTooLarge();
+        yield chunk;
+      }
+    }
+    try {
+      yield* readSse(counted(), { maxLine: limits.line });
+    } catch (error) {
+      if (error instanceof StreamTooLarge) {
+        throw this.fail(`the streamed reply is larger than ${size(limits.bytes)} (${this.bound('bytes')})`);
+      }
+      if (error instanceof SseLimitError) throw this.fail(error.message);
+      throw error;
+    }
+  }
+
+  /** Counts a piece of text the reply accumulates; returns it. Throws past the text bound. */
+  text(piece: string): string {
+    this.textSoFar += piece.length;
+    if (this.textSoFar > this.limits.text) {
+      throw this.fail(`the reply's text and tool arguments pass ${this.limits.text} characters (${this.bound('text')})`);
+    }
+    return piece;
+  }
+
+  /** Checks a block or tool-call index before the adapter stores anything under it. */
+  index(index: unknown, what: string): number {
+    if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= this.limits.blocks) {
+      throw this.fail(`${what} index ${String(index).slice(0, 40)} is not an integer from 0 to ${this.limits.blocks - 1} (at most ${this.limits.blocks} in one reply)`);
+    }
+    return index;
+  }
+
+  private bound(kind: 'bytes' | 'text'): string {
+    const [floor, per, max] = kind === 'bytes' ? [STREAM_BYTES_FLOOR, STREAM_BYTES_PER_TOKEN, STREAM_BYTES_MAX] : [TEXT_FLOOR, TEXT_PER_TOKEN, JSON_BODY_LIMIT];
+    const [show, unit] = kind === 'bytes' ? [size, 'bytes'] : [String, 'characters'];
+    return `the bound for maxTokens ${this.maxTokens}: ${show(floor)} + ${per} ${unit} a token, at most ${show(max)}; raise maxTokens if replies this long are expected`;
+  }
+
+  private fail(what: string): ProviderError {
+    return malformedResponse(this.facts, what, this.rateLimit);
+  }
+}
+
+/**
+ * A plain (non-streamed) reply's body as a JSON object, read up to JSON_BODY_LIMIT bytes.
+ *
+ * @example
+ * const message = await readJsonBody(response, facts, rateLimit);
+ */
+export async function readJsonBody(response: HttpResponse, facts: CallFacts, rateLimit: RateLimitHint | undefined): Promise<Record<string, unknown>> {
+  const { text, complete } = await response.readText(JSON_BODY_LIMIT);
+  if (!complete) throw malformedResponse(facts, `the body is larger than ${size(JSON_BODY_LIMIT)} (the limit of a plain reply)`, rateLimit);
+  const body = jsonObjectOf(text);
+  if (!body) throw malformedResponse(facts, 'the body is not a JSON object', rateLimit);
+  return body;
+}
+
+/** Internal: the byte bound, turned into a ProviderError where the facts are known. */
+class StreamTooLarge extends Error {}
+
+function size(bytes: number): string {
+  return bytes >= MiB ? `${Math.round((bytes / MiB) * 100) / 100} MiB` : `${bytes} bytes`;
+}
