@@ -95,6 +95,37 @@ describe('swarmstate CLI', () => {
     expect(result.tasks.body.status).toBe('completed');
   });
 
+  it('runs a plan whose task ids, models and providers are named __proto__ and constructor', async () => {
+    // Written as text: JSON.parse makes `__proto__` an own key, as any plan file does.
+    const file = join(dir, 'proto.json');
+    writeFileSync(
+      file,
+      `{
+        "providers": { "__proto__": { "type": "sim" }, "constructor": { "type": "sim" } },
+        "models": {
+          "__proto__": { "provider": "__proto__", "model": "sim-fast", "maxInFlight": 1, "fallback": ["constructor"], "price": { "input": 1, "output": 5 } },
+          "constructor": { "provider": "constructor", "model": "sim-fast", "price": { "input": 1, "output": 5 } }
+        },
+        "budget": { "usd": 1, "perModel": { "__proto__": 0.5, "constructor": 0.5 } },
+        "tasks": [
+          { "id": "__proto__", "model": "__proto__", "prompt": "first", "budgetUsd": 0.1 },
+          { "id": "constructor", "model": "constructor", "prompt": "then {{__proto__}}", "deps": ["__proto__"] },
+          { "id": "toString", "model": "__proto__", "prompt": "apart" }
+        ]
+      }`,
+    );
+    expect((await cli(['validate', file])).stdout).toMatch(/plan is valid: 3 tasks, 2 models, 2 providers/);
+    const r = await cli(['run', file, '--json', '--store', 'memory']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const result = JSON.parse(r.stdout);
+    expect(result.status).toBe('completed');
+    expect(Object.keys(result.tasks).sort()).toEqual(['__proto__', 'constructor', 'toString']);
+    expect(result.tasks['__proto__']).toMatchObject({ id: '__proto__', status: 'completed', model: '__proto__' });
+    expect(result.tasks.constructor).toMatchObject({ id: 'constructor', status: 'completed', model: 'constructor' });
+    expect(Object.keys(result.routes).sort()).toEqual(['__proto__/sim-fast', 'constructor/sim-fast']);
+  });
+
   it('never prints an inline key', async () => {
     const plan = JSON.parse(readFileSync('examples/plans/hello.json', 'utf8'));
     plan.providers.sim.keys = ['sk-very-secret-inline-key-123'];

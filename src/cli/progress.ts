@@ -96,7 +96,7 @@ export interface ProgressState {
 export function progressState(): ProgressState {
   return {
     total: 0,
-    models: {},
+    models: Object.create(null) as ProgressState['models'],
     tasks: new Map(),
     counts: { pending: 0, queued: 0, running: 0, completed: 0, failed: 0, skipped: 0, cancelled: 0 },
     retries: 0,
@@ -136,7 +136,7 @@ export function reduce(state: ProgressState, event: TimedRunEvent | RunEvent): P
       if (event.alreadyCompleted) state.counts.completed += event.alreadyCompleted;
       if (typeof at === 'number' && Number.isFinite(at)) state.startedAt = at;
       if (event.maxInFlight !== undefined) state.maxInFlight = event.maxInFlight;
-      state.models = { ...(event.models ?? {}) };
+      state.models = Object.assign(Object.create(null) as ProgressState['models'], event.models);
       for (const [keyId, limits] of Object.entries(event.keys ?? {})) keyOf(state, keyId).limits = limits ?? {};
       break;
     case 'task:queued':

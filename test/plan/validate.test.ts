@@ -189,6 +189,36 @@ describe('structure', () => {
   });
 });
 
+describe('names that are also Object.prototype\'s', () => {
+  // JSON.parse makes `__proto__` an own key, as a plan file does.
+  const hostile = () =>
+    JSON.parse(`{
+      "providers": { "__proto__": { "type": "sim" }, "constructor": { "type": "sim" } },
+      "models": {
+        "__proto__": { "provider": "__proto__", "model": "claude-haiku-4-5", "fallback": ["constructor"] },
+        "constructor": { "provider": "constructor", "model": "claude-haiku-4-5" }
+      },
+      "budget": { "perModel": { "__proto__": 1 } },
+      "tasks": [{ "id": "__proto__", "model": "__proto__", "prompt": "x", "budgetUsd": 1 }]
+    }`);
+
+  it('keeps __proto__ and constructor as providers and models, in tables with nothing inherited', () => {
+    const plan = parsePlan(hostile(), { env: {} });
+    expect(Object.keys(plan.providers)).toEqual(['__proto__', 'constructor']);
+    expect(Object.keys(plan.models)).toEqual(['__proto__', 'constructor']);
+    expect(plan.models['__proto__']).toMatchObject({ provider: '__proto__', model: 'claude-haiku-4-5', fallback: ['constructor'] });
+    expect(Object.keys(plan.budget!.perModel!)).toEqual(['__proto__']);
+    expect(plan.models['toString']).toBeUndefined();
+    expect(plan.providers['hasOwnProperty']).toBeUndefined();
+  });
+
+  it('checks what is under a __proto__ name like any other', () => {
+    const plan = hostile();
+    plan.models['__proto__'].maxTokens = 0;
+    expect(lines(plan)).toEqual(['models.__proto__.maxTokens: must be a positive integer']);
+  });
+});
+
 describe('references', () => {
   it('reports duplicate ids, unknown deps, self deps and repeated deps at their paths', () => {
     const raw = basePlan();
