@@ -1,5 +1,7 @@
 /** The `swarmstate` command: help, validation (exit 2 with every problem), runs, --json, --events. */
 import { execFile } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -124,6 +126,49 @@ describe('swarmstate CLI', () => {
     expect(result.tasks['__proto__']).toMatchObject({ id: '__proto__', status: 'completed', model: '__proto__' });
     expect(result.tasks.constructor).toMatchObject({ id: 'constructor', status: 'completed', model: 'constructor' });
     expect(Object.keys(result.routes).sort()).toEqual(['__proto__/sim-fast', 'constructor/sim-fast']);
+  });
+
+  it('shows the control characters of a server error escaped on the terminal, and keeps them in --json', async () => {
+    // Clear screen, window title, OSC 52 clipboard write, CR, a C1 CSI: what a hostile server may send.
+    const hostile = 'denied\x1b[2J\x1b]0;pwned\x07\x1b]52;c;ZWNobyBoaQ==\x07\roverwritten\u009b31m';
+    const server = createServer((_req, res) => {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: hostile } }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const plan = {
+        providers: { evil: { type: 'anthropic', baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, keys: [{ env: 'SWARMSTATE_TEST_EVIL_KEY' }] } },
+        models: { m: { provider: 'evil', model: 'claude-haiku-4-5' } },
+        tasks: [{ id: 'a', model: 'm', prompt: 'hi' }],
+      };
+      const file = join(dir, 'hostile.json');
+      writeFileSync(file, JSON.stringify(plan));
+      const env = { SWARMSTATE_TEST_EVIL_KEY: 'sk-test-evil' };
+      const r = await cli(['run', file, '--store', 'memory'], env);
+      expect(r.code).toBe(1);
+      const controls = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
+      expect(r.stderr).not.toMatch(controls);
+      expect(r.stdout).not.toMatch(controls);
+      expect(r.stderr).toContain('denied\\e[2J\\e]0;pwned\\x07');
+      expect(r.stdout).toMatch(/^failed a: bad_request: .*denied\\e\[2J/m);
+      const json = await cli(['run', file, '--store', 'memory', '--json'], env);
+      expect(json.stdout).not.toMatch(controls);
+      expect(JSON.parse(json.stdout).tasks.a.error.message).toContain(hostile);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('prints an invalid plan without the control characters of its names', async () => {
+    const plan = JSON.parse(readFileSync('examples/plans/hello.json', 'utf8'));
+    plan.tasks[0].model = 'fast\x1b]0;pwned\x07\r';
+    const file = join(dir, 'control-names.json');
+    writeFileSync(file, JSON.stringify(plan));
+    const r = await cli(['validate', file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('tasks[0].model: unknown model "fast\\e]0;pwned\\x07\\r"');
+    expect(r.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
   });
 
   it('never prints an inline key', async () => {

@@ -17,6 +17,7 @@ import { createProgress } from './progress.js';
 import { formatSummaryTable } from './summary.js';
 import { demoIntro, demoPlanPath, packageRoot, withPlanFolder } from './demo.js';
 import { realPlan } from './real.js';
+import { errorText, jsonForTerminal, visible } from './terminal.js';
 
 export const EXIT = { ok: 0, incomplete: 1, invalid: 2, locked: 3, journal: 4 } as const;
 
@@ -103,7 +104,7 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
       },
     });
   } catch (error) {
-    io.err.write(`swarmstate: ${(error as Error).message}\n\n${HELP}\n`);
+    io.err.write(`swarmstate: ${errorText(error)}\n\n${HELP}\n`);
     return EXIT.invalid;
   }
   const { values, positionals } = parsed;
@@ -129,7 +130,7 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
       // The CLI registers no in-process tools, so `validate` judges tool names as `run` would.
       const checked = validatePlan(plan, { tools: [] });
       if (!checked.ok) {
-        io.err.write(new PlanValidationError(checked.issues).message + '\n');
+        io.err.write(errorText(new PlanValidationError(checked.issues)) + '\n');
         return EXIT.invalid;
       }
       io.out.write(`plan is valid: ${checked.plan.tasks.length} tasks, ${Object.keys(checked.plan.models).length} models, ${Object.keys(checked.plan.providers).length} providers\n`);
@@ -165,9 +166,9 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
         try {
           const converted = realPlan(plan as Record<string, unknown>, process.env);
           plan = converted.plan;
-          for (const note of converted.notes) io.err.write(`real: ${note}\n`);
+          for (const note of converted.notes) io.err.write(`real: ${visible(note)}\n`);
         } catch (error) {
-          io.err.write(`swarmstate: ${(error as Error).message}\n`);
+          io.err.write(`swarmstate: ${errorText(error)}\n`);
           return EXIT.invalid;
         }
       }
@@ -202,14 +203,14 @@ async function loadPlan(path: string | undefined, err: NodeJS.WritableStream): P
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
-    err.write(`swarmstate: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}\n`);
+    err.write(`swarmstate: cannot read ${path}: ${reasonOf(error)}\n`);
     return undefined;
   }
   try {
     // A plan's stdio tool servers run in the plan's folder unless they name one.
     return withPlanFolder(JSON.parse(text) as unknown, dirname(resolve(path)));
   } catch (error) {
-    err.write(`swarmstate: ${path} is not valid JSON: ${(error as Error).message}\n`);
+    err.write(`swarmstate: ${path} is not valid JSON: ${errorText(error)}\n`);
     return undefined;
   }
 }
@@ -237,13 +238,13 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
     try {
       await writeFile(flags.events, '');
     } catch (error) {
-      io.err.write(`swarmstate: cannot write --events ${flags.events}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}\n`);
+      io.err.write(`swarmstate: cannot write --events ${flags.events}: ${reasonOf(error)}\n`);
       return EXIT.invalid;
     }
   }
   // Loaded only when asked for: the inspector is a dependency most runs never touch.
   const inspector = flags.inspect
-    ? (await import('./inspect.js')).attachInspector({ url: flags.inspect, onError: (e: Error) => void io.err.write(`inspect: ${e.message}\n`) })
+    ? (await import('./inspect.js')).attachInspector({ url: flags.inspect, onError: (e: Error) => void io.err.write(`inspect: ${errorText(e)}\n`) })
     : undefined;
   let swarm;
   try {
@@ -254,7 +255,7 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
       ...(flags.redis !== undefined ? { redis: flags.redis } : {}),
     });
   } catch (error) {
-    io.err.write(`swarmstate: ${(error as Error).message}\n`);
+    io.err.write(`swarmstate: ${errorText(error)}\n`);
     return EXIT.invalid;
   }
   let run;
@@ -263,14 +264,14 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
   } catch (error) {
     await swarm.close();
     if (error instanceof PlanValidationError) {
-      io.err.write(error.message + '\n');
+      io.err.write(errorText(error) + '\n');
       return EXIT.invalid;
     }
     if (error instanceof RunLockedError) {
-      io.err.write(`swarmstate: ${error.message}\n`);
+      io.err.write(`swarmstate: ${errorText(error)}\n`);
       return EXIT.locked;
     }
-    io.err.write(`swarmstate: ${(error as Error).message}\n`);
+    io.err.write(`swarmstate: ${errorText(error)}\n`);
     return error instanceof StoreError ? EXIT.journal : EXIT.invalid;
   }
   if (!flags.quiet && !flags.json) io.err.write(`${'resume' in target ? 'resuming' : 'run'} ${run.id} (if interrupted: swarmstate resume ${run.id}${flags.store !== undefined ? ` --store ${flags.store}` : ''}${flags.redis !== undefined ? ` --redis ${flags.redis}` : ''})\n`);
@@ -288,7 +289,7 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
         .then(() => (eventsFailed ? undefined : appendFile(file, line)))
         .catch((error: unknown) => {
           // A disk that fills up must not take the run down: say so once, stop writing.
-          if (!eventsFailed) io.err.write(`swarmstate: writing ${file} failed: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}; events are no longer written\n`);
+          if (!eventsFailed) io.err.write(`swarmstate: writing ${file} failed: ${reasonOf(error)}; events are no longer written\n`);
           eventsFailed = true;
         });
     });
@@ -306,11 +307,11 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
   } catch (error) {
     if (error instanceof StoreError) {
       // The journal failed mid-run: the run stopped, what was committed is intact.
-      io.err.write(`swarmstate: ${error.message}\nthe run stopped; fix the disk, then: swarmstate resume ${run.id}${flags.store !== undefined ? ` --store ${flags.store}` : ''}\n`);
+      io.err.write(`swarmstate: ${errorText(error)}\nthe run stopped; fix the disk, then: swarmstate resume ${run.id}${flags.store !== undefined ? ` --store ${flags.store}` : ''}\n`);
       return EXIT.journal;
     }
     // The run could not start: a tool its server lacks, a server that does not connect.
-    io.err.write(`swarmstate: ${(error as Error).message}\n`);
+    io.err.write(`swarmstate: ${errorText(error)}\n`);
     return EXIT.invalid;
   } finally {
     process.off('SIGINT', stopOnSignal);
@@ -325,10 +326,10 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
       if (!flags.json) io.err.write(`report: ${flags.report}\n`);
     } catch (error) {
       // The run's result still goes out: a report that cannot be written loses nothing else.
-      io.err.write(`swarmstate: cannot write --report ${flags.report}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}\n`);
+      io.err.write(`swarmstate: cannot write --report ${flags.report}: ${reasonOf(error)}\n`);
     }
   }
-  if (flags.json) io.out.write(JSON.stringify(result) + '\n');
+  if (flags.json) io.out.write(jsonForTerminal(result) + '\n');
   else io.out.write(formatSummaryTable(result, seen) + '\n');
   return result.status === 'completed' ? EXIT.ok : EXIT.incomplete;
 }
@@ -355,7 +356,7 @@ async function workerCommand(redis: string | undefined, concurrency: string | un
   try {
     worker = await startWorker({ redis, concurrency: n, lockMs: lock, onJob: () => void (calls += 1) });
   } catch (error) {
-    io.err.write(`swarmstate: ${(error as Error).message}\n`);
+    io.err.write(`swarmstate: ${errorText(error)}\n`);
     return EXIT.invalid;
   }
   io.err.write(`worker ready: ${n} calls at once, queue on ${new URL(redis).host}\n`);
@@ -376,25 +377,30 @@ async function listRuns(store: string | undefined, json: boolean, io: { out: Nod
   try {
     runs = swarm.runs(200);
   } catch (error) {
-    io.err.write(`swarmstate: ${(error as Error).message}\n`);
+    io.err.write(`swarmstate: ${errorText(error)}\n`);
     return EXIT.journal;
   } finally {
     await swarm.close();
   }
   if (json) {
-    io.out.write(JSON.stringify(runs.map(({ options: _options, ...r }) => r)) + '\n');
+    io.out.write(jsonForTerminal(runs.map(({ options: _options, ...r }) => r)) + '\n');
     return EXIT.ok;
   }
   if (runs.length === 0) {
     io.out.write('no runs yet\n');
     return EXIT.ok;
   }
-  const rows = runs.map((r) => [r.id, r.status, `${r.tasksDone}/${r.tasksTotal}`, `$${r.costUsd.toFixed(4)}`, new Date(r.createdAt).toISOString().replace('T', ' ').slice(0, 19), r.source ?? ''] as const);
+  const rows = runs.map((r) => [r.id, r.status, `${r.tasksDone}/${r.tasksTotal}`, `$${r.costUsd.toFixed(4)}`, new Date(r.createdAt).toISOString().replace('T', ' ').slice(0, 19), visible(r.source ?? '')] as const);
   const head = ['run', 'status', 'done', 'cost', 'started (UTC)', 'plan'] as const;
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
   io.out.write([line(head), ...rows.map(line)].join('\n') + '\n');
   return EXIT.ok;
+}
+
+/** A file error's code (`ENOENT`), else its message, fit for a terminal. */
+function reasonOf(error: unknown): string {
+  return visible(String((error as NodeJS.ErrnoException).code ?? (error as Error).message));
 }
 
 async function version(): Promise<string> {

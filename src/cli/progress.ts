@@ -13,6 +13,7 @@ import { costOf } from '../cost/price.js';
 import type { ModelPrice } from '../plan/index.js';
 import type { TimedRunEvent } from '../swarm.js';
 import { formatEventLine, formatInt, renderFrame, stamp, startLine, statusLine } from './format.js';
+import { visible } from './terminal.js';
 
 export { etaMs, finishedTasks, renderFrame, statusLine } from './format.js';
 
@@ -342,7 +343,7 @@ export function createProgress(opts: ProgressOptions): Progress {
     // A failed task with 1,000 dependents skips them in one burst: a few lines, then a count.
     let skips: { reason: string; shown: number; held: number; at: number } | undefined;
     const flushSkips = () => {
-      if (skips && skips.held > 0) write(`${stamp(state, skips.at)} skipped  ... and ${formatInt(skips.held)} more (${skips.reason})\n`);
+      if (skips && skips.held > 0) write(`${stamp(state, skips.at)} skipped  ... and ${formatInt(skips.held)} more (${visible(skips.reason)})\n`);
       skips = undefined;
     };
     const log = (event: RunEvent, line: string, at: number) => {
@@ -359,11 +360,12 @@ export function createProgress(opts: ProgressOptions): Progress {
         }
         skips.shown += 1;
       }
-      write(`${stamp(state, at)} ${line}\n`);
+      // A line may quote a server's error: its control characters are shown, not obeyed.
+      write(`${stamp(state, at)} ${visible(line)}\n`);
     };
     const status = (at: number) => {
       flushSkips();
-      write(`${statusLine(state, at, opts.budgetUsd)}\n`);
+      write(`${visible(statusLine(state, at, opts.budgetUsd))}\n`);
     };
     return {
       onEvent(event) {
@@ -438,7 +440,7 @@ export function createProgress(opts: ProgressOptions): Progress {
           reduce(state, event);
           if (isAlarm(event)) {
             const line = formatEventLine(event);
-            if (line) above.push(`${stamp(state, event.at)} ${line}`);
+            if (line) above.push(`${stamp(state, event.at)} ${visible(line)}`);
           }
           dirty = true;
           const t = now();
