@@ -1,8 +1,8 @@
 /** The `swarmstate` command: help, validation (exit 2 with every problem), runs, --json, --events. */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -18,6 +18,26 @@ async function cli(args: string[], env: Record<string, string> = {}) {
     const e = error as { code: number; stdout: string; stderr: string };
     return { code: e.code, stdout: e.stdout, stderr: e.stderr };
   }
+}
+
+
+/** Resolves once `check` holds, looking again on every `interval` ms (no fixed wait: it watches). */
+async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** The CLI as a child process to signal: its output so far, and its exit. */
+function start(args: string[], env: Record<string, string> = {}) {
+  const child = spawn(process.execPath, ['bin/swarmstate.js', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d) => (out.stdout += d));
+  child.stderr.on('data', (d) => (out.stderr += d));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+  return { child, out, exit };
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'swarmstate-cli-'));
@@ -169,6 +189,36 @@ describe('swarmstate CLI', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('tasks[0].model: unknown model "fast\\e]0;pwned\\x07\\r"');
     expect(r.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+  });
+
+  it('SIGTERM cancels the run as Ctrl-C does: result printed, events complete, journal cancelled', async () => {
+    const plan = {
+      // The calls take a minute: the signal finds them in flight.
+      providers: { sim: { type: 'sim', sim: { ttftMs: 60_000 } } },
+      models: { fast: { provider: 'sim', model: 'sim-fast', maxTokens: 64 } },
+      tasks: [
+        { id: 'a', model: 'fast', prompt: 'slow' },
+        { id: 'b', model: 'fast', prompt: 'after {{a}}', deps: ['a'] },
+      ],
+    };
+    const file = join(dir, 'slow.json');
+    writeFileSync(file, JSON.stringify(plan));
+    const events = join(dir, 'sigterm.ndjson');
+    const store = join(dir, 'sigterm.db');
+    const run = start(['run', file, '--json', '--events', events, '--store', store]);
+    await until(() => existsSync(events) && readFileSync(events, 'utf8').includes('"model:request"'), 'the first model call');
+    run.child.kill('SIGTERM');
+    const { code, signal } = await run.exit;
+    expect(signal).toBeNull();
+    expect(code).toBe(1);
+    const result = JSON.parse(run.out.stdout);
+    expect(result.status).toBe('cancelled');
+    expect(result.tasks.a.status).toBe('cancelled');
+    const lines = readFileSync(events, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines.find((l) => l.type === 'run:cancelled')).toMatchObject({ reason: 'interrupted (SIGTERM)' });
+    expect(lines.at(-1)).toMatchObject({ type: 'run:completed', status: 'cancelled' });
+    const runs = JSON.parse((await cli(['runs', '--store', store, '--json'])).stdout);
+    expect(runs.find((r: { id: string }) => r.id === result.runId)).toMatchObject({ status: 'cancelled' });
   });
 
   it('never prints an inline key', async () => {

@@ -299,8 +299,11 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
   const progress =
     flags.json || flags.quiet ? undefined : createProgress({ out: io.err, tty: err.isTTY === true, ...(budgetUsd ? { budgetUsd } : {}) });
   if (progress) run.events.on('*', (_type, event) => progress.onEvent(event as TimedRunEvent));
-  const stopOnSignal = () => run.cancel('interrupted (SIGINT)');
+  // SIGTERM (a service manager, `kill`, a CI timeout) stops the run as Ctrl-C does: cancelled,
+  // the result printed, the event stream and the journal complete.
+  const stopOnSignal = (signal: NodeJS.Signals) => run.cancel(`interrupted (${signal})`);
   process.once('SIGINT', stopOnSignal);
+  process.once('SIGTERM', stopOnSignal);
   let result: RunResult;
   try {
     result = await run.result;
@@ -315,6 +318,7 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
     return EXIT.invalid;
   } finally {
     process.off('SIGINT', stopOnSignal);
+    process.off('SIGTERM', stopOnSignal);
     progress?.finish();
     await writes;
     await swarm.close();
