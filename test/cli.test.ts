@@ -221,6 +221,15 @@ describe('swarmstate CLI', () => {
     expect(runs.find((r: { id: string }) => r.id === result.runId)).toMatchObject({ status: 'cancelled' });
   });
 
+  it('reads a plan saved with a UTF-8 byte order mark', async () => {
+    const file = join(dir, 'bom.json');
+    writeFileSync(file, '\uFEFF' + readFileSync('examples/plans/hello.json', 'utf8'));
+    const r = await cli(['validate', file]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/plan is valid: 4 tasks/);
+  });
+
   it('never prints an inline key', async () => {
     const plan = JSON.parse(readFileSync('examples/plans/hello.json', 'utf8'));
     plan.providers.sim.keys = ['sk-very-secret-inline-key-123'];

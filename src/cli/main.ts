@@ -15,7 +15,7 @@ import { buildReport, reportCommand } from '../report/index.js';
 import type { TimedRunEvent } from '../swarm.js';
 import { createProgress } from './progress.js';
 import { formatSummaryTable } from './summary.js';
-import { demoIntro, demoPlanPath, packageRoot, withPlanFolder } from './demo.js';
+import { demoIntro, demoPlanPath, packageRoot, planJson, withPlanFolder } from './demo.js';
 import { realPlan } from './real.js';
 import { errorText, jsonForTerminal, visible } from './terminal.js';
 
@@ -208,7 +208,7 @@ async function loadPlan(path: string | undefined, err: NodeJS.WritableStream): P
   }
   try {
     // A plan's stdio tool servers run in the plan's folder unless they name one.
-    return withPlanFolder(JSON.parse(text) as unknown, dirname(resolve(path)));
+    return withPlanFolder(planJson(text), dirname(resolve(path)));
   } catch (error) {
     err.write(`swarmstate: ${path} is not valid JSON: ${errorText(error)}\n`);
     return undefined;

@@ -284,6 +284,18 @@ describe('references', () => {
     ]);
   });
 
+  it('reports a key variable holding a line ending or a space by name, never by value', () => {
+    const raw = basePlan();
+    raw.providers.main.keys = [{ env: 'KEY_A' }, { env: 'KEY_B' }, { env: 'KEY_C' }];
+    const env = { KEY_A: 'sk-ant-secret-1\r', KEY_B: 'sk-ant-secret-2', KEY_C: ' sk-ant-secret-3\n' };
+    const found = lines(raw, { env });
+    expect(found).toEqual([
+      'providers.main.keys[0].env: environment variable KEY_A holds whitespace or a control character (a line ending copied with the key?): an API key has none, remove it',
+      'providers.main.keys[2].env: environment variable KEY_C holds whitespace or a control character (a line ending copied with the key?): an API key has none, remove it',
+    ]);
+    expect(found.join('\n')).not.toContain('sk-ant-secret');
+  });
+
   it('reports a key listed twice', () => {
     const raw = basePlan();
     raw.providers.main.keys = [{ env: 'KEY_A' }, 'sk-inline-1', { env: 'KEY_A' }, 'sk-inline-1'];
