@@ -230,6 +230,39 @@ describe('swarmstate CLI', () => {
     expect(r.stdout).toMatch(/plan is valid: 4 tasks/);
   });
 
+  it('refuses an --events or --report file that is the plan, the journal or the other output', async () => {
+    const file = join(dir, 'keep-me.json');
+    const text = readFileSync('examples/plans/hello.json', 'utf8');
+    writeFileSync(file, text);
+    const store = join(dir, 'keep-me.db');
+    const same = await cli(['run', file, '--events', join(dir, '.', 'keep-me.json'), '--store', store]);
+    expect(same.code).toBe(2);
+    expect(same.stderr).toContain(`--events ${join(dir, 'keep-me.json')} is the plan file`);
+    expect(readFileSync(file, 'utf8')).toBe(text);
+    expect(existsSync(store)).toBe(false);
+    const journal = await cli(['run', file, '--report', store, '--store', store]);
+    expect(journal.code).toBe(2);
+    expect(journal.stderr).toContain('is the run journal');
+    const both = await cli(['run', file, '--events', join(dir, 'out'), '--report', join(dir, 'out'), '--store', 'memory']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('--events and --report name the same file');
+  });
+
+  it('runs and resume create no journal where there is none; a memory journal gets no resume hint', async () => {
+    const typo = join(dir, 'typo', 'dir', 'x.db');
+    const runs = await cli(['runs', '--store', typo]);
+    expect(runs.code).toBe(2);
+    expect(runs.stderr).toContain(`no run journal at ${typo}`);
+    const resume = await cli(['resume', 'abc', '--store', typo]);
+    expect(resume.code).toBe(2);
+    expect(resume.stderr).toContain(`no run journal at ${typo}`);
+    expect(existsSync(join(dir, 'typo'))).toBe(false);
+    const memory = await cli(['run', 'examples/plans/hello.json', '--store', 'memory']);
+    expect(memory.code).toBe(0);
+    expect(memory.stderr).toMatch(/^run [\w-]+$/m);
+    expect(memory.stderr).not.toContain('resume');
+  });
+
   it('never prints an inline key', async () => {
     const plan = JSON.parse(readFileSync('examples/plans/hello.json', 'utf8'));
     plan.providers.sim.keys = ['sk-very-secret-inline-key-123'];

@@ -18,6 +18,8 @@ import { formatSummaryTable } from './summary.js';
 import { demoIntro, demoPlanPath, packageRoot, planJson, withPlanFolder } from './demo.js';
 import { realPlan } from './real.js';
 import { errorText, jsonForTerminal, visible } from './terminal.js';
+import { missingJournal, outputConflict, storeFileOf, storeSpecOf } from './paths.js';
+import { redisForDisplay } from '../distributed/redis.js';
 
 export const EXIT = { ok: 0, incomplete: 1, invalid: 2, locked: 3, journal: 4 } as const;
 
@@ -152,7 +154,7 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
         if (planAgain === undefined) return EXIT.invalid;
       }
       return runPlan(
-        { resume: runId, ...(planAgain !== undefined ? { plan: planAgain } : {}) },
+        { resume: runId, ...(planAgain !== undefined ? { plan: planAgain, planFile: resolve(values.plan!) } : {}) },
         { seed, json: values.json, quiet: values.quiet, events: values.events, report: values.report, inspect: undefined, store: values.store, redis: values.redis },
         io,
       );
@@ -230,10 +232,28 @@ interface RunFlags {
 }
 
 /** A new run of a plan (from its file), or a journaled run to resume. */
-type RunTarget = { plan: unknown; source: string } | { resume: string; plan?: unknown };
+type RunTarget = { plan: unknown; source: string } | { resume: string; plan?: unknown; planFile?: string };
 
 async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
   const plan = 'resume' in target ? undefined : target.plan;
+  const storeSpec = storeSpecOf(flags.store);
+  const journal = storeFileOf(storeSpec);
+  if ('resume' in target && missingJournal(storeSpec) !== undefined) {
+    // Opening it would create an empty journal (and its folders) that cannot hold the run.
+    io.err.write(`swarmstate: no run journal at ${visible(journal!)}: run ${visible(target.resume)} is not there (check --store or $SWARMSTATE_STORE; \`swarmstate runs\` lists a journal's runs)\n`);
+    return EXIT.invalid;
+  }
+  const conflict = outputConflict(
+    [{ flag: '--events', path: flags.events }, { flag: '--report', path: flags.report }],
+    [
+      { what: 'the plan file', path: 'resume' in target ? target.planFile : target.source },
+      ...(journal !== undefined ? ['', '-wal', '-shm'].map((end) => ({ what: 'the run journal', path: journal + end })) : []),
+    ],
+  );
+  if (conflict) {
+    io.err.write(`swarmstate: ${visible(conflict)}\n`);
+    return EXIT.invalid;
+  }
   if (flags.events) {
     try {
       await writeFile(flags.events, '');
@@ -274,7 +294,9 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
     io.err.write(`swarmstate: ${errorText(error)}\n`);
     return error instanceof StoreError ? EXIT.journal : EXIT.invalid;
   }
-  if (!flags.quiet && !flags.json) io.err.write(`${'resume' in target ? 'resuming' : 'run'} ${run.id} (if interrupted: swarmstate resume ${run.id}${flags.store !== undefined ? ` --store ${flags.store}` : ''}${flags.redis !== undefined ? ` --redis ${flags.redis}` : ''})\n`);
+  // A journal kept in memory ends with the process: there is nothing to resume from.
+  const resumeHint = journal === undefined ? '' : ` (if interrupted: ${resumeCommand(run.id, flags)})`;
+  if (!flags.quiet && !flags.json) io.err.write(`${'resume' in target ? 'resuming' : 'run'} ${run.id}${resumeHint}\n`);
   // Every event is kept for the summary and the report, and written to --events as it comes.
   const seen: TimedRunEvent[] = [];
   run.events.on('*', (_type, event) => void seen.push(event as TimedRunEvent));
@@ -310,7 +332,7 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
   } catch (error) {
     if (error instanceof StoreError) {
       // The journal failed mid-run: the run stopped, what was committed is intact.
-      io.err.write(`swarmstate: ${errorText(error)}\nthe run stopped; fix the disk, then: swarmstate resume ${run.id}${flags.store !== undefined ? ` --store ${flags.store}` : ''}\n`);
+      io.err.write(`swarmstate: ${errorText(error)}\nthe run stopped; fix the disk, then: ${resumeCommand(run.id, flags)}\n`);
       return EXIT.journal;
     }
     // The run could not start: a tool its server lacks, a server that does not connect.
@@ -375,6 +397,17 @@ async function workerCommand(redis: string | undefined, concurrency: string | un
 
 /** `swarmstate runs`: the journaled runs, newest first. */
 async function listRuns(store: string | undefined, json: boolean, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
+  // A listing creates nothing: a journal named on purpose must exist; the default may not yet.
+  const spec = storeSpecOf(store);
+  const missing = missingJournal(spec);
+  if (missing !== undefined && spec !== undefined) {
+    io.err.write(`swarmstate: no run journal at ${visible(missing)} (check --store or $SWARMSTATE_STORE)\n`);
+    return EXIT.invalid;
+  }
+  if (missing !== undefined) {
+    io.out.write(json ? '[]\n' : 'no runs yet\n');
+    return EXIT.ok;
+  }
   // The swarm's own list (its store, as `run` would pick it; runs no live process holds say `interrupted`).
   const swarm = createSwarm(store !== undefined ? { store } : {});
   let runs;
@@ -400,6 +433,13 @@ async function listRuns(store: string | undefined, json: boolean, io: { out: Nod
   const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
   io.out.write([line(head), ...rows.map(line)].join('\n') + '\n');
   return EXIT.ok;
+}
+
+/** The command that resumes a run, with the flags that find its journal and queue again. */
+function resumeCommand(runId: string, flags: RunFlags): string {
+  const store = flags.store !== undefined ? ` --store ${flags.store}` : '';
+  const redis = flags.redis !== undefined ? ` --redis ${redisForDisplay(flags.redis)}` : '';
+  return visible(`swarmstate resume ${runId}${store}${redis}`);
 }
 
 /** A file error's code (`ENOENT`), else its message, fit for a terminal. */

@@ -27,3 +27,22 @@ export function redisOptions(url: string): RedisOptions {
   if (parsed.protocol === 'rediss:') options.tls = {};
   return options;
 }
+
+/**
+ * A Redis URL fit to print: its password (and user name) replaced, so logs and hints never
+ * carry the credentials; a URL that does not parse is not echoed at all.
+ *
+ * @example
+ * redisForDisplay('redis://app:s3cret@db:6379/2') // 'redis://***:***@db:6379/2'
+ */
+export function redisForDisplay(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return '(the --redis URL)';
+  }
+  if (parsed.username) parsed.username = '***';
+  if (parsed.password) parsed.password = '***';
+  return parsed.toString();
+}
