@@ -21,7 +21,10 @@ import { errorText, jsonForTerminal, visible } from './terminal.js';
 import { missingJournal, outputConflict, storeFileOf, storeSpecOf } from './paths.js';
 import { redisForDisplay } from '../distributed/redis.js';
 
-export const EXIT = { ok: 0, incomplete: 1, invalid: 2, locked: 3, journal: 4 } as const;
+import { EXIT } from './exit.js';
+import { connectRedis, listRuns, workerCommand } from './commands.js';
+
+export { EXIT };
 
 const HELP = `swarmstate: run many LLM sub-agents in parallel, reliably and within budget
 
@@ -262,6 +265,10 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
       return EXIT.invalid;
     }
   }
+  if (flags.redis !== undefined) {
+    const reached = await connectRedis(flags.redis, io);
+    if (reached !== 'ready') return reached === 'interrupted' ? EXIT.incomplete : EXIT.invalid;
+  }
   // Loaded only when asked for: the inspector is a dependency most runs never touch.
   const inspector = flags.inspect
     ? (await import('./inspect.js')).attachInspector({ url: flags.inspect, onError: (e: Error) => void io.err.write(`inspect: ${errorText(e)}\n`) })
@@ -358,81 +365,6 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
   if (flags.json) io.out.write(jsonForTerminal(result) + '\n');
   else io.out.write(formatSummaryTable(result, seen) + '\n');
   return result.status === 'completed' ? EXIT.ok : EXIT.incomplete;
-}
-
-/** `swarmstate worker`: runs calls of distributed runs until SIGINT or SIGTERM. */
-async function workerCommand(redis: string | undefined, concurrency: string | undefined, lockMs: string | undefined, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
-  if (!redis) {
-    io.err.write('swarmstate: worker needs --redis <redis://host:6379>\n');
-    return EXIT.invalid;
-  }
-  const n = concurrency === undefined ? 8 : Number(concurrency);
-  const lock = lockMs === undefined ? 30_000 : Number(lockMs);
-  if (!Number.isInteger(n) || n < 1) {
-    io.err.write(`swarmstate: --concurrency must be a positive integer, got "${concurrency}"\n`);
-    return EXIT.invalid;
-  }
-  if (!Number.isInteger(lock) || lock < 500) {
-    io.err.write(`swarmstate: --lock-ms must be an integer of at least 500, got "${lockMs}"\n`);
-    return EXIT.invalid;
-  }
-  const { startWorker } = await import('../distributed/worker.js');
-  let worker;
-  let calls = 0;
-  try {
-    worker = await startWorker({ redis, concurrency: n, lockMs: lock, onJob: () => void (calls += 1) });
-  } catch (error) {
-    io.err.write(`swarmstate: ${errorText(error)}\n`);
-    return EXIT.invalid;
-  }
-  io.err.write(`worker ready: ${n} calls at once, queue on ${new URL(redis).host}\n`);
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
-  await worker.close();
-  io.err.write(`worker stopped: ${calls} calls made\n`);
-  return EXIT.ok;
-}
-
-/** `swarmstate runs`: the journaled runs, newest first. */
-async function listRuns(store: string | undefined, json: boolean, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
-  // A listing creates nothing: a journal named on purpose must exist; the default may not yet.
-  const spec = storeSpecOf(store);
-  const missing = missingJournal(spec);
-  if (missing !== undefined && spec !== undefined) {
-    io.err.write(`swarmstate: no run journal at ${visible(missing)} (check --store or $SWARMSTATE_STORE)\n`);
-    return EXIT.invalid;
-  }
-  if (missing !== undefined) {
-    io.out.write(json ? '[]\n' : 'no runs yet\n');
-    return EXIT.ok;
-  }
-  // The swarm's own list (its store, as `run` would pick it; runs no live process holds say `interrupted`).
-  const swarm = createSwarm(store !== undefined ? { store } : {});
-  let runs;
-  try {
-    runs = swarm.runs(200);
-  } catch (error) {
-    io.err.write(`swarmstate: ${errorText(error)}\n`);
-    return EXIT.journal;
-  } finally {
-    await swarm.close();
-  }
-  if (json) {
-    io.out.write(jsonForTerminal(runs.map(({ options: _options, ...r }) => r)) + '\n');
-    return EXIT.ok;
-  }
-  if (runs.length === 0) {
-    io.out.write('no runs yet\n');
-    return EXIT.ok;
-  }
-  const rows = runs.map((r) => [r.id, r.status, `${r.tasksDone}/${r.tasksTotal}`, `$${r.costUsd.toFixed(4)}`, new Date(r.createdAt).toISOString().replace('T', ' ').slice(0, 19), visible(r.source ?? '')] as const);
-  const head = ['run', 'status', 'done', 'cost', 'started (UTC)', 'plan'] as const;
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
-  io.out.write([line(head), ...rows.map(line)].join('\n') + '\n');
-  return EXIT.ok;
 }
 
 /** The command that resumes a run, with the flags that find its journal and queue again. */

@@ -9,7 +9,8 @@ export function redisOptions(url: string): RedisOptions {
   try {
     parsed = new URL(url);
   } catch {
-    throw new Error(`--redis must be a URL like redis://127.0.0.1:6379, got "${url}"`);
+    // Not echoed: a URL that does not parse may still hold a password.
+    throw new Error('--redis must be a URL like redis://127.0.0.1:6379 (the one given does not parse)');
   }
   if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') throw new Error(`--redis must be a redis:// or rediss:// URL, got "${parsed.protocol}//..."`);
   const options: RedisOptions = {
@@ -46,3 +47,4 @@ export function redisForDisplay(url: string): string {
   if (parsed.password) parsed.password = '***';
   return parsed.toString();
 }
+
