@@ -71,6 +71,8 @@ Options:
   --plan <file>      resume: the plan file again, for a run whose plan had inline keys (never stored).
   --redis <url>      run/resume: coordinate a distributed run on this Redis (BullMQ): every model
                      and tool call goes to \`swarmstate worker\` processes. Keys from the environment only.
+                     run, resume and worker wait at most 10 s for Redis to answer
+                     ($SWARMSTATE_REDIS_CONNECT_MS, in ms), then exit 2.
   --concurrency <n>  worker: calls at once. Default 8.
   --lock-ms <n>      worker: how soon another worker takes over the jobs of a worker that died. Default 30000.
   --quiet            No progress (on a terminal a live view, elsewhere one line per notable event).
