@@ -19,12 +19,20 @@ export function costOfUsage(usage: Usage, price: Price): number {
   const cacheWrite = price.cacheWrite ?? price.input * 1.25;
   const cacheRead = price.cacheRead ?? price.input * 0.1;
   return round(
-    (usage.inputTokens * price.input +
-      usage.outputTokens * price.output +
-      usage.cacheWriteTokens * cacheWrite +
-      usage.cacheReadTokens * cacheRead) /
+    (tokens(usage.inputTokens) * price.input +
+      tokens(usage.outputTokens) * price.output +
+      tokens(usage.cacheWriteTokens) * cacheWrite +
+      tokens(usage.cacheReadTokens) * cacheRead) /
       PER_MILLION,
   );
+}
+
+/**
+ * A count as a server reported it, fit to price: a negative or non-numeric count (a broken or
+ * hostile server) is none, so a cost is never negative and never NaN (a budget would grow).
+ */
+function tokens(n: number): number {
+  return Number.isFinite(n) && n > 0 ? n : 0;
 }
 
 /** The most a call can cost: every input token uncached (written at worst) plus maxTokens of output. */

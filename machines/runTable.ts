@@ -591,7 +591,8 @@ export class RunTable {
 
   /** Builds the result once, at the end: O(tasks). */
   result(runId: string, status: RunStatus, durationMs: number): RunResult {
-    const tasks: Record<string, TaskResult> = {};
+    // Keyed by the plan's task ids: `__proto__` or `constructor` must be a task like any other.
+    const tasks = Object.create(null) as Record<string, TaskResult>;
     const totals: RunTotals = {
       tasks: this.records.size,
       completed: this.counts.completed,

@@ -285,7 +285,8 @@ export function restoreOf(
       retries: row.status === 'completed' ? row.retries : Math.max(row.retries, failed.get(row.taskId) ?? 0) + (interrupted.get(row.taskId) ?? 0),
       requests: row.requests,
       usage: (row.usage as Usage | null) ?? ZERO_USAGE,
-      costUsd: spentByTask[row.taskId] ?? row.costUsd ?? 0,
+      // Own entries only: a task named `constructor` must not read the prototype's.
+      costUsd: (Object.hasOwn(spentByTask, row.taskId) ? spentByTask[row.taskId] : undefined) ?? row.costUsd ?? 0,
     };
     if (row.output !== null) task.output = row.output;
     if (row.error) task.error = row.error as ErrorInfo;

@@ -1,22 +1,11 @@
 /** The `swarmstate` command: help, validation (exit 2 with every problem), runs, --json, --events. */
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-
-const exec = promisify(execFile);
-
-async function cli(args: string[], env: Record<string, string> = {}) {
-  try {
-    const { stdout, stderr } = await exec(process.execPath, ['bin/swarmstate.js', ...args], { timeout: 170_000, env: { ...process.env, ...env } });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+import { cli, start, until } from './helpers/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'swarmstate-cli-'));
 
@@ -93,6 +82,152 @@ describe('swarmstate CLI', () => {
     expect(result.tasks.intro).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'bad_request', retryable: false } });
     expect(result.tasks.final.status).toBe('skipped');
     expect(result.tasks.body.status).toBe('completed');
+  });
+
+  it('runs a plan whose task ids, models and providers are named __proto__ and constructor', async () => {
+    // Written as text: JSON.parse makes `__proto__` an own key, as any plan file does.
+    const file = join(dir, 'proto.json');
+    writeFileSync(
+      file,
+      `{
+        "providers": { "__proto__": { "type": "sim" }, "constructor": { "type": "sim" } },
+        "models": {
+          "__proto__": { "provider": "__proto__", "model": "sim-fast", "maxInFlight": 1, "fallback": ["constructor"], "price": { "input": 1, "output": 5 } },
+          "constructor": { "provider": "constructor", "model": "sim-fast", "price": { "input": 1, "output": 5 } }
+        },
+        "budget": { "usd": 1, "perModel": { "__proto__": 0.5, "constructor": 0.5 } },
+        "tasks": [
+          { "id": "__proto__", "model": "__proto__", "prompt": "first", "budgetUsd": 0.1 },
+          { "id": "constructor", "model": "constructor", "prompt": "then {{__proto__}}", "deps": ["__proto__"] },
+          { "id": "toString", "model": "__proto__", "prompt": "apart" }
+        ]
+      }`,
+    );
+    expect((await cli(['validate', file])).stdout).toMatch(/plan is valid: 3 tasks, 2 models, 2 providers/);
+    const r = await cli(['run', file, '--json', '--store', 'memory']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const result = JSON.parse(r.stdout);
+    expect(result.status).toBe('completed');
+    expect(Object.keys(result.tasks).sort()).toEqual(['__proto__', 'constructor', 'toString']);
+    expect(result.tasks['__proto__']).toMatchObject({ id: '__proto__', status: 'completed', model: '__proto__' });
+    expect(result.tasks.constructor).toMatchObject({ id: 'constructor', status: 'completed', model: 'constructor' });
+    expect(Object.keys(result.routes).sort()).toEqual(['__proto__/sim-fast', 'constructor/sim-fast']);
+  });
+
+  it('shows the control characters of a server error escaped on the terminal, and keeps them in --json', async () => {
+    // Clear screen, window title, OSC 52 clipboard write, CR, a C1 CSI: what a hostile server may send.
+    const hostile = 'denied\x1b[2J\x1b]0;pwned\x07\x1b]52;c;ZWNobyBoaQ==\x07\roverwritten\u009b31m';
+    const server = createServer((_req, res) => {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: hostile } }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const plan = {
+        providers: { evil: { type: 'anthropic', baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, keys: [{ env: 'SWARMSTATE_TEST_EVIL_KEY' }] } },
+        models: { m: { provider: 'evil', model: 'claude-haiku-4-5' } },
+        tasks: [{ id: 'a', model: 'm', prompt: 'hi' }],
+      };
+      const file = join(dir, 'hostile.json');
+      writeFileSync(file, JSON.stringify(plan));
+      const env = { SWARMSTATE_TEST_EVIL_KEY: 'sk-test-evil' };
+      const r = await cli(['run', file, '--store', 'memory'], env);
+      expect(r.code).toBe(1);
+      const controls = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
+      expect(r.stderr).not.toMatch(controls);
+      expect(r.stdout).not.toMatch(controls);
+      expect(r.stderr).toContain('denied\\e[2J\\e]0;pwned\\x07');
+      expect(r.stdout).toMatch(/^failed a: bad_request: .*denied\\e\[2J/m);
+      const json = await cli(['run', file, '--store', 'memory', '--json'], env);
+      expect(json.stdout).not.toMatch(controls);
+      expect(JSON.parse(json.stdout).tasks.a.error.message).toContain(hostile);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('prints an invalid plan without the control characters of its names', async () => {
+    const plan = JSON.parse(readFileSync('examples/plans/hello.json', 'utf8'));
+    plan.tasks[0].model = 'fast\x1b]0;pwned\x07\r';
+    const file = join(dir, 'control-names.json');
+    writeFileSync(file, JSON.stringify(plan));
+    const r = await cli(['validate', file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('tasks[0].model: unknown model "fast\\e]0;pwned\\x07\\r"');
+    expect(r.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+  });
+
+  it('SIGTERM cancels the run as Ctrl-C does: result printed, events complete, journal cancelled', async () => {
+    const plan = {
+      // The calls take a minute: the signal finds them in flight.
+      providers: { sim: { type: 'sim', sim: { ttftMs: 60_000 } } },
+      models: { fast: { provider: 'sim', model: 'sim-fast', maxTokens: 64 } },
+      tasks: [
+        { id: 'a', model: 'fast', prompt: 'slow' },
+        { id: 'b', model: 'fast', prompt: 'after {{a}}', deps: ['a'] },
+      ],
+    };
+    const file = join(dir, 'slow.json');
+    writeFileSync(file, JSON.stringify(plan));
+    const events = join(dir, 'sigterm.ndjson');
+    const store = join(dir, 'sigterm.db');
+    const run = start(['run', file, '--json', '--events', events, '--store', store]);
+    await until(() => existsSync(events) && readFileSync(events, 'utf8').includes('"model:request"'), 'the first model call');
+    run.child.kill('SIGTERM');
+    const { code, signal } = await run.exit;
+    expect(signal).toBeNull();
+    expect(code).toBe(1);
+    const result = JSON.parse(run.out.stdout);
+    expect(result.status).toBe('cancelled');
+    expect(result.tasks.a.status).toBe('cancelled');
+    const lines = readFileSync(events, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines.find((l) => l.type === 'run:cancelled')).toMatchObject({ reason: 'interrupted (SIGTERM)' });
+    expect(lines.at(-1)).toMatchObject({ type: 'run:completed', status: 'cancelled' });
+    const runs = JSON.parse((await cli(['runs', '--store', store, '--json'])).stdout);
+    expect(runs.find((r: { id: string }) => r.id === result.runId)).toMatchObject({ status: 'cancelled' });
+  });
+
+  it('reads a plan saved with a UTF-8 byte order mark', async () => {
+    const file = join(dir, 'bom.json');
+    writeFileSync(file, '\uFEFF' + readFileSync('examples/plans/hello.json', 'utf8'));
+    const r = await cli(['validate', file]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/plan is valid: 4 tasks/);
+  });
+
+  it('refuses an --events or --report file that is the plan, the journal or the other output', async () => {
+    const file = join(dir, 'keep-me.json');
+    const text = readFileSync('examples/plans/hello.json', 'utf8');
+    writeFileSync(file, text);
+    const store = join(dir, 'keep-me.db');
+    const same = await cli(['run', file, '--events', join(dir, '.', 'keep-me.json'), '--store', store]);
+    expect(same.code).toBe(2);
+    expect(same.stderr).toContain(`--events ${join(dir, 'keep-me.json')} is the plan file`);
+    expect(readFileSync(file, 'utf8')).toBe(text);
+    expect(existsSync(store)).toBe(false);
+    const journal = await cli(['run', file, '--report', store, '--store', store]);
+    expect(journal.code).toBe(2);
+    expect(journal.stderr).toContain('is the run journal');
+    const both = await cli(['run', file, '--events', join(dir, 'out'), '--report', join(dir, 'out'), '--store', 'memory']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('--events and --report name the same file');
+  });
+
+  it('runs and resume create no journal where there is none; a memory journal gets no resume hint', async () => {
+    const typo = join(dir, 'typo', 'dir', 'x.db');
+    const runs = await cli(['runs', '--store', typo]);
+    expect(runs.code).toBe(2);
+    expect(runs.stderr).toContain(`no run journal at ${typo}`);
+    const resume = await cli(['resume', 'abc', '--store', typo]);
+    expect(resume.code).toBe(2);
+    expect(resume.stderr).toContain(`no run journal at ${typo}`);
+    expect(existsSync(join(dir, 'typo'))).toBe(false);
+    const memory = await cli(['run', 'examples/plans/hello.json', '--store', 'memory']);
+    expect(memory.code).toBe(0);
+    expect(memory.stderr).toMatch(/^run [\w-]+$/m);
+    expect(memory.stderr).not.toContain('resume');
   });
 
   it('never prints an inline key', async () => {

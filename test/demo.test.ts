@@ -144,6 +144,10 @@ describe('realPlan', () => {
   it('refuses a simulated model it has no real stand-in for', () => {
     const plan = { providers: { s: { type: 'sim' } }, models: { m: { provider: 's', model: 'sim-mystery' } }, tasks: [] };
     expect(() => realPlan(plan, { ANTHROPIC_API_KEY: 'k' })).toThrow(/model "m": no real anthropic model stands in for simulated "sim-mystery"/);
+    for (const id of ['constructor', 'toString', '__proto__']) {
+      const named = { providers: { s: { type: 'sim' } }, models: { m: { provider: 's', model: id } }, tasks: [] };
+      expect(() => realPlan(named, { ANTHROPIC_API_KEY: 'k' }), id).toThrow(`no real anthropic model stands in for simulated "${id}"`);
+    }
   });
 });
 

@@ -44,8 +44,18 @@ interface PlanJson {
  * const plan = await loadPlanFile('examples/catalog-swarm/plan.json');
  */
 export async function loadPlanFile(path: string): Promise<Record<string, unknown>> {
-  const plan = JSON.parse(await readFile(path, 'utf8')) as PlanJson;
+  const plan = planJson(await readFile(path, 'utf8')) as PlanJson;
   return withPlanFolder(plan, dirname(resolve(path)));
+}
+
+/**
+ * A plan file's text as JSON. Editors on Windows save UTF-8 with a byte order mark, which
+ * JSON.parse rejects with an error pointing at a character nobody can see: it is dropped.
+ *
+ * @throws SyntaxError when the text is not JSON.
+ */
+export function planJson(text: string): unknown {
+  return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text) as unknown;
 }
 
 /** Gives every stdio server without a `cwd`, and a relative hook module, the plan's folder. */

@@ -7,6 +7,7 @@
 import type { RunEvent } from '../../machines/protocol.js';
 import type { RunResult } from '../../machines/runTable.js';
 import type { ProgressState } from './progress.js';
+import { visible } from './terminal.js';
 
 /** `0.0s`, `12.3s` (tenths cut, not rounded), `5m02s`, `1h02m`. */
 export function formatElapsed(ms: number): string {
@@ -253,6 +254,7 @@ export function renderFrame(state: ProgressState, now: number, width: number, bu
     lines.push(`tools    ${formatInt(t.requested)} requested, ${formatInt(t.executed)} executed, ${formatInt(t.shared)} shared, ${formatInt(t.cached)} cached${extra}`);
   }
   if (state.compactions > 0) lines.push(`context  ${plural(state.compactions, 'compaction')}`);
-  return lines.map((line) => fit(line, width));
+  // Route names and key ids come from the plan, shown escaped, and cut after escaping.
+  return lines.map((line) => fit(visible(line), width));
 }
 

@@ -15,10 +15,16 @@ import { buildReport, reportCommand } from '../report/index.js';
 import type { TimedRunEvent } from '../swarm.js';
 import { createProgress } from './progress.js';
 import { formatSummaryTable } from './summary.js';
-import { demoIntro, demoPlanPath, packageRoot, withPlanFolder } from './demo.js';
+import { demoIntro, demoPlanPath, packageRoot, planJson, withPlanFolder } from './demo.js';
 import { realPlan } from './real.js';
+import { errorText, jsonForTerminal, visible } from './terminal.js';
+import { missingJournal, outputConflict, storeFileOf, storeSpecOf } from './paths.js';
+import { redisForDisplay } from '../distributed/redis.js';
 
-export const EXIT = { ok: 0, incomplete: 1, invalid: 2, locked: 3, journal: 4 } as const;
+import { EXIT } from './exit.js';
+import { connectRedis, listRuns, workerCommand } from './commands.js';
+
+export { EXIT };
 
 const HELP = `swarmstate: run many LLM sub-agents in parallel, reliably and within budget
 
@@ -65,6 +71,8 @@ Options:
   --plan <file>      resume: the plan file again, for a run whose plan had inline keys (never stored).
   --redis <url>      run/resume: coordinate a distributed run on this Redis (BullMQ): every model
                      and tool call goes to \`swarmstate worker\` processes. Keys from the environment only.
+                     run, resume and worker wait at most 10 s for Redis to answer
+                     ($SWARMSTATE_REDIS_CONNECT_MS, in ms), then exit 2.
   --concurrency <n>  worker: calls at once. Default 8.
   --lock-ms <n>      worker: how soon another worker takes over the jobs of a worker that died. Default 30000.
   --quiet            No progress (on a terminal a live view, elsewhere one line per notable event).
@@ -103,7 +111,7 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
       },
     });
   } catch (error) {
-    io.err.write(`swarmstate: ${(error as Error).message}\n\n${HELP}\n`);
+    io.err.write(`swarmstate: ${errorText(error)}\n\n${HELP}\n`);
     return EXIT.invalid;
   }
   const { values, positionals } = parsed;
@@ -129,7 +137,7 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
       // The CLI registers no in-process tools, so `validate` judges tool names as `run` would.
       const checked = validatePlan(plan, { tools: [] });
       if (!checked.ok) {
-        io.err.write(new PlanValidationError(checked.issues).message + '\n');
+        io.err.write(errorText(new PlanValidationError(checked.issues)) + '\n');
         return EXIT.invalid;
       }
       io.out.write(`plan is valid: ${checked.plan.tasks.length} tasks, ${Object.keys(checked.plan.models).length} models, ${Object.keys(checked.plan.providers).length} providers\n`);
@@ -151,7 +159,7 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
         if (planAgain === undefined) return EXIT.invalid;
       }
       return runPlan(
-        { resume: runId, ...(planAgain !== undefined ? { plan: planAgain } : {}) },
+        { resume: runId, ...(planAgain !== undefined ? { plan: planAgain, planFile: resolve(values.plan!) } : {}) },
         { seed, json: values.json, quiet: values.quiet, events: values.events, report: values.report, inspect: undefined, store: values.store, redis: values.redis },
         io,
       );
@@ -165,9 +173,9 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
         try {
           const converted = realPlan(plan as Record<string, unknown>, process.env);
           plan = converted.plan;
-          for (const note of converted.notes) io.err.write(`real: ${note}\n`);
+          for (const note of converted.notes) io.err.write(`real: ${visible(note)}\n`);
         } catch (error) {
-          io.err.write(`swarmstate: ${(error as Error).message}\n`);
+          io.err.write(`swarmstate: ${errorText(error)}\n`);
           return EXIT.invalid;
         }
       }
@@ -202,14 +210,14 @@ async function loadPlan(path: string | undefined, err: NodeJS.WritableStream): P
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
-    err.write(`swarmstate: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}\n`);
+    err.write(`swarmstate: cannot read ${path}: ${reasonOf(error)}\n`);
     return undefined;
   }
   try {
     // A plan's stdio tool servers run in the plan's folder unless they name one.
-    return withPlanFolder(JSON.parse(text) as unknown, dirname(resolve(path)));
+    return withPlanFolder(planJson(text), dirname(resolve(path)));
   } catch (error) {
-    err.write(`swarmstate: ${path} is not valid JSON: ${(error as Error).message}\n`);
+    err.write(`swarmstate: ${path} is not valid JSON: ${errorText(error)}\n`);
     return undefined;
   }
 }
@@ -229,21 +237,43 @@ interface RunFlags {
 }
 
 /** A new run of a plan (from its file), or a journaled run to resume. */
-type RunTarget = { plan: unknown; source: string } | { resume: string; plan?: unknown };
+type RunTarget = { plan: unknown; source: string } | { resume: string; plan?: unknown; planFile?: string };
 
 async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
   const plan = 'resume' in target ? undefined : target.plan;
+  const storeSpec = storeSpecOf(flags.store);
+  const journal = storeFileOf(storeSpec);
+  if ('resume' in target && missingJournal(storeSpec) !== undefined) {
+    // Opening it would create an empty journal (and its folders) that cannot hold the run.
+    io.err.write(`swarmstate: no run journal at ${visible(journal!)}: run ${visible(target.resume)} is not there (check --store or $SWARMSTATE_STORE; \`swarmstate runs\` lists a journal's runs)\n`);
+    return EXIT.invalid;
+  }
+  const conflict = outputConflict(
+    [{ flag: '--events', path: flags.events }, { flag: '--report', path: flags.report }],
+    [
+      { what: 'the plan file', path: 'resume' in target ? target.planFile : target.source },
+      ...(journal !== undefined ? ['', '-wal', '-shm'].map((end) => ({ what: 'the run journal', path: journal + end })) : []),
+    ],
+  );
+  if (conflict) {
+    io.err.write(`swarmstate: ${visible(conflict)}\n`);
+    return EXIT.invalid;
+  }
   if (flags.events) {
     try {
       await writeFile(flags.events, '');
     } catch (error) {
-      io.err.write(`swarmstate: cannot write --events ${flags.events}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}\n`);
+      io.err.write(`swarmstate: cannot write --events ${flags.events}: ${reasonOf(error)}\n`);
       return EXIT.invalid;
     }
   }
+  if (flags.redis !== undefined) {
+    const reached = await connectRedis(flags.redis, io);
+    if (reached !== 'ready') return reached === 'interrupted' ? EXIT.incomplete : EXIT.invalid;
+  }
   // Loaded only when asked for: the inspector is a dependency most runs never touch.
   const inspector = flags.inspect
-    ? (await import('./inspect.js')).attachInspector({ url: flags.inspect, onError: (e: Error) => void io.err.write(`inspect: ${e.message}\n`) })
+    ? (await import('./inspect.js')).attachInspector({ url: flags.inspect, onError: (e: Error) => void io.err.write(`inspect: ${errorText(e)}\n`) })
     : undefined;
   let swarm;
   try {
@@ -254,7 +284,7 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
       ...(flags.redis !== undefined ? { redis: flags.redis } : {}),
     });
   } catch (error) {
-    io.err.write(`swarmstate: ${(error as Error).message}\n`);
+    io.err.write(`swarmstate: ${errorText(error)}\n`);
     return EXIT.invalid;
   }
   let run;
@@ -263,17 +293,19 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
   } catch (error) {
     await swarm.close();
     if (error instanceof PlanValidationError) {
-      io.err.write(error.message + '\n');
+      io.err.write(errorText(error) + '\n');
       return EXIT.invalid;
     }
     if (error instanceof RunLockedError) {
-      io.err.write(`swarmstate: ${error.message}\n`);
+      io.err.write(`swarmstate: ${errorText(error)}\n`);
       return EXIT.locked;
     }
-    io.err.write(`swarmstate: ${(error as Error).message}\n`);
+    io.err.write(`swarmstate: ${errorText(error)}\n`);
     return error instanceof StoreError ? EXIT.journal : EXIT.invalid;
   }
-  if (!flags.quiet && !flags.json) io.err.write(`${'resume' in target ? 'resuming' : 'run'} ${run.id} (if interrupted: swarmstate resume ${run.id}${flags.store !== undefined ? ` --store ${flags.store}` : ''}${flags.redis !== undefined ? ` --redis ${flags.redis}` : ''})\n`);
+  // A journal kept in memory ends with the process: there is nothing to resume from.
+  const resumeHint = journal === undefined ? '' : ` (if interrupted: ${resumeCommand(run.id, flags)})`;
+  if (!flags.quiet && !flags.json) io.err.write(`${'resume' in target ? 'resuming' : 'run'} ${run.id}${resumeHint}\n`);
   // Every event is kept for the summary and the report, and written to --events as it comes.
   const seen: TimedRunEvent[] = [];
   run.events.on('*', (_type, event) => void seen.push(event as TimedRunEvent));
@@ -288,7 +320,7 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
         .then(() => (eventsFailed ? undefined : appendFile(file, line)))
         .catch((error: unknown) => {
           // A disk that fills up must not take the run down: say so once, stop writing.
-          if (!eventsFailed) io.err.write(`swarmstate: writing ${file} failed: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}; events are no longer written\n`);
+          if (!eventsFailed) io.err.write(`swarmstate: writing ${file} failed: ${reasonOf(error)}; events are no longer written\n`);
           eventsFailed = true;
         });
     });
@@ -298,22 +330,26 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
   const progress =
     flags.json || flags.quiet ? undefined : createProgress({ out: io.err, tty: err.isTTY === true, ...(budgetUsd ? { budgetUsd } : {}) });
   if (progress) run.events.on('*', (_type, event) => progress.onEvent(event as TimedRunEvent));
-  const stopOnSignal = () => run.cancel('interrupted (SIGINT)');
+  // SIGTERM (a service manager, `kill`, a CI timeout) stops the run as Ctrl-C does: cancelled,
+  // the result printed, the event stream and the journal complete.
+  const stopOnSignal = (signal: NodeJS.Signals) => run.cancel(`interrupted (${signal})`);
   process.once('SIGINT', stopOnSignal);
+  process.once('SIGTERM', stopOnSignal);
   let result: RunResult;
   try {
     result = await run.result;
   } catch (error) {
     if (error instanceof StoreError) {
       // The journal failed mid-run: the run stopped, what was committed is intact.
-      io.err.write(`swarmstate: ${error.message}\nthe run stopped; fix the disk, then: swarmstate resume ${run.id}${flags.store !== undefined ? ` --store ${flags.store}` : ''}\n`);
+      io.err.write(`swarmstate: ${errorText(error)}\nthe run stopped; fix the disk, then: ${resumeCommand(run.id, flags)}\n`);
       return EXIT.journal;
     }
     // The run could not start: a tool its server lacks, a server that does not connect.
-    io.err.write(`swarmstate: ${(error as Error).message}\n`);
+    io.err.write(`swarmstate: ${errorText(error)}\n`);
     return EXIT.invalid;
   } finally {
     process.off('SIGINT', stopOnSignal);
+    process.off('SIGTERM', stopOnSignal);
     progress?.finish();
     await writes;
     await swarm.close();
@@ -325,76 +361,24 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
       if (!flags.json) io.err.write(`report: ${flags.report}\n`);
     } catch (error) {
       // The run's result still goes out: a report that cannot be written loses nothing else.
-      io.err.write(`swarmstate: cannot write --report ${flags.report}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}\n`);
+      io.err.write(`swarmstate: cannot write --report ${flags.report}: ${reasonOf(error)}\n`);
     }
   }
-  if (flags.json) io.out.write(JSON.stringify(result) + '\n');
+  if (flags.json) io.out.write(jsonForTerminal(result) + '\n');
   else io.out.write(formatSummaryTable(result, seen) + '\n');
   return result.status === 'completed' ? EXIT.ok : EXIT.incomplete;
 }
 
-/** `swarmstate worker`: runs calls of distributed runs until SIGINT or SIGTERM. */
-async function workerCommand(redis: string | undefined, concurrency: string | undefined, lockMs: string | undefined, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
-  if (!redis) {
-    io.err.write('swarmstate: worker needs --redis <redis://host:6379>\n');
-    return EXIT.invalid;
-  }
-  const n = concurrency === undefined ? 8 : Number(concurrency);
-  const lock = lockMs === undefined ? 30_000 : Number(lockMs);
-  if (!Number.isInteger(n) || n < 1) {
-    io.err.write(`swarmstate: --concurrency must be a positive integer, got "${concurrency}"\n`);
-    return EXIT.invalid;
-  }
-  if (!Number.isInteger(lock) || lock < 500) {
-    io.err.write(`swarmstate: --lock-ms must be an integer of at least 500, got "${lockMs}"\n`);
-    return EXIT.invalid;
-  }
-  const { startWorker } = await import('../distributed/worker.js');
-  let worker;
-  let calls = 0;
-  try {
-    worker = await startWorker({ redis, concurrency: n, lockMs: lock, onJob: () => void (calls += 1) });
-  } catch (error) {
-    io.err.write(`swarmstate: ${(error as Error).message}\n`);
-    return EXIT.invalid;
-  }
-  io.err.write(`worker ready: ${n} calls at once, queue on ${new URL(redis).host}\n`);
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
-  await worker.close();
-  io.err.write(`worker stopped: ${calls} calls made\n`);
-  return EXIT.ok;
+/** The command that resumes a run, with the flags that find its journal and queue again. */
+function resumeCommand(runId: string, flags: RunFlags): string {
+  const store = flags.store !== undefined ? ` --store ${flags.store}` : '';
+  const redis = flags.redis !== undefined ? ` --redis ${redisForDisplay(flags.redis)}` : '';
+  return visible(`swarmstate resume ${runId}${store}${redis}`);
 }
 
-/** `swarmstate runs`: the journaled runs, newest first. */
-async function listRuns(store: string | undefined, json: boolean, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
-  // The swarm's own list (its store, as `run` would pick it; runs no live process holds say `interrupted`).
-  const swarm = createSwarm(store !== undefined ? { store } : {});
-  let runs;
-  try {
-    runs = swarm.runs(200);
-  } catch (error) {
-    io.err.write(`swarmstate: ${(error as Error).message}\n`);
-    return EXIT.journal;
-  } finally {
-    await swarm.close();
-  }
-  if (json) {
-    io.out.write(JSON.stringify(runs.map(({ options: _options, ...r }) => r)) + '\n');
-    return EXIT.ok;
-  }
-  if (runs.length === 0) {
-    io.out.write('no runs yet\n');
-    return EXIT.ok;
-  }
-  const rows = runs.map((r) => [r.id, r.status, `${r.tasksDone}/${r.tasksTotal}`, `$${r.costUsd.toFixed(4)}`, new Date(r.createdAt).toISOString().replace('T', ' ').slice(0, 19), r.source ?? ''] as const);
-  const head = ['run', 'status', 'done', 'cost', 'started (UTC)', 'plan'] as const;
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
-  io.out.write([line(head), ...rows.map(line)].join('\n') + '\n');
-  return EXIT.ok;
+/** A file error's code (`ENOENT`), else its message, fit for a terminal. */
+function reasonOf(error: unknown): string {
+  return visible(String((error as NodeJS.ErrnoException).code ?? (error as Error).message));
 }
 
 async function version(): Promise<string> {

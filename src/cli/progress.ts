@@ -13,6 +13,7 @@ import { costOf } from '../cost/price.js';
 import type { ModelPrice } from '../plan/index.js';
 import type { TimedRunEvent } from '../swarm.js';
 import { formatEventLine, formatInt, renderFrame, stamp, startLine, statusLine } from './format.js';
+import { visible } from './terminal.js';
 
 export { etaMs, finishedTasks, renderFrame, statusLine } from './format.js';
 
@@ -96,7 +97,7 @@ export interface ProgressState {
 export function progressState(): ProgressState {
   return {
     total: 0,
-    models: {},
+    models: Object.create(null) as ProgressState['models'],
     tasks: new Map(),
     counts: { pending: 0, queued: 0, running: 0, completed: 0, failed: 0, skipped: 0, cancelled: 0 },
     retries: 0,
@@ -136,7 +137,7 @@ export function reduce(state: ProgressState, event: TimedRunEvent | RunEvent): P
       if (event.alreadyCompleted) state.counts.completed += event.alreadyCompleted;
       if (typeof at === 'number' && Number.isFinite(at)) state.startedAt = at;
       if (event.maxInFlight !== undefined) state.maxInFlight = event.maxInFlight;
-      state.models = { ...(event.models ?? {}) };
+      state.models = Object.assign(Object.create(null) as ProgressState['models'], event.models);
       for (const [keyId, limits] of Object.entries(event.keys ?? {})) keyOf(state, keyId).limits = limits ?? {};
       break;
     case 'task:queued':
@@ -342,7 +343,7 @@ export function createProgress(opts: ProgressOptions): Progress {
     // A failed task with 1,000 dependents skips them in one burst: a few lines, then a count.
     let skips: { reason: string; shown: number; held: number; at: number } | undefined;
     const flushSkips = () => {
-      if (skips && skips.held > 0) write(`${stamp(state, skips.at)} skipped  ... and ${formatInt(skips.held)} more (${skips.reason})\n`);
+      if (skips && skips.held > 0) write(`${stamp(state, skips.at)} skipped  ... and ${formatInt(skips.held)} more (${visible(skips.reason)})\n`);
       skips = undefined;
     };
     const log = (event: RunEvent, line: string, at: number) => {
@@ -359,11 +360,12 @@ export function createProgress(opts: ProgressOptions): Progress {
         }
         skips.shown += 1;
       }
-      write(`${stamp(state, at)} ${line}\n`);
+      // A line may quote a server's error: its control characters are shown, not obeyed.
+      write(`${stamp(state, at)} ${visible(line)}\n`);
     };
     const status = (at: number) => {
       flushSkips();
-      write(`${statusLine(state, at, opts.budgetUsd)}\n`);
+      write(`${visible(statusLine(state, at, opts.budgetUsd))}\n`);
     };
     return {
       onEvent(event) {
@@ -438,7 +440,7 @@ export function createProgress(opts: ProgressOptions): Progress {
           reduce(state, event);
           if (isAlarm(event)) {
             const line = formatEventLine(event);
-            if (line) above.push(`${stamp(state, event.at)} ${line}`);
+            if (line) above.push(`${stamp(state, event.at)} ${visible(line)}`);
           }
           dirty = true;
           const t = now();

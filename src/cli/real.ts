@@ -108,7 +108,9 @@ export function realPlan<P>(plan: P, env: Record<string, string | undefined>): {
 
   for (const [name, spec] of Object.entries(out.models ?? {})) {
     if (!spec.provider || !simProviders.has(spec.provider)) continue;
-    const real = REAL_MODELS[target.type][spec.model ?? ''];
+    // Own entries only: a model id like `constructor` has no stand-in, whatever Object.prototype holds.
+    const table = REAL_MODELS[target.type];
+    const real = spec.model !== undefined && Object.hasOwn(table, spec.model) ? table[spec.model] : undefined;
     if (!real) {
       const known = Object.keys(REAL_MODELS[target.type]).join(', ');
       throw new Error(`model "${name}": no real ${target.type} model stands in for simulated "${spec.model}" (known: ${known})`);

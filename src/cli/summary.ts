@@ -11,6 +11,7 @@ import { costOf } from '../cost/price.js';
 import type { TimedRunEvent } from '../swarm.js';
 import { columns, formatElapsed, formatInt, formatPercent, formatUsd, plural } from './format.js';
 import { progressState, reduce, type ProgressState } from './progress.js';
+import { visible } from './terminal.js';
 
 const FAILED_SHOWN = 10;
 
@@ -52,15 +53,20 @@ export function formatSummaryTable(result: RunResult, events: readonly TimedRunE
     ['tools', seen ? toolsText(seen) : noEvents],
     ['makespan', makespanText(t.durationMs)],
   ];
-  const lines = columns(rows, ['left', 'left']);
+  // Escaped before the columns are measured: a name or message from outside may hold controls.
+  const lines = columns(rows.map(visibleCells), ['left', 'left']);
 
-  lines.push('', ...columns(modelTable(result, seen), ['left', 'left']));
+  lines.push('', ...columns(modelTable(result, seen).map(visibleCells), ['left', 'left']));
 
   const failed = Object.values(result.tasks).filter((task) => task.status === 'failed');
   if (failed.length > 0) lines.push('');
-  for (const task of failed.slice(0, FAILED_SHOWN)) lines.push(`failed ${task.id}: ${task.error?.code ?? 'error'}: ${task.error?.message ?? ''}`);
+  for (const task of failed.slice(0, FAILED_SHOWN)) lines.push(visible(`failed ${task.id}: ${task.error?.code ?? 'error'}: ${task.error?.message ?? ''}`));
   if (failed.length > FAILED_SHOWN) lines.push(`... and ${formatInt(failed.length - FAILED_SHOWN)} more failed`);
   return lines.join('\n');
+}
+
+function visibleCells(row: string[]): string[] {
+  return row.map(visible);
 }
 
 function toolsText(seen: ProgressState): string {

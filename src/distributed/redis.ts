@@ -9,7 +9,8 @@ export function redisOptions(url: string): RedisOptions {
   try {
     parsed = new URL(url);
   } catch {
-    throw new Error(`--redis must be a URL like redis://127.0.0.1:6379, got "${url}"`);
+    // Not echoed: a URL that does not parse may still hold a password.
+    throw new Error('--redis must be a URL like redis://127.0.0.1:6379 (the one given does not parse)');
   }
   if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') throw new Error(`--redis must be a redis:// or rediss:// URL, got "${parsed.protocol}//..."`);
   const options: RedisOptions = {
@@ -27,3 +28,23 @@ export function redisOptions(url: string): RedisOptions {
   if (parsed.protocol === 'rediss:') options.tls = {};
   return options;
 }
+
+/**
+ * A Redis URL fit to print: its password (and user name) replaced, so logs and hints never
+ * carry the credentials; a URL that does not parse is not echoed at all.
+ *
+ * @example
+ * redisForDisplay('redis://app:s3cret@db:6379/2') // 'redis://***:***@db:6379/2'
+ */
+export function redisForDisplay(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return '(the --redis URL)';
+  }
+  if (parsed.username) parsed.username = '***';
+  if (parsed.password) parsed.password = '***';
+  return parsed.toString();
+}
+

@@ -22,7 +22,9 @@ export const plainMessages: z.core.$ZodErrorMap = (iss) => {
   if (iss.code !== 'invalid_type') return undefined;
   if (iss.input === undefined) return 'required';
   if (iss.expected === 'int' && typeof iss.input === 'number') return 'must be an integer';
-  return `expected ${iss.expected === 'int' ? 'an integer' : withArticle(iss.expected)}, got ${kindOf(iss.input)}`;
+  // A table of names is parsed as a map (schema.ts nameRecord); the plan writes it as a record.
+  const expected = iss.expected === 'int' ? 'an integer' : withArticle(iss.expected === 'map' ? 'record' : iss.expected);
+  return `expected ${expected}, got ${kindOf(iss.input)}`;
 };
 
 export function structuralIssues(zodIssues: readonly ZodIssue[]): PlanIssue[] {
@@ -73,6 +75,7 @@ function fieldsAt(path: readonly PropertyKey[]): string[] {
   for (const seg of path) {
     if (def.type === 'object') def = (def as z.core.$ZodObjectDef).shape[seg as string]?._zod.def;
     else if (def.type === 'record') def = (def as z.core.$ZodRecordDef).valueType._zod.def;
+    else if (def.type === 'map') def = (def as z.core.$ZodMapDef).valueType._zod.def;
     else if (def.type === 'array') def = (def as z.core.$ZodArrayDef).element._zod.def;
     else return [];
     if (def === undefined) return [];
@@ -82,10 +85,14 @@ function fieldsAt(path: readonly PropertyKey[]): string[] {
 }
 
 function unwrap(def: z.core.$ZodTypeDef): z.core.$ZodTypeDef {
-  while (def.type === 'optional' || def.type === 'default' || def.type === 'prefault') {
-    def = (def as z.core.$ZodOptionalDef).innerType._zod.def;
+  for (;;) {
+    if (def.type === 'optional' || def.type === 'default' || def.type === 'prefault') def = (def as z.core.$ZodOptionalDef).innerType._zod.def;
+    else if (def.type === 'pipe') {
+      // A table of names (schema.ts nameRecord) is a map between a preprocess and a transform.
+      const pipe = def as z.core.$ZodPipeDef;
+      def = pipe.in._zod.def.type === 'transform' ? pipe.out._zod.def : pipe.in._zod.def;
+    } else return def;
   }
-  return def;
 }
 
 /**

@@ -261,6 +261,29 @@ const name = (what: string) =>
 // Schemas
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * A table keyed by names the plan gives (providers, models, servers, ...). zod's records drop a
+ * `__proto__` key without a word, and a plain object's lookups see `constructor` and friends
+ * from its prototype: read as a Map (every key kept, the same paths in issues), the table comes
+ * out as a null-prototype object, where every name is only what the plan says it is.
+ */
+function nameRecord<K extends z.ZodType<string, string>, V extends z.ZodType>(key: K, value: V, params?: Parameters<typeof z.map>[2]) {
+  const schema = z
+    .preprocess((input) => (isPlainObject(input) ? new Map(Object.entries(input)) : input), z.map(key, value, params))
+    .transform((entries) => {
+      const table = Object.create(null) as Record<string, z.output<V>>;
+      for (const [k, v] of entries) table[k] = v;
+      return table;
+    });
+  return schema as unknown as z.ZodType<Record<string, z.output<V>>, Record<string, z.input<V>>>;
+}
+
+function isPlainObject(x: unknown): x is Record<string, unknown> {
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) return false;
+  const proto = Object.getPrototypeOf(x) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
 /** A non-empty string without whitespace. The message names no value: the input is a secret. */
 const InlineKeySchema = z
   .string()
@@ -366,7 +389,7 @@ const usd = () => z.number().gt(0, { error: 'must be greater than 0' });
 
 export const BudgetSchema = z.strictObject({
   usd: usd().optional(),
-  perModel: z.record(z.string(), usd()).optional(),
+  perModel: nameRecord(z.string(), usd()).optional(),
 });
 
 export const TaskIdSchema = z
@@ -403,13 +426,13 @@ export const McpServerSchema = z.union(
     z.strictObject({
       command: z.string().min(1, { error: 'must not be empty' }),
       args: z.array(z.string()).default([]),
-      env: z.record(z.string(), EnvValueSchema).optional(),
+      env: nameRecord(z.string(), EnvValueSchema).optional(),
       cwd: z.string().optional(),
       trusted: z.boolean().default(false),
     }),
     z.strictObject({
       url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
-      headers: z.record(z.string(), EnvValueSchema).optional(),
+      headers: nameRecord(z.string(), EnvValueSchema).optional(),
       trusted: z.boolean().default(false),
     }),
   ],
@@ -418,10 +441,10 @@ export const McpServerSchema = z.union(
 
 export const ToolsSchema = z
   .strictObject({
-    servers: z.record(
+    servers: nameRecord(
       z.string().regex(/^[A-Za-z0-9_-]+$/, { error: 'a server name may use only letters, digits, "_" and "-" (no ".": tools are named <server>.<tool>)' }),
       McpServerSchema,
-    ).default({}),
+    ).prefault({}),
     shareable: z.array(z.string().min(1)).default([]),
     batchWindowMs: durationMs(0).default(10),
     batchSize: positiveInt().default(16),
@@ -443,10 +466,10 @@ const section = (purpose: string) => (iss: { input?: unknown }) =>
   iss.input === undefined ? `required: ${purpose}` : undefined;
 
 export const PlanSchema = z.strictObject({
-  providers: z.record(name('provider'), ProviderSchema, {
+  providers: nameRecord(name('provider'), ProviderSchema, {
     error: section('every model names a provider defined in this section'),
   }),
-  models: z.record(name('model'), ModelSchema, {
+  models: nameRecord(name('model'), ModelSchema, {
     error: section('every task names a model defined in this section'),
   }),
   defaults: DefaultsSchema,

@@ -119,6 +119,9 @@ function checkProviders(providers: Record<string, unknown>, env: Record<string, 
         const value = Object.hasOwn(env, k.env) ? env[k.env] : undefined;
         if (value === undefined || value === '') {
           out.push(issue(['providers', name, 'keys', j, 'env'], `${envLabel(k.env)} is ${value === '' ? 'empty' : 'not set'}`));
+        } else if (/[\s\u0000-\u001f\u007f-\u009f]/.test(value)) {
+          // Sent as it is, a CR or a space makes every request fail with an error naming no variable.
+          out.push(issue(['providers', name, 'keys', j, 'env'], `${envLabel(k.env)} holds whitespace or a control character (a line ending copied with the key?): an API key has none, remove it`));
         }
       }
       if (identity === undefined) return;

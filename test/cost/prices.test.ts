@@ -118,3 +118,12 @@ describe('worstCaseCostUsd', () => {
     }
   });
 });
+
+describe('costOf: counts from a broken or hostile server', () => {
+  it('prices a negative or non-numeric token count as none: a cost is never negative or NaN', () => {
+    const price = { input: 3, output: 15 };
+    expect(costOf({ inputTokens: -1_000_000, outputTokens: 1_000_000, cacheReadTokens: -5, cacheWriteTokens: 0 }, price)).toBe(15);
+    expect(costOf({ inputTokens: -1e12, outputTokens: -1, cacheReadTokens: 0, cacheWriteTokens: -1 }, price)).toBe(0);
+    expect(costOf({ inputTokens: Number.NaN, outputTokens: 1_000_000, cacheReadTokens: 0, cacheWriteTokens: Number.POSITIVE_INFINITY }, price)).toBe(15);
+  });
+});

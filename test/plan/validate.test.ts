@@ -189,6 +189,36 @@ describe('structure', () => {
   });
 });
 
+describe('names that are also Object.prototype\'s', () => {
+  // JSON.parse makes `__proto__` an own key, as a plan file does.
+  const hostile = () =>
+    JSON.parse(`{
+      "providers": { "__proto__": { "type": "sim" }, "constructor": { "type": "sim" } },
+      "models": {
+        "__proto__": { "provider": "__proto__", "model": "claude-haiku-4-5", "fallback": ["constructor"] },
+        "constructor": { "provider": "constructor", "model": "claude-haiku-4-5" }
+      },
+      "budget": { "perModel": { "__proto__": 1 } },
+      "tasks": [{ "id": "__proto__", "model": "__proto__", "prompt": "x", "budgetUsd": 1 }]
+    }`);
+
+  it('keeps __proto__ and constructor as providers and models, in tables with nothing inherited', () => {
+    const plan = parsePlan(hostile(), { env: {} });
+    expect(Object.keys(plan.providers)).toEqual(['__proto__', 'constructor']);
+    expect(Object.keys(plan.models)).toEqual(['__proto__', 'constructor']);
+    expect(plan.models['__proto__']).toMatchObject({ provider: '__proto__', model: 'claude-haiku-4-5', fallback: ['constructor'] });
+    expect(Object.keys(plan.budget!.perModel!)).toEqual(['__proto__']);
+    expect(plan.models['toString']).toBeUndefined();
+    expect(plan.providers['hasOwnProperty']).toBeUndefined();
+  });
+
+  it('checks what is under a __proto__ name like any other', () => {
+    const plan = hostile();
+    plan.models['__proto__'].maxTokens = 0;
+    expect(lines(plan)).toEqual(['models.__proto__.maxTokens: must be a positive integer']);
+  });
+});
+
 describe('references', () => {
   it('reports duplicate ids, unknown deps, self deps and repeated deps at their paths', () => {
     const raw = basePlan();
@@ -252,6 +282,18 @@ describe('references', () => {
       'providers.main.keys[1].env: environment variable KEY_B is not set',
       'providers.main.keys[2].env: environment variable KEY_C is empty',
     ]);
+  });
+
+  it('reports a key variable holding a line ending or a space by name, never by value', () => {
+    const raw = basePlan();
+    raw.providers.main.keys = [{ env: 'KEY_A' }, { env: 'KEY_B' }, { env: 'KEY_C' }];
+    const env = { KEY_A: 'sk-ant-secret-1\r', KEY_B: 'sk-ant-secret-2', KEY_C: ' sk-ant-secret-3\n' };
+    const found = lines(raw, { env });
+    expect(found).toEqual([
+      'providers.main.keys[0].env: environment variable KEY_A holds whitespace or a control character (a line ending copied with the key?): an API key has none, remove it',
+      'providers.main.keys[2].env: environment variable KEY_C holds whitespace or a control character (a line ending copied with the key?): an API key has none, remove it',
+    ]);
+    expect(found.join('\n')).not.toContain('sk-ant-secret');
   });
 
   it('reports a key listed twice', () => {

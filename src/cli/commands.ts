@@ -1,0 +1,123 @@
+/**
+ * The commands around runs: `swarmstate worker`, `swarmstate runs`, and the Redis check a
+ * distributed run and a worker make before they start.
+ */
+import { createSwarm } from '../swarm.js';
+import { redisForDisplay } from '../distributed/redis.js';
+import { EXIT } from './exit.js';
+import { missingJournal, storeSpecOf } from './paths.js';
+import { errorText, jsonForTerminal, visible } from './terminal.js';
+
+type IO = { out: NodeJS.WritableStream; err: NodeJS.WritableStream };
+
+/**
+ * Says which Redis it connects to (credentials hidden) and waits until it answers, at most
+ * $SWARMSTATE_REDIS_CONNECT_MS (default 10 s). SIGINT or SIGTERM during the wait ends it.
+ * `ready`, or how the command ends: `interrupted`, or `failed` (the reason printed).
+ */
+export async function connectRedis(url: string, io: IO, env: Record<string, string | undefined> = process.env): Promise<'ready' | 'interrupted' | 'failed'> {
+  const given = env.SWARMSTATE_REDIS_CONNECT_MS;
+  const timeoutMs = given === undefined || given === '' ? undefined : Number(given);
+  if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) {
+    io.err.write(`swarmstate: SWARMSTATE_REDIS_CONNECT_MS must be a positive integer (milliseconds), got "${visible(given!)}"\n`);
+    return 'failed';
+  }
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  // Listening before the line goes out: whoever reacts to it with a signal finds it handled.
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  io.err.write(`connecting to ${visible(redisForDisplay(url))} …\n`);
+  try {
+    const { reachRedis } = await import('../distributed/reach.js');
+    if (await reachRedis(url, { signal: controller.signal, ...(timeoutMs !== undefined ? { timeoutMs } : {}) })) return 'ready';
+    io.err.write('swarmstate: interrupted while connecting to Redis; nothing was started\n');
+    return 'interrupted';
+  } catch (error) {
+    io.err.write(`swarmstate: ${errorText(error)}\n`);
+    return 'failed';
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+  }
+}
+
+/** `swarmstate worker`: runs calls of distributed runs until SIGINT or SIGTERM. */
+export async function workerCommand(redis: string | undefined, concurrency: string | undefined, lockMs: string | undefined, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
+  if (!redis) {
+    io.err.write('swarmstate: worker needs --redis <redis://host:6379>\n');
+    return EXIT.invalid;
+  }
+  const n = concurrency === undefined ? 8 : Number(concurrency);
+  const lock = lockMs === undefined ? 30_000 : Number(lockMs);
+  if (!Number.isInteger(n) || n < 1) {
+    io.err.write(`swarmstate: --concurrency must be a positive integer, got "${concurrency}"\n`);
+    return EXIT.invalid;
+  }
+  if (!Number.isInteger(lock) || lock < 500) {
+    io.err.write(`swarmstate: --lock-ms must be an integer of at least 500, got "${lockMs}"\n`);
+    return EXIT.invalid;
+  }
+  const reached = await connectRedis(redis, io);
+  // Stopped before it took any call: as a stop by signal later would, that is a clean exit.
+  if (reached === 'interrupted') return EXIT.ok;
+  if (reached === 'failed') return EXIT.invalid;
+  const { startWorker } = await import('../distributed/worker.js');
+  let worker;
+  let calls = 0;
+  try {
+    worker = await startWorker({ redis, concurrency: n, lockMs: lock, onJob: () => void (calls += 1) });
+  } catch (error) {
+    io.err.write(`swarmstate: ${errorText(error)}\n`);
+    return EXIT.invalid;
+  }
+  io.err.write(`worker ready: ${n} calls at once, queue on ${visible(new URL(redis).host)}\n`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await worker.close();
+  io.err.write(`worker stopped: ${calls} calls made\n`);
+  return EXIT.ok;
+}
+
+/** `swarmstate runs`: the journaled runs, newest first. */
+export async function listRuns(store: string | undefined, json: boolean, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
+  // A listing creates nothing: a journal named on purpose must exist; the default may not yet.
+  const spec = storeSpecOf(store);
+  const missing = missingJournal(spec);
+  if (missing !== undefined && spec !== undefined) {
+    io.err.write(`swarmstate: no run journal at ${visible(missing)} (check --store or $SWARMSTATE_STORE)\n`);
+    return EXIT.invalid;
+  }
+  if (missing !== undefined) {
+    io.out.write(json ? '[]\n' : 'no runs yet\n');
+    return EXIT.ok;
+  }
+  // The swarm's own list (its store, as `run` would pick it; runs no live process holds say `interrupted`).
+  const swarm = createSwarm(store !== undefined ? { store } : {});
+  let runs;
+  try {
+    runs = swarm.runs(200);
+  } catch (error) {
+    io.err.write(`swarmstate: ${errorText(error)}\n`);
+    return EXIT.journal;
+  } finally {
+    await swarm.close();
+  }
+  if (json) {
+    io.out.write(jsonForTerminal(runs.map(({ options: _options, ...r }) => r)) + '\n');
+    return EXIT.ok;
+  }
+  if (runs.length === 0) {
+    io.out.write('no runs yet\n');
+    return EXIT.ok;
+  }
+  const rows = runs.map((r) => [r.id, r.status, `${r.tasksDone}/${r.tasksTotal}`, `$${r.costUsd.toFixed(4)}`, new Date(r.createdAt).toISOString().replace('T', ' ').slice(0, 19), visible(r.source ?? '')] as const);
+  const head = ['run', 'status', 'done', 'cost', 'started (UTC)', 'plan'] as const;
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  io.out.write([line(head), ...rows.map(line)].join('\n') + '\n');
+  return EXIT.ok;
+}
+

@@ -1,0 +1,57 @@
+/**
+ * The files a command reads and writes: which journal `--store` means, and the checks that keep
+ * an output flag from destroying an input (`--events plan.json` would empty the plan before the
+ * run read it again on a resume) and a read-only command from creating a journal.
+ */
+import { existsSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { DEFAULT_DB_PATH } from '../store/index.js';
+
+/** What `--store` (else $SWARMSTATE_STORE, else the default) names, as `createSwarm` reads it. */
+export function storeSpecOf(flag: string | undefined, env: Record<string, string | undefined> = process.env): string | undefined {
+  return flag ?? (env.SWARMSTATE_STORE || undefined);
+}
+
+/** The journal's file, or undefined for a journal kept in memory (nothing to resume from). */
+export function storeFileOf(spec: string | undefined): string | undefined {
+  if (spec === 'memory' || spec === ':memory:') return undefined;
+  return resolve(spec ?? DEFAULT_DB_PATH);
+}
+
+/** One file by two names: the same path, or the same inode (a link, `./x` and `x`). */
+export function sameFile(a: string, b: string): boolean {
+  if (resolve(a) === resolve(b)) return true;
+  try {
+    const [sa, sb] = [statSync(a), statSync(b)];
+    return sa.dev === sb.dev && sa.ino === sb.ino;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Why the output flags cannot be used, or undefined when they can: an output that is the plan
+ * file, the journal, or the other output.
+ */
+export function outputConflict(outputs: { flag: string; path: string | undefined }[], inputs: { what: string; path: string | undefined }[]): string | undefined {
+  const given = outputs.filter((o): o is { flag: string; path: string } => o.path !== undefined);
+  for (const [i, out] of given.entries()) {
+    for (const input of inputs) {
+      if (input.path !== undefined && sameFile(out.path, input.path)) {
+        return `${out.flag} ${out.path} is ${input.what}: writing there would destroy it; choose another file`;
+      }
+    }
+    const other = given.slice(i + 1).find((o) => sameFile(o.path, out.path));
+    if (other) return `${out.flag} and ${other.flag} name the same file (${out.path}): choose two files`;
+  }
+  return undefined;
+}
+
+/**
+ * A read-only command (`runs`, `resume`) must not create a journal where none is: a typo in
+ * `--store` would otherwise leave folders and an empty database behind and answer "no runs".
+ */
+export function missingJournal(spec: string | undefined): string | undefined {
+  const file = storeFileOf(spec);
+  return file !== undefined && !existsSync(file) ? file : undefined;
+}

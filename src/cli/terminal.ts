@@ -1,0 +1,58 @@
+/**
+ * Text of outside origin on its way to a terminal: a server's error message, an MCP server's
+ * tool names, a plan's strings. A terminal obeys the control characters in what it prints: ESC
+ * sequences clear the screen, set the window title, write the clipboard (OSC 52), and a CR lets
+ * a line overwrite the one before. Every C0 and C1 control (and DEL) is shown as a visible escape
+ * instead, so what is printed is what was sent, and the CLI's own sequences are the only ones
+ * the terminal gets. JSON output needs none of this for C0 (JSON escapes it); see `jsonForTerminal`.
+ */
+
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g;
+const NAMED: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t', '\u001b': '\\e' };
+
+function escapeControl(c: string): string {
+  return NAMED[c] ?? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`;
+}
+
+/**
+ * One line for a terminal: every control character (line breaks too) as a visible escape.
+ *
+ * @example
+ * visible('bad\x1b]52;c;aGk=\x07 key\r\nok') // 'bad\\e]52;c;aGk=\\x07 key\\r\\nok'
+ */
+export function visible(text: string): string {
+  return text.replace(CONTROL, escapeControl);
+}
+
+/** Like `visible`, for text whose line breaks are meant (the CLI's own multi-line messages). */
+export function visibleLines(text: string): string {
+  return text.replace(CONTROL_BUT_NEWLINE, escapeControl);
+}
+
+/**
+ * An error for stderr. Errors that list issues (an invalid plan, tools that cannot be set up)
+ * keep one issue per line; in anything else a line break came from outside and is shown.
+ */
+export function errorText(error: unknown): string {
+  const e = error as { message?: unknown; issues?: unknown } | null | undefined;
+  const message = typeof e?.message === 'string' ? e.message : String(error);
+  if (!Array.isArray(e?.issues)) return visible(message);
+  const head = message.slice(0, message.indexOf('\n') < 0 ? undefined : message.indexOf('\n'));
+  const lines = (e.issues as { path?: unknown; message?: unknown }[]).map((i) => {
+    const at = typeof i.path === 'string' && i.path !== '' ? i.path : 'plan';
+    return visible(`${at}: ${String(i.message)}`);
+  });
+  // ToolSetupError indents its issues under the heading; PlanValidationError does not.
+  const indent = message.includes('\n  ') ? '  ' : '';
+  return [visible(head), ...lines.map((l) => indent + l)].join('\n');
+}
+
+/**
+ * JSON for a terminal: JSON.stringify escapes C0 controls but leaves DEL and the C1 range
+ * (U+0080-U+009F; U+009B is a one-character CSI to some terminals) as they are. Escaped here,
+ * the text parses to the same value.
+ */
+export function jsonForTerminal(value: unknown): string {
+  return JSON.stringify(value).replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
