@@ -39,7 +39,7 @@ import { decisionOf, loadHookModule, toolDecisionOf, type BeforeDispatch, type B
 import type { ToolDefinition } from './tools/local.js';
 import { RunTools } from './tools/registry.js';
 import { hasRedactions, inlineSecretPaths, redactPlan, restoreOf, RunJournal, unredactPlan } from './durable.js';
-import { openStore, type AttemptRow, type RunSummary, type Spent, type Store, type StoreError, type TaskRow } from './store/index.js';
+import { openStore, openStoreToRead, type AttemptRow, type RunSummary, type Spent, type Store, type StoreError, type TaskRow } from './store/index.js';
 import { readFileSync } from 'node:fs';
 import { RemoteCalls, unwrap } from './distributed/remote.js';
 import type { BatchJob, ModelJob, RunConfig, ToolJob } from './distributed/protocol.js';
@@ -394,8 +394,19 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     },
 
     runs(limit) {
-      const durable = storeOf();
-      return durable ? withLiveness(durable, durable.listRuns(limit)) : [];
+      if (options.store === false) return [];
+      // Listing writes nothing: a journal this swarm has not opened is opened read-only for it.
+      if (typeof options.store === 'object' || store !== undefined) {
+        const durable = storeOf()!;
+        return withLiveness(durable, durable.listRuns(limit));
+      }
+      const reader = openStoreToRead(options.store ?? (env.SWARMSTATE_STORE || undefined));
+      if (!reader) return [];
+      try {
+        return withLiveness(reader, reader.listRuns(limit));
+      } finally {
+        reader.close();
+      }
     },
 
     async close() {

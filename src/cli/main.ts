@@ -306,7 +306,7 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
   } catch (error) {
     if (error instanceof StoreError) {
       // The journal failed mid-run: the run stopped, what was committed is intact.
-      io.err.write(`swarmstate: ${error.message}\nthe run stopped; fix the disk, then: swarmstate resume ${run.id}${flags.store !== undefined ? ` --store ${flags.store}` : ''}\n`);
+      io.err.write(`swarmstate: ${error.message}\nthe run stopped; ${error.advice}, then: swarmstate resume ${run.id}${flags.store !== undefined ? ` --store ${flags.store}` : ''}\n`);
       return EXIT.journal;
     }
     // The run could not start: a tool its server lacks, a server that does not connect.

@@ -19,7 +19,8 @@ import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Usage } from '../../machines/protocol.js';
 import { fromJson, mayTake, toJson, type HeldLock } from './shared.js';
-import { migrate, prepare, type AttemptDbRow, type RunRow, type Statements, type SummaryRow, type TaskDbRow } from './sqliteSchema.js';
+import { BUSY_LIMIT_MS, BUSY_TIMEOUT_MS, backoffMs, isBusy, retryBusy } from './busy.js';
+import { checkVersion, migrate, prepare, recognise, type AttemptDbRow, type RunRow, type Statements, type SummaryRow, type TaskDbRow } from './sqliteSchema.js';
 import {
   StoreError,
   type AttemptRow,
@@ -38,8 +39,6 @@ import {
 
 /** Where the journal lives when no path is given, relative to the working directory. */
 export const DEFAULT_DB_PATH = '.swarmstate/runs.db';
-
-const BUSY_TIMEOUT_MS = 2000;
 
 export { SCHEMA_VERSION } from './sqliteSchema.js';
 
@@ -75,8 +74,16 @@ export class SqliteStore implements Store {
   private readonly st: Statements;
   private readonly now: () => number;
   private readonly onError: ((error: StoreError) => void) | undefined;
+  private readonly readOnly: boolean;
+  private readonly busyLimitMs: number;
+  /** Batched writes not yet run: each runs, in order, inside the next write transaction. */
+  private pending: Array<{ doing: string; body: () => void }> = [];
   /** The commit armed by the first write of a batch. */
   private timer: NodeJS.Immediate | null = null;
+  /** The next try of a commit that found the write lock held by another process. */
+  private retry: NodeJS.Timeout | null = null;
+  private busySince: number | null = null;
+  private busyTries = 0;
   /** Set by the first failed write; every later write throws it. */
   private failed: StoreError | null = null;
   private closed = false;
@@ -85,9 +92,11 @@ export class SqliteStore implements Store {
     this.path = file === ':memory:' ? file : resolve(file);
     this.now = options.now ?? Date.now;
     this.onError = options.onError;
+    this.readOnly = options.readOnly === true;
+    this.busyLimitMs = options.busyLimitMs ?? BUSY_LIMIT_MS;
     let db: Database.Database | undefined;
     try {
-      if (this.path !== ':memory:') {
+      if (this.path !== ':memory:' && !this.readOnly) {
         mkdirSync(dirname(this.path), { recursive: true });
         // Root ignores permission bits, so SQLite would write a file its owner made read-only: refuse here.
         const mode = statSync(this.path, { throwIfNoEntry: false })?.mode;
@@ -95,11 +104,18 @@ export class SqliteStore implements Store {
           throw Object.assign(new Error('the file is read-only'), { code: 'SQLITE_READONLY' });
         }
       }
-      db = new Database(this.path, { timeout: BUSY_TIMEOUT_MS });
-      db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = NORMAL');
-      db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      migrate(db, this.path);
+      db = new Database(this.path, { timeout: BUSY_TIMEOUT_MS, ...(this.readOnly ? { readonly: true, fileMustExist: true } : {}) });
+      const opened = db;
+      // Before anything is written (WAL, the schema): another program's database stays as it was.
+      const kind = retryBusy(() => recognise(opened, this.path), this.busyLimitMs);
+      if (this.readOnly) {
+        if (kind === 'new') throw new StoreError(`run journal ${this.path}: the file holds no journal yet`, this.path, 'empty');
+        checkVersion(opened, this.path);
+      } else {
+        retryBusy(() => opened.pragma('journal_mode = WAL'), this.busyLimitMs);
+        opened.pragma('synchronous = NORMAL');
+        retryBusy(() => migrate(opened, this.path), this.busyLimitMs);
+      }
       this.st = prepare(db);
     } catch (error) {
       try {
@@ -129,7 +145,7 @@ export class SqliteStore implements Store {
   createRun(run: NewRun): void {
     const plan = toJson(run.plan);
     const options = toJson(run.options);
-    this.write('create run', true, () => {
+    this.durable('create run', () => {
       if (this.st.runExists.get(run.id) !== undefined) {
         throw new StoreError(`run journal ${this.path}: run "${run.id}" already exists`, this.path, 'exists');
       }
@@ -150,7 +166,7 @@ export class SqliteStore implements Store {
   setRunStatus(id: string, status: StoredRunStatus, result?: unknown): void {
     const json = toJson(result);
     const at = this.now();
-    this.write('set run status', true, () => {
+    this.durable('set run status', () => {
       if (json === null) this.st.setStatus.run(status, at, id);
       else this.st.setStatusResult.run(status, json, at, id);
     });
@@ -161,7 +177,7 @@ export class SqliteStore implements Store {
   // -------------------------------------------------------------------------------------------
 
   taskStarted(runId: string, taskId: string, attempt: number, route: string, at: number): void {
-    this.write('record task start', false, () => {
+    this.batched('record task start', () => {
       this.st.taskStart.run(runId, taskId, attempt, at);
       this.st.attemptStart.run(runId, taskId, attempt, route, at);
     });
@@ -179,7 +195,7 @@ export class SqliteStore implements Store {
     at: number,
   ): void {
     const usageJson = toJson(usage);
-    this.write('record task completion', false, () => {
+    this.batched('record task completion', () => {
       // One statement fewer per task than reading the status first (this is the journal's hot path).
       this.st.runDoneOnce.run(at, runId, runId, taskId);
       this.st.taskComplete.run(runId, taskId, attempt, output, usageJson, costUsd, requests, retries, at);
@@ -189,14 +205,16 @@ export class SqliteStore implements Store {
 
   taskFailed(runId: string, taskId: string, attempt: number, error: unknown, final: boolean, at: number): void {
     const errorJson = toJson(error);
-    this.write('record task failure', final, () => {
+    const body = () => {
       this.st.taskFail.run(runId, taskId, final ? 'failed' : 'queued', attempt, errorJson, at);
       this.st.attemptFail.run(runId, taskId, attempt, at, at);
-    });
+    };
+    if (final) this.durable('record task failure', body);
+    else this.batched('record task failure', body);
   }
 
   taskFinal(runId: string, taskId: string, status: 'skipped' | 'cancelled', reason: string, at: number): void {
-    this.write(`record task ${status}`, false, () => {
+    this.batched(`record task ${status}`, () => {
       this.st.taskFinal.run(runId, taskId, status, reason, at);
       this.st.attemptCancelOpen.run(at, runId, taskId);
     });
@@ -205,7 +223,7 @@ export class SqliteStore implements Store {
   addTasks(runId: string, tasks: readonly NewTask[]): void {
     const specs = tasks.map((task) => toJson(task.spec));
     const at = this.now();
-    this.write('add tasks', true, () => {
+    this.durable('add tasks', () => {
       let added = 0;
       for (let i = 0; i < tasks.length; i++) {
         // A planner that plans again (after a crash) may reuse an id: its new spec replaces the old.
@@ -220,20 +238,20 @@ export class SqliteStore implements Store {
   setTaskExtra(runId: string, taskId: string, extra: unknown): void {
     const json = toJson(extra);
     const at = this.now();
-    this.write('set task extra', false, () => {
+    this.batched('set task extra', () => {
       this.st.taskExtra.run(runId, taskId, json, at);
     });
   }
 
   attemptEnded(runId: string, taskId: string, attempt: number, status: 'completed' | 'failed' | 'cancelled', at: number): void {
-    this.write('end attempt', false, () => {
+    this.batched('end attempt', () => {
       this.st.attemptEnd.run(at, status, runId, taskId, attempt);
     });
   }
 
   taskReopened(runId: string, taskId: string, extra: unknown, at: number): void {
     const json = toJson(extra);
-    this.write('reopen task', true, () => {
+    this.durable('reopen task', () => {
       const before = this.st.taskStatus.get(runId, taskId);
       this.st.taskReopen.run(json, at, runId, taskId);
       if (before === 'completed') this.st.runUndone.run(at, runId);
@@ -283,7 +301,7 @@ export class SqliteStore implements Store {
 
   recordSpend(runId: string, taskId: string, model: string, usd: number): void {
     const at = this.now();
-    this.write('record spend', false, () => {
+    this.batched('record spend', () => {
       this.st.spend.run(runId, taskId, model, usd);
       this.st.runCost.run(usd, at, runId);
     });
@@ -302,7 +320,7 @@ export class SqliteStore implements Store {
 
   recordToolResult(runId: string, key: string, content: string, isError: boolean): void {
     const at = this.now();
-    this.write('record tool result', true, () => {
+    this.durable('record tool result', () => {
       this.st.toolPut.run(runId, key, content, isError ? 1 : 0, at);
     });
   }
@@ -317,7 +335,7 @@ export class SqliteStore implements Store {
   // -------------------------------------------------------------------------------------------
 
   acquireLock(runId: string, owner: LockOwner, staleMs = 30_000): LockResult {
-    return this.write('acquire lock', true, (): LockResult => {
+    return this.durable('acquire lock', (): LockResult => {
       const now = this.now();
       const row = this.st.lockGet.get(runId) as
         | { owner: string; pid: number; host: string; acquired_at: number; heartbeat_at: number }
@@ -346,11 +364,11 @@ export class SqliteStore implements Store {
   }
 
   heartbeat(runId: string, ownerId: string): boolean {
-    return this.write('heartbeat lock', true, () => this.st.lockBeat.run(this.now(), runId, ownerId).changes > 0);
+    return this.durable('heartbeat lock', () => this.st.lockBeat.run(this.now(), runId, ownerId).changes > 0);
   }
 
   releaseLock(runId: string, ownerId: string): void {
-    this.write('release lock', true, () => {
+    this.durable('release lock', () => {
       this.st.lockDel.run(runId, ownerId);
     });
   }
@@ -361,82 +379,131 @@ export class SqliteStore implements Store {
 
   flush(): void {
     this.usable();
-    if (!this.db.inTransaction) return;
-    try {
-      this.commitNow();
-    } catch (error) {
-      throw this.poison(error, 'commit');
-    }
+    if (this.pending.length > 0) this.transact(undefined, undefined, true);
   }
 
   close(): void {
     if (this.closed) return;
     try {
-      if (this.failed === null && this.db.inTransaction) this.commitNow();
-    } catch (error) {
-      this.poison(error, 'commit at close');
+      if (this.failed === null && this.pending.length > 0) this.transact(undefined, undefined, true);
+    } catch {
+      // Poisoned and rolled back by transact: what was committed before stays.
     } finally {
       this.closed = true;
-      this.clearTimer();
+      this.clearTimers();
       if (this.db.inTransaction) this.rollbackQuietly();
       this.db.close();
     }
   }
 
-  /** Runs one method's statements in the current batch (opening one if none), atomically with it. */
-  private write<T>(doing: string, durable: boolean, body: () => T): T {
+  /** A batched write: kept in order and run with the batch, in one short transaction. */
+  private batched(doing: string, body: () => void): void {
     this.usable();
-    let opened = false;
+    this.pending.push({ doing, body });
+    if (this.timer === null && this.retry === null) this.timer = setImmediate(this.autoCommit);
+  }
+
+  /** A durable-now write: the pending batch and then `body`, committed together before this returns. */
+  private durable<T>(doing: string, body: () => T): T {
+    this.usable();
+    return this.transact(doing, body, true) as T;
+  }
+
+  /**
+   * One write transaction: BEGIN IMMEDIATE (waiting for the write lock when `wait`, within
+   * BUSY_LIMIT_MS), the pending writes in order, then `body`, COMMIT. Any failure rolls all of it
+   * back and poisons the store; without `wait`, a busy lock is thrown as SQLite's own error and
+   * nothing changes (the caller tries again later).
+   */
+  private transact<T>(doing: string | undefined, body: (() => T) | undefined, wait: boolean): T | undefined {
     try {
-      if (!this.db.inTransaction) {
-        this.st.begin.run();
-        opened = true;
+      if (wait) retryBusy(() => this.st.begin.run(), this.busyLimitMs);
+      else this.st.begin.run();
+    } catch (error) {
+      if (!wait && isBusy(error)) throw error;
+      throw this.poison(error, doing ?? this.pending[0]?.doing ?? 'commit', true);
+    }
+    let step = doing ?? 'commit';
+    try {
+      for (const write of this.pending) {
+        step = write.doing;
+        write.body();
       }
-      const value = body();
-      if (durable) this.commitNow();
-      else if (opened) this.timer ??= setImmediate(this.autoCommit);
+      this.pending = [];
+      step = doing ?? 'commit';
+      let value: T | undefined;
+      let refused: StoreError | undefined;
+      try {
+        value = body?.();
+      } catch (error) {
+        // A refusal of ours (the run exists) wrote nothing: what was pending still commits.
+        if (!(error instanceof StoreError && error.sqliteCode === 'exists')) throw error;
+        refused = error;
+      }
+      this.st.commit.run();
+      this.clearTimers();
+      if (refused) throw refused;
       return value;
     } catch (error) {
-      // A refusal of ours (the run exists) before anything was written leaves the batch alone.
-      if (error instanceof StoreError && error.sqliteCode === 'exists') {
-        if (opened && this.db.inTransaction) this.rollbackQuietly();
-        throw error;
-      }
-      throw this.poison(error, doing);
+      if (error instanceof StoreError && error.sqliteCode === 'exists') throw error;
+      throw this.poison(error, step, false);
     }
   }
 
   private read<T>(body: () => T): T {
     if (this.closed) throw this.closedError();
+    // Reads see this store's own writes: what is pending is committed first.
+    if (this.pending.length > 0 && this.failed === null) {
+      try {
+        this.transact(undefined, undefined, true);
+      } catch (error) {
+        // Nobody on this stack writes: the owner hears of it as of a failed batch. The read goes on
+        // over what was committed.
+        this.onError?.(error as StoreError);
+      }
+    }
     return body();
   }
 
+  /** Commits the batch on the next macrotask; while another process holds the lock, again later (with backoff). */
   private readonly autoCommit = (): void => {
     this.timer = null;
-    if (this.closed || this.failed !== null || !this.db.inTransaction) return;
+    this.retry = null;
+    if (this.closed || this.failed !== null || this.pending.length === 0) return;
     try {
-      this.commitNow();
+      this.transact(undefined, undefined, false);
+      this.busySince = null;
     } catch (error) {
-      const failure = this.poison(error, 'commit');
-      this.onError?.(failure);
+      if (error instanceof StoreError) {
+        this.onError?.(error);
+        return;
+      }
+      // Busy: wait without blocking this process, up to the limit, then fail as a synchronous write would.
+      const now = Date.now();
+      this.busySince ??= now;
+      if (now - this.busySince < this.busyLimitMs) {
+        this.retry = setTimeout(this.autoCommit, backoffMs(this.busyTries++));
+        return;
+      }
+      this.onError?.(this.poison(error, this.pending[0]?.doing ?? 'commit', true));
     }
   };
 
-  private commitNow(): void {
-    this.st.commit.run();
-    this.clearTimer();
+  private clearTimers(): void {
+    if (this.timer !== null) clearImmediate(this.timer);
+    if (this.retry !== null) clearTimeout(this.retry);
+    this.timer = null;
+    this.retry = null;
+    this.busySince = null;
+    this.busyTries = 0;
   }
 
-  private clearTimer(): void {
-    if (this.timer !== null) {
-      clearImmediate(this.timer);
-      this.timer = null;
-    }
-  }
-
-  /** Throws when the store cannot take writes: closed, or failed before. */
+  /** Throws when the store cannot take writes: read-only, closed, or failed before. */
   private usable(): void {
     if (this.closed) throw this.closedError();
+    if (this.readOnly) {
+      throw new StoreError(`run journal ${this.path}: opened read-only (for a listing): it takes no writes`, this.path, 'read-only');
+    }
     if (this.failed !== null) throw this.failed;
   }
 
@@ -445,13 +512,15 @@ export class SqliteStore implements Store {
   }
 
   /** Rolls the batch back, remembers the failure and returns it (the same error from now on). */
-  private poison(error: unknown, doing: string): StoreError {
-    this.clearTimer();
+  private poison(error: unknown, doing: string, waited: boolean): StoreError {
+    this.clearTimers();
+    this.pending = [];
     if (this.db.inTransaction) this.rollbackQuietly();
     if (this.failed !== null) return this.failed;
     const code = codeOf(error);
+    const why = waited && isBusy(error) ? `other processes held the journal's write lock for ${this.busyLimitMs / 1000} s` : reasonOf(error);
     this.failed = new StoreError(
-      `run journal ${this.path}: ${doing} failed: ${code} (${reasonOf(error)}); ` +
+      `run journal ${this.path}: ${doing} failed: ${code} (${why}); ` +
         'the uncommitted batch was rolled back and the store takes no more writes until it is reopened',
       this.path,
       code,
