@@ -105,6 +105,17 @@ function isRecord(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
 }
 
+/** What the journal keeps as the result of a run refused at start (status `failed`). */
+export interface RefusedAtStart {
+  refusedAtStart: { code: string; message: string };
+}
+
+/** The refusal a stored result records, if it is one. */
+export function refusalOf(result: unknown): RefusedAtStart['refusedAtStart'] | undefined {
+  const refusal = (result as Partial<RefusedAtStart> | null)?.refusedAtStart;
+  return refusal && typeof refusal.message === 'string' ? refusal : undefined;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Writing: the run's journal
 // ---------------------------------------------------------------------------------------------
@@ -203,6 +214,16 @@ export class RunJournal {
   /** The run ended: its status and result, if the journal still works. */
   finish(status: StoredRunStatus, result: unknown): void {
     this.attempt(() => this.store.setRunStatus(this.runId, status, result));
+  }
+
+  /** A new run that was refused before anything ran: failed, with the reason (as a result of its own shape). */
+  refusedAtStart(error: unknown): void {
+    if (error instanceof StoreError) return;
+    const e = error as { code?: unknown; message?: unknown } | null;
+    const refusal: RefusedAtStart = {
+      refusedAtStart: { code: typeof e?.code === 'string' ? e.code : 'internal', message: typeof e?.message === 'string' ? e.message : String(error) },
+    };
+    this.finish('failed', refusal);
   }
 
   /** The journal cannot write (a failed write, or a batch the store could not commit): the run stops. */

@@ -38,7 +38,7 @@ import { resolveRun, targetOfModel, type BreakerOptions } from './resolve.js';
 import { decisionOf, loadHookModule, toolDecisionOf, type BeforeDispatch, type BeforeToolCall, type Hooks } from './hooks.js';
 import type { ToolDefinition } from './tools/local.js';
 import { RunTools } from './tools/registry.js';
-import { hasRedactions, inlineSecretPaths, redactPlan, restoreOf, RunJournal, unredactPlan } from './durable.js';
+import { hasRedactions, inlineSecretPaths, redactPlan, refusalOf, restoreOf, RunJournal, unredactPlan } from './durable.js';
 import { openStore, openStoreToRead, type AttemptRow, type RunSummary, type Spent, type Store, type StoreError, type TaskRow } from './store/index.js';
 import { readFileSync } from 'node:fs';
 import { RemoteCalls, unwrap } from './distributed/remote.js';
@@ -224,6 +224,8 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     // Started on the next microtask at the earliest, so listeners attached right after run()
     // see every event, `run:started` included. MCP servers connect first: a task naming a tool
     // its server does not have fails the run before anything is sent.
+    /** Whether the supervisor started: a new run refused before that is journaled as failed. */
+    let started = false;
     const result = (async () => {
       await Promise.resolve();
       const runTools = await RunTools.open(plan, [...tools.values()], env);
@@ -296,6 +298,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           maxInFlight: input.maxInFlight,
           ...(input.restore ? { resumed: true, alreadyCompleted: input.restore.tasks.filter((t) => t.status === 'completed').length } : {}),
         });
+        started = true;
         actor.start();
         if (cancelled !== undefined) actor.send({ type: 'CANCEL', reason: cancelled });
         const out = priced(await toPromise(actor), plan);
@@ -306,7 +309,13 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       } finally {
         await runTools.close();
       }
-    })().finally(() => {
+    })().catch((error: unknown) => {
+      // A new run refused before anything ran (a tool server that does not connect, a tool it
+      // lacks): failed, with why, not left `running` (listed as interrupted, resumable for nothing).
+      // A resume refused so keeps its journal as it was: its work so far is still worth resuming.
+      if (!started && !restore) journal?.refusedAtStart(error);
+      throw error;
+    }).finally(() => {
       live.delete(handle);
       runningHere.delete(runId);
       remote?.forgetRun(runId);
@@ -370,6 +379,10 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       if (!durable) throw new Error('this swarm has no store (store: false): there is nothing to resume from');
       const record = durable.getRun(runId);
       if (!record) throw new Error(`no run "${runId}" in ${durable.path}`);
+      const refused = refusalOf(record.result);
+      if (refused) {
+        throw new Error(`run ${runId} was refused at start and never ran (${refused.code}: ${refused.message}); there is nothing to resume: start it again once that is fixed`);
+      }
       if (FINISHED.has(record.status)) return finishedHandle(runId, record.result as RunResult);
       let raw = record.plan;
       if (hasRedactions(raw)) {
