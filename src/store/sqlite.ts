@@ -4,15 +4,20 @@
  *
  * Why these settings: WAL lets `swarmstate runs` read while a run writes; `synchronous=NORMAL`
  * in WAL mode never corrupts the file, and a power cut loses at most the last commits, which the
- * resume logic tolerates (it re-runs what was not recorded as done); `busy_timeout` makes a second
- * process wait for the write lock instead of failing at once.
+ * resume logic tolerates (it re-runs what was not recorded as done).
  *
- * Batching is one open `BEGIN IMMEDIATE` transaction: the first write opens it and arms a
- * `setImmediate` that commits it; durable-now writes and `flush()` commit it at once. Every
- * statement on the hot path is prepared once, in the constructor.
+ * Several processes may share the file (runs started side by side). So a batch is not an open
+ * transaction: batched writes are kept in order (closures over their bound values) and run
+ * together in one `BEGIN IMMEDIATE` ... `COMMIT` when the batch commits (the `setImmediate` armed
+ * by its first write, a durable-now write, `flush()`, or a read). The write lock is held for the
+ * statements only, never while the run does its own work between writes. A lock held by another
+ * process is waited for (busy.ts): a durable write blocks, within a limit; a batch committing by
+ * itself tries again on a timer. Every statement is prepared once, in the constructor.
  *
- * The schema (sqliteSchema.ts) is versioned with `PRAGMA user_version`, brought up to date
- * inside one write transaction, so two processes opening a new file do not race.
+ * The schema (sqliteSchema.ts) is versioned with `PRAGMA user_version` and marked with
+ * `PRAGMA application_id`, brought up to date inside one write transaction, so two processes
+ * opening a new file do not race. Another program's database is recognised before anything is
+ * written and refused (`foreign`); `readOnly` opens a journal for a listing without any write.
  */
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
