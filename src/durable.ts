@@ -105,6 +105,29 @@ function isRecord(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
 }
 
+/** The values of the plan's tool server settings (`env`, `headers`; inline or from `env`), with their paths. */
+export function settingSecrets(plan: unknown, env: Record<string, string | undefined>): Array<{ path: string; value: string }> {
+  const out: Array<{ path: string; value: string }> = [];
+  forEachSecret(plan as Record<string, unknown>, (holder, key, path) => {
+    if (!path.startsWith('tools.')) return;
+    const source = holder[key];
+    const value = typeof source === 'string' ? source : isRecord(source) && typeof source.env === 'string' ? env[source.env] : undefined;
+    if (value) out.push({ path, value });
+  });
+  return out;
+}
+
+/** What the journal keeps as the result of a run refused at start (status `failed`). */
+export interface RefusedAtStart {
+  refusedAtStart: { code: string; message: string };
+}
+
+/** The refusal a stored result records, if it is one. */
+export function refusalOf(result: unknown): RefusedAtStart['refusedAtStart'] | undefined {
+  const refusal = (result as Partial<RefusedAtStart> | null)?.refusedAtStart;
+  return refusal && typeof refusal.message === 'string' ? refusal : undefined;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Writing: the run's journal
 // ---------------------------------------------------------------------------------------------
@@ -120,14 +143,19 @@ export class RunJournal {
   /** Side-effect calls seen in this life of the run, per task, tool and arguments: the nth replays the nth. */
   private readonly toolSeen = new Map<string, number>();
 
+  /**
+   * @param redact what every write goes through that did not come as a run event (events are
+   *   redacted where they are reported): sub-task specs, tool results, the result.
+   */
   constructor(
     readonly store: Store,
     readonly runId: string,
+    private readonly redact: <T>(value: T) => T = (value) => value,
   ) {
     this.journal = new Journal(store, runId);
   }
 
-  /** One run event into the journal (a failure stops the run; later events are dropped). */
+  /** One run event (already redacted) into the journal (a failure stops the run; later events are dropped). */
   record(event: RunEvent & { at?: number }): void {
     if (this.failure) return;
     this.attempt(() => {
@@ -138,7 +166,7 @@ export class RunJournal {
         // planner made this time (a planner that plans again after a crash leaves older rows behind).
         const specs = this.accepted.get(event.taskId) ?? [];
         this.accepted.delete(event.taskId);
-        this.store.addTasks(this.runId, specs.map((t) => ({ id: t.id, spec: t, parent: event.taskId })));
+        this.store.addTasks(this.runId, specs.map((t) => ({ id: t.id, spec: this.redact(t), parent: event.taskId })));
         this.store.setTaskExtra(this.runId, event.taskId, { subtasks: event.subtasks } satisfies PlannerExtra);
       }
     });
@@ -192,17 +220,27 @@ export class RunJournal {
       content = await run(createHash('sha256').update(`${this.runId}\u0000${key}`).digest('hex').slice(0, 32));
     } catch (error) {
       // A call cut short (its attempt cancelled or timed out) has no result to replay.
-      if (!signal.aborted) this.attempt(() => this.store.recordToolResult(this.runId, key, (error as Error).message ?? String(error), true));
+      if (!signal.aborted) this.attempt(() => this.store.recordToolResult(this.runId, key, this.redact((error as Error).message ?? String(error)), true));
       throw error;
     }
-    this.attempt(() => this.store.recordToolResult(this.runId, key, content, false));
+    this.attempt(() => this.store.recordToolResult(this.runId, key, this.redact(content), false));
     this.check();
     return content;
   }
 
   /** The run ended: its status and result, if the journal still works. */
   finish(status: StoredRunStatus, result: unknown): void {
-    this.attempt(() => this.store.setRunStatus(this.runId, status, result));
+    this.attempt(() => this.store.setRunStatus(this.runId, status, this.redact(result)));
+  }
+
+  /** A new run that was refused before anything ran: failed, with the reason (as a result of its own shape). */
+  refusedAtStart(error: unknown): void {
+    if (error instanceof StoreError) return;
+    const e = error as { code?: unknown; message?: unknown } | null;
+    const refusal: RefusedAtStart = {
+      refusedAtStart: { code: typeof e?.code === 'string' ? e.code : 'internal', message: typeof e?.message === 'string' ? e.message : String(error) },
+    };
+    this.finish('failed', refusal);
   }
 
   /** The journal cannot write (a failed write, or a batch the store could not commit): the run stops. */

@@ -38,8 +38,8 @@ import { resolveRun, targetOfModel, type BreakerOptions } from './resolve.js';
 import { decisionOf, loadHookModule, toolDecisionOf, type BeforeDispatch, type BeforeToolCall, type Hooks } from './hooks.js';
 import type { ToolDefinition } from './tools/local.js';
 import { RunTools } from './tools/registry.js';
-import { hasRedactions, inlineSecretPaths, redactPlan, restoreOf, RunJournal, unredactPlan } from './durable.js';
-import { openStore, type AttemptRow, type RunSummary, type Spent, type Store, type StoreError, type TaskRow } from './store/index.js';
+import { hasRedactions, inlineSecretPaths, redactPlan, refusalOf, restoreOf, RunJournal, settingSecrets, unredactPlan } from './durable.js';
+import { openStore, openStoreToRead, type AttemptRow, type RunSummary, type Spent, type Store, type StoreError, type TaskRow } from './store/index.js';
 import { readFileSync } from 'node:fs';
 import { RemoteCalls, unwrap } from './distributed/remote.js';
 import type { BatchJob, ModelJob, RunConfig, ToolJob } from './distributed/protocol.js';
@@ -185,10 +185,17 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     const events = createEmitter<RunEvents>();
     const durable = storeOf();
     runningHere.add(runId);
-    const journal = durable ? new RunJournal(durable, runId) : undefined;
+    // Every secret of the run, known before anything can echo one: the tool servers' settings now,
+    // the provider keys as resolveRun adds them (before the first event).
+    const keyring = new Keyring();
+    for (const { path, value } of settingSecrets(plan, env)) keyring.redactor.addSetting(value, path);
+    const redact = <T>(value: T): T => keyring.redactor.redactDeep(value);
+    const journal = durable ? new RunJournal(durable, runId, redact) : undefined;
     const journalRef = journal ? { failWith: (e: StoreError) => journal.fail(e) } : undefined;
     if (journalRef) journals.add(journalRef);
-    const report = (_: unknown, event: RunEvent) => {
+    const report = (_: unknown, raw: RunEvent) => {
+      // Events go to the journal and to listeners (the CLI's --events, --json, the report): out.
+      const event = redact(raw);
       journal?.record(event);
       // Nobody listening: no stamped copy to make (the hot path of a big run).
       if (!events.all.has(event.type) && !events.all.has('*')) return;
@@ -224,6 +231,8 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     // Started on the next microtask at the earliest, so listeners attached right after run()
     // see every event, `run:started` included. MCP servers connect first: a task naming a tool
     // its server does not have fails the run before anything is sent.
+    /** Whether the supervisor started: a new run refused before that is journaled as failed. */
+    let started = false;
     const result = (async () => {
       await Promise.resolve();
       const runTools = await RunTools.open(plan, [...tools.values()], env);
@@ -236,7 +245,6 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       try {
         const problems = runTools.problems(plan);
         if (problems.length > 0) throw new PlanValidationError(problems);
-        const keyring = new Keyring();
         const busTools = runTools.busTools();
         const input = resolveRun(plan, {
           runId,
@@ -296,9 +304,10 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           maxInFlight: input.maxInFlight,
           ...(input.restore ? { resumed: true, alreadyCompleted: input.restore.tasks.filter((t) => t.status === 'completed').length } : {}),
         });
+        started = true;
         actor.start();
         if (cancelled !== undefined) actor.send({ type: 'CANCEL', reason: cancelled });
-        const out = priced(await toPromise(actor), plan);
+        const out = redact(priced(await toPromise(actor), plan));
         if (journal?.failure) throw journal.failure;
         journal?.finish(out.status, out);
         if (journal?.failure) throw journal.failure;
@@ -306,7 +315,15 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       } finally {
         await runTools.close();
       }
-    })().finally(() => {
+    })().catch((error: unknown) => {
+      // Errors reach the caller's output: a tool server's or a provider's words may hold a secret.
+      if (error instanceof Error) error.message = keyring.redact(error.message);
+      // A new run refused before anything ran (a tool server that does not connect, a tool it
+      // lacks): failed, with why, not left `running` (listed as interrupted, resumable for nothing).
+      // A resume refused so keeps its journal as it was: its work so far is still worth resuming.
+      if (!started && !restore) journal?.refusedAtStart(error);
+      throw error;
+    }).finally(() => {
       live.delete(handle);
       runningHere.delete(runId);
       remote?.forgetRun(runId);
@@ -370,6 +387,10 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       if (!durable) throw new Error('this swarm has no store (store: false): there is nothing to resume from');
       const record = durable.getRun(runId);
       if (!record) throw new Error(`no run "${runId}" in ${durable.path}`);
+      const refused = refusalOf(record.result);
+      if (refused) {
+        throw new Error(`run ${runId} was refused at start and never ran (${refused.code}: ${refused.message}); there is nothing to resume: start it again once that is fixed`);
+      }
       if (FINISHED.has(record.status)) return finishedHandle(runId, record.result as RunResult);
       let raw = record.plan;
       if (hasRedactions(raw)) {
@@ -394,8 +415,19 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     },
 
     runs(limit) {
-      const durable = storeOf();
-      return durable ? withLiveness(durable, durable.listRuns(limit)) : [];
+      if (options.store === false) return [];
+      // Listing writes nothing: a journal this swarm has not opened is opened read-only for it.
+      if (typeof options.store === 'object' || store !== undefined) {
+        const durable = storeOf()!;
+        return withLiveness(durable, durable.listRuns(limit));
+      }
+      const reader = openStoreToRead(options.store ?? (env.SWARMSTATE_STORE || undefined));
+      if (!reader) return [];
+      try {
+        return withLiveness(reader, reader.listRuns(limit));
+      } finally {
+        reader.close();
+      }
     },
 
     async close() {
@@ -542,7 +574,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
         // from when it really left (the worker's own measure of the call, so no clock is compared).
         // A margin keeps the estimate on the late side: a server counts arrivals by its own clock.
         if (outcome.callMs !== undefined) out.sentAt = nowOf(self) - outcome.callMs + SENT_AT_MARGIN_MS;
-        return out;
+        return keyring.redactor.redactDeep(out);
       }
       const reply = await adapters.get(call.provider)!.call({
         provider: call.provider,
@@ -559,7 +591,8 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
           ? { onResponseStart: () => system.get('supervisor')?.send({ type: 'CACHE.WARM', taskId: call.taskId, attempt: call.attempt } satisfies CacheWarmEvent) }
           : {}),
       });
-      return fromWire(naming, reply);
+      // A reply that echoes a key (a hostile or broken endpoint) does not carry it into the run.
+      return keyring.redactor.redactDeep(fromWire(naming, reply));
     } catch (error) {
       const e = asProviderError(error, facts);
       // Servers echo keys back in error bodies: nothing leaves with a secret in it.
@@ -568,6 +601,15 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
   });
   /** One tool execution: here, or (a distributed run) on a worker. */
   const execute = async (name: string, args: unknown, signal: AbortSignal, idempotencyKey?: string): Promise<string> => {
+    // What a tool says goes to a model and to the journal: no secret of the run in it, result or error.
+    try {
+      return keyring.redact(await executeHere(name, args, signal, idempotencyKey));
+    } catch (error) {
+      if (error instanceof Error) error.message = keyring.redact(error.message);
+      throw error;
+    }
+  };
+  const executeHere = async (name: string, args: unknown, signal: AbortSignal, idempotencyKey?: string): Promise<string> => {
     if (!remote) return runTools.execute(name, args, signal, idempotencyKey);
     const job: ToolJob = { kind: 'tool', runId: remote.runId, config: remote.config, name, args, ...(idempotencyKey ? { idempotencyKey } : {}) };
     const outcome = await remote.calls.call(job, signal);
@@ -582,13 +624,16 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
     journal.flush();
     return execute(call.name, call.args, signal);
   });
-  const executeBatch = fromPromise<ToolResult[], ToolBatchInput>(async ({ input: batch, signal }) => {
+  const executeBatch = fromPromise<ToolResult[], ToolBatchInput>(async ({ input: batch, signal }) =>
+    (await executeBatchHere(batch, signal)).map((r) => ({ ...r, content: keyring.redact(r.content) })),
+  );
+  const executeBatchHere = async (batch: ToolBatchInput, signal: AbortSignal): Promise<ToolResult[]> => {
     if (!remote) return runTools.executeBatch(batch.name, batch.calls, signal);
     const job: BatchJob = { kind: 'batch', runId: remote.runId, config: remote.config, name: batch.name, calls: batch.calls };
     const outcome = await remote.calls.call(job, signal);
     if (!outcome.ok) throw new Error(outcome.error.message);
     return (outcome as { results: ToolResult[] }).results;
-  });
+  };
   const expandPlan = fromPromise<PlanExpansion, PlanExpansionInput>(async ({ input }) => expander.expand(input));
   return supervisorMachine.provide({
     actions: { report },

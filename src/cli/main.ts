@@ -341,7 +341,7 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
   } catch (error) {
     if (error instanceof StoreError) {
       // The journal failed mid-run: the run stopped, what was committed is intact.
-      io.err.write(`swarmstate: ${errorText(error)}\nthe run stopped; fix the disk, then: ${resumeCommand(run.id, flags)}\n`);
+      io.err.write(`swarmstate: ${errorText(error)}\nthe run stopped; ${error.advice}, then: ${resumeCommand(run.id, flags)}\n`);
       return EXIT.journal;
     }
     // The run could not start: a tool its server lacks, a server that does not connect.

@@ -4,22 +4,25 @@
  *
  * Why these settings: WAL lets `swarmstate runs` read while a run writes; `synchronous=NORMAL`
  * in WAL mode never corrupts the file, and a power cut loses at most the last commits, which the
- * resume logic tolerates (it re-runs what was not recorded as done); `busy_timeout` makes a second
- * process wait for the write lock instead of failing at once.
+ * resume logic tolerates (it re-runs what was not recorded as done).
  *
- * Batching is one open `BEGIN IMMEDIATE` transaction: the first write opens it and arms a
- * `setImmediate` that commits it; durable-now writes and `flush()` commit it at once. Every
- * statement on the hot path is prepared once, in the constructor.
+ * Several processes may share the file (runs started side by side): batches, durable-now writes
+ * and the wait for a write lock another process holds are in sqliteWrites.ts. Every statement is
+ * prepared once, in the constructor.
  *
- * The schema (sqliteSchema.ts) is versioned with `PRAGMA user_version`, brought up to date
- * inside one write transaction, so two processes opening a new file do not race.
+ * The schema (sqliteSchema.ts) is versioned with `PRAGMA user_version` and marked with
+ * `PRAGMA application_id`, brought up to date inside one write transaction, so two processes
+ * opening a new file do not race. Another program's database is recognised before anything is
+ * written and refused (`foreign`); `readOnly` opens a journal for a listing without any write.
  */
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Usage } from '../../machines/protocol.js';
 import { fromJson, mayTake, toJson, type HeldLock } from './shared.js';
-import { migrate, prepare, type AttemptDbRow, type RunRow, type Statements, type SummaryRow, type TaskDbRow } from './sqliteSchema.js';
+import { BUSY_LIMIT_MS, BUSY_TIMEOUT_MS, retryBusy } from './busy.js';
+import { codeOf, reasonOf, SqliteWrites } from './sqliteWrites.js';
+import { checkVersion, migrate, prepare, recognise, type AttemptDbRow, type RunRow, type Statements, type SummaryRow, type TaskDbRow } from './sqliteSchema.js';
 import {
   StoreError,
   type AttemptRow,
@@ -39,8 +42,6 @@ import {
 /** Where the journal lives when no path is given, relative to the working directory. */
 export const DEFAULT_DB_PATH = '.swarmstate/runs.db';
 
-const BUSY_TIMEOUT_MS = 2000;
-
 export { SCHEMA_VERSION } from './sqliteSchema.js';
 
 function summaryOf(row: SummaryRow): RunSummary {
@@ -57,37 +58,21 @@ function summaryOf(row: SummaryRow): RunSummary {
   };
 }
 
-/** A SQLite error's code (`SQLITE_FULL`...), or what else failed, for the message. */
-function codeOf(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : 'internal';
-}
-
-/** The error's own words, short: SQLite's messages describe the failure, never the data bound. */
-function reasonOf(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  return text.length > 200 ? `${text.slice(0, 200)}...` : text;
-}
-
 export class SqliteStore implements Store {
   readonly path: string;
   private readonly db: Database.Database;
   private readonly st: Statements;
   private readonly now: () => number;
-  private readonly onError: ((error: StoreError) => void) | undefined;
-  /** The commit armed by the first write of a batch. */
-  private timer: NodeJS.Immediate | null = null;
-  /** Set by the first failed write; every later write throws it. */
-  private failed: StoreError | null = null;
-  private closed = false;
+  private readonly writes: SqliteWrites;
 
   constructor(file: string = DEFAULT_DB_PATH, options: StoreOptions = {}) {
     this.path = file === ':memory:' ? file : resolve(file);
     this.now = options.now ?? Date.now;
-    this.onError = options.onError;
+    const readOnly = options.readOnly === true;
+    const busyLimitMs = options.busyLimitMs ?? BUSY_LIMIT_MS;
     let db: Database.Database | undefined;
     try {
-      if (this.path !== ':memory:') {
+      if (this.path !== ':memory:' && !readOnly) {
         mkdirSync(dirname(this.path), { recursive: true });
         // Root ignores permission bits, so SQLite would write a file its owner made read-only: refuse here.
         const mode = statSync(this.path, { throwIfNoEntry: false })?.mode;
@@ -95,11 +80,18 @@ export class SqliteStore implements Store {
           throw Object.assign(new Error('the file is read-only'), { code: 'SQLITE_READONLY' });
         }
       }
-      db = new Database(this.path, { timeout: BUSY_TIMEOUT_MS });
-      db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = NORMAL');
-      db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      migrate(db, this.path);
+      db = new Database(this.path, { timeout: BUSY_TIMEOUT_MS, ...(readOnly ? { readonly: true, fileMustExist: true } : {}) });
+      const opened = db;
+      // Before anything is written (WAL, the schema): another program's database stays as it was.
+      const kind = retryBusy(() => recognise(opened, this.path), busyLimitMs);
+      if (readOnly) {
+        if (kind === 'new') throw new StoreError(`run journal ${this.path}: the file holds no journal yet`, this.path, 'empty');
+        checkVersion(opened, this.path);
+      } else {
+        retryBusy(() => opened.pragma('journal_mode = WAL'), busyLimitMs);
+        opened.pragma('synchronous = NORMAL');
+        retryBusy(() => migrate(opened, this.path), busyLimitMs);
+      }
       this.st = prepare(db);
     } catch (error) {
       try {
@@ -115,6 +107,7 @@ export class SqliteStore implements Store {
       );
     }
     this.db = db;
+    this.writes = new SqliteWrites(db, this.st, { path: this.path, readOnly, busyLimitMs, onError: options.onError });
   }
 
   /** The connection, for tests and diagnostics (pragmas, a look at the tables). Not for writes. */
@@ -129,7 +122,7 @@ export class SqliteStore implements Store {
   createRun(run: NewRun): void {
     const plan = toJson(run.plan);
     const options = toJson(run.options);
-    this.write('create run', true, () => {
+    this.writes.durable('create run', () => {
       if (this.st.runExists.get(run.id) !== undefined) {
         throw new StoreError(`run journal ${this.path}: run "${run.id}" already exists`, this.path, 'exists');
       }
@@ -138,19 +131,19 @@ export class SqliteStore implements Store {
   }
 
   getRun(id: string): RunRecord | undefined {
-    const row = this.read(() => this.st.getRun.get(id) as RunRow | undefined);
+    const row = this.writes.read(() => this.st.getRun.get(id) as RunRow | undefined);
     if (row === undefined) return undefined;
     return { ...summaryOf(row), plan: fromJson(row.plan_json), result: fromJson(row.result_json) };
   }
 
   listRuns(limit = 50): RunSummary[] {
-    return this.read(() => (this.st.listRuns.all(Math.max(0, limit)) as SummaryRow[]).map(summaryOf));
+    return this.writes.read(() => (this.st.listRuns.all(Math.max(0, limit)) as SummaryRow[]).map(summaryOf));
   }
 
   setRunStatus(id: string, status: StoredRunStatus, result?: unknown): void {
     const json = toJson(result);
     const at = this.now();
-    this.write('set run status', true, () => {
+    this.writes.durable('set run status', () => {
       if (json === null) this.st.setStatus.run(status, at, id);
       else this.st.setStatusResult.run(status, json, at, id);
     });
@@ -161,7 +154,7 @@ export class SqliteStore implements Store {
   // -------------------------------------------------------------------------------------------
 
   taskStarted(runId: string, taskId: string, attempt: number, route: string, at: number): void {
-    this.write('record task start', false, () => {
+    this.writes.batched('record task start', () => {
       this.st.taskStart.run(runId, taskId, attempt, at);
       this.st.attemptStart.run(runId, taskId, attempt, route, at);
     });
@@ -179,7 +172,7 @@ export class SqliteStore implements Store {
     at: number,
   ): void {
     const usageJson = toJson(usage);
-    this.write('record task completion', false, () => {
+    this.writes.batched('record task completion', () => {
       // One statement fewer per task than reading the status first (this is the journal's hot path).
       this.st.runDoneOnce.run(at, runId, runId, taskId);
       this.st.taskComplete.run(runId, taskId, attempt, output, usageJson, costUsd, requests, retries, at);
@@ -189,14 +182,16 @@ export class SqliteStore implements Store {
 
   taskFailed(runId: string, taskId: string, attempt: number, error: unknown, final: boolean, at: number): void {
     const errorJson = toJson(error);
-    this.write('record task failure', final, () => {
+    const body = () => {
       this.st.taskFail.run(runId, taskId, final ? 'failed' : 'queued', attempt, errorJson, at);
       this.st.attemptFail.run(runId, taskId, attempt, at, at);
-    });
+    };
+    if (final) this.writes.durable('record task failure', body);
+    else this.writes.batched('record task failure', body);
   }
 
   taskFinal(runId: string, taskId: string, status: 'skipped' | 'cancelled', reason: string, at: number): void {
-    this.write(`record task ${status}`, false, () => {
+    this.writes.batched(`record task ${status}`, () => {
       this.st.taskFinal.run(runId, taskId, status, reason, at);
       this.st.attemptCancelOpen.run(at, runId, taskId);
     });
@@ -205,7 +200,7 @@ export class SqliteStore implements Store {
   addTasks(runId: string, tasks: readonly NewTask[]): void {
     const specs = tasks.map((task) => toJson(task.spec));
     const at = this.now();
-    this.write('add tasks', true, () => {
+    this.writes.durable('add tasks', () => {
       let added = 0;
       for (let i = 0; i < tasks.length; i++) {
         // A planner that plans again (after a crash) may reuse an id: its new spec replaces the old.
@@ -220,20 +215,20 @@ export class SqliteStore implements Store {
   setTaskExtra(runId: string, taskId: string, extra: unknown): void {
     const json = toJson(extra);
     const at = this.now();
-    this.write('set task extra', false, () => {
+    this.writes.batched('set task extra', () => {
       this.st.taskExtra.run(runId, taskId, json, at);
     });
   }
 
   attemptEnded(runId: string, taskId: string, attempt: number, status: 'completed' | 'failed' | 'cancelled', at: number): void {
-    this.write('end attempt', false, () => {
+    this.writes.batched('end attempt', () => {
       this.st.attemptEnd.run(at, status, runId, taskId, attempt);
     });
   }
 
   taskReopened(runId: string, taskId: string, extra: unknown, at: number): void {
     const json = toJson(extra);
-    this.write('reopen task', true, () => {
+    this.writes.durable('reopen task', () => {
       const before = this.st.taskStatus.get(runId, taskId);
       this.st.taskReopen.run(json, at, runId, taskId);
       if (before === 'completed') this.st.runUndone.run(at, runId);
@@ -241,7 +236,7 @@ export class SqliteStore implements Store {
   }
 
   loadTasks(runId: string): TaskRow[] {
-    const rows = this.read(() => this.st.loadTasks.all(runId) as TaskDbRow[]);
+    const rows = this.writes.read(() => this.st.loadTasks.all(runId) as TaskDbRow[]);
     return rows.map((row) => ({
       taskId: row.task_id,
       status: row.status,
@@ -261,7 +256,7 @@ export class SqliteStore implements Store {
   }
 
   loadAttempts(runId: string, taskId?: string): AttemptRow[] {
-    const rows = this.read(
+    const rows = this.writes.read(
       () => (taskId === undefined ? this.st.loadAttempts.all(runId) : this.st.loadAttemptsOf.all(runId, taskId)) as AttemptDbRow[],
     );
     return rows.map((row) => ({
@@ -283,14 +278,14 @@ export class SqliteStore implements Store {
 
   recordSpend(runId: string, taskId: string, model: string, usd: number): void {
     const at = this.now();
-    this.write('record spend', false, () => {
+    this.writes.batched('record spend', () => {
       this.st.spend.run(runId, taskId, model, usd);
       this.st.runCost.run(usd, at, runId);
     });
   }
 
   spent(runId: string): Spent {
-    const rows = this.read(() => this.st.spent.all(runId) as Array<{ task_id: string; model: string; usd: number }>);
+    const rows = this.writes.read(() => this.st.spent.all(runId) as Array<{ task_id: string; model: string; usd: number }>);
     const spent: Spent = { total: 0, byTask: {}, byModel: {} };
     for (const row of rows) {
       spent.total += row.usd;
@@ -302,13 +297,13 @@ export class SqliteStore implements Store {
 
   recordToolResult(runId: string, key: string, content: string, isError: boolean): void {
     const at = this.now();
-    this.write('record tool result', true, () => {
+    this.writes.durable('record tool result', () => {
       this.st.toolPut.run(runId, key, content, isError ? 1 : 0, at);
     });
   }
 
   toolResult(runId: string, key: string): { content: string; isError: boolean } | undefined {
-    const row = this.read(() => this.st.toolGet.get(runId, key) as { content: string; is_error: number } | undefined);
+    const row = this.writes.read(() => this.st.toolGet.get(runId, key) as { content: string; is_error: number } | undefined);
     return row === undefined ? undefined : { content: row.content, isError: row.is_error !== 0 };
   }
 
@@ -317,7 +312,7 @@ export class SqliteStore implements Store {
   // -------------------------------------------------------------------------------------------
 
   acquireLock(runId: string, owner: LockOwner, staleMs = 30_000): LockResult {
-    return this.write('acquire lock', true, (): LockResult => {
+    return this.writes.durable('acquire lock', (): LockResult => {
       const now = this.now();
       const row = this.st.lockGet.get(runId) as
         | { owner: string; pid: number; host: string; acquired_at: number; heartbeat_at: number }
@@ -338,7 +333,7 @@ export class SqliteStore implements Store {
   }
 
   isHeld(runId: string, staleMs = 30_000): boolean {
-    const row = this.read(() => this.st.lockGet.get(runId)) as
+    const row = this.writes.read(() => this.st.lockGet.get(runId)) as
       | { owner: string; pid: number; host: string; acquired_at: number; heartbeat_at: number }
       | undefined;
     if (row === undefined) return false;
@@ -346,124 +341,24 @@ export class SqliteStore implements Store {
   }
 
   heartbeat(runId: string, ownerId: string): boolean {
-    return this.write('heartbeat lock', true, () => this.st.lockBeat.run(this.now(), runId, ownerId).changes > 0);
+    return this.writes.durable('heartbeat lock', () => this.st.lockBeat.run(this.now(), runId, ownerId).changes > 0);
   }
 
   releaseLock(runId: string, ownerId: string): void {
-    this.write('release lock', true, () => {
+    this.writes.durable('release lock', () => {
       this.st.lockDel.run(runId, ownerId);
     });
   }
 
   // -------------------------------------------------------------------------------------------
-  // Batches
+  // Batches (sqliteWrites.ts)
   // -------------------------------------------------------------------------------------------
 
   flush(): void {
-    this.usable();
-    if (!this.db.inTransaction) return;
-    try {
-      this.commitNow();
-    } catch (error) {
-      throw this.poison(error, 'commit');
-    }
+    this.writes.flush();
   }
 
   close(): void {
-    if (this.closed) return;
-    try {
-      if (this.failed === null && this.db.inTransaction) this.commitNow();
-    } catch (error) {
-      this.poison(error, 'commit at close');
-    } finally {
-      this.closed = true;
-      this.clearTimer();
-      if (this.db.inTransaction) this.rollbackQuietly();
-      this.db.close();
-    }
-  }
-
-  /** Runs one method's statements in the current batch (opening one if none), atomically with it. */
-  private write<T>(doing: string, durable: boolean, body: () => T): T {
-    this.usable();
-    let opened = false;
-    try {
-      if (!this.db.inTransaction) {
-        this.st.begin.run();
-        opened = true;
-      }
-      const value = body();
-      if (durable) this.commitNow();
-      else if (opened) this.timer ??= setImmediate(this.autoCommit);
-      return value;
-    } catch (error) {
-      // A refusal of ours (the run exists) before anything was written leaves the batch alone.
-      if (error instanceof StoreError && error.sqliteCode === 'exists') {
-        if (opened && this.db.inTransaction) this.rollbackQuietly();
-        throw error;
-      }
-      throw this.poison(error, doing);
-    }
-  }
-
-  private read<T>(body: () => T): T {
-    if (this.closed) throw this.closedError();
-    return body();
-  }
-
-  private readonly autoCommit = (): void => {
-    this.timer = null;
-    if (this.closed || this.failed !== null || !this.db.inTransaction) return;
-    try {
-      this.commitNow();
-    } catch (error) {
-      const failure = this.poison(error, 'commit');
-      this.onError?.(failure);
-    }
-  };
-
-  private commitNow(): void {
-    this.st.commit.run();
-    this.clearTimer();
-  }
-
-  private clearTimer(): void {
-    if (this.timer !== null) {
-      clearImmediate(this.timer);
-      this.timer = null;
-    }
-  }
-
-  /** Throws when the store cannot take writes: closed, or failed before. */
-  private usable(): void {
-    if (this.closed) throw this.closedError();
-    if (this.failed !== null) throw this.failed;
-  }
-
-  private closedError(): StoreError {
-    return new StoreError(`run journal ${this.path}: the store is closed`, this.path, 'closed');
-  }
-
-  /** Rolls the batch back, remembers the failure and returns it (the same error from now on). */
-  private poison(error: unknown, doing: string): StoreError {
-    this.clearTimer();
-    if (this.db.inTransaction) this.rollbackQuietly();
-    if (this.failed !== null) return this.failed;
-    const code = codeOf(error);
-    this.failed = new StoreError(
-      `run journal ${this.path}: ${doing} failed: ${code} (${reasonOf(error)}); ` +
-        'the uncommitted batch was rolled back and the store takes no more writes until it is reopened',
-      this.path,
-      code,
-    );
-    return this.failed;
-  }
-
-  private rollbackQuietly(): void {
-    try {
-      this.db.exec('ROLLBACK');
-    } catch {
-      // SQLite may have rolled back by itself (SQLITE_FULL, SQLITE_IOERR): nothing is left to undo.
-    }
+    this.writes.close();
   }
 }

@@ -6,10 +6,10 @@
  * recorded: which tasks completed and with what output, what each attempt spent, which tool side
  * effects already happened. The store is storage only; the runtime decides what to write and when.
  *
- * Durability. Every write is synchronous. Writes are grouped in batches: the first write opens a
- * batch (one transaction), and the batch commits on `flush()`, or by itself on the next macrotask
- * (`setImmediate`) after that first write. The runtime calls `flush()` before any network side
- * effect. Some writes are "durable now": they commit at once, together with anything pending.
+ * Durability. Writes are grouped in batches: a batched write is kept, in order, and the batch
+ * runs as one short transaction on `flush()`, or by itself on the next macrotask (`setImmediate`)
+ * after its first write. The runtime calls `flush()` before any network side effect. Some writes
+ * are "durable now": they commit at once, together with anything pending, before they return.
  * Each method says which kind it is:
  *
  *   durable now: createRun, setRunStatus, taskFailed with final = true, addTasks, taskReopened,
@@ -21,13 +21,20 @@
  * (10,000 tasks), and a crash loses at most one macrotask of them (those tasks run again on
  * resume). The runtime commits pending spend before every model call.
  *
- * Reads see every write made through the same store, committed or not.
+ * Reads see every write made through the same store: a read commits what is pending first.
+ *
+ * Sharing. Several processes may write one journal file at once (runs started side by side on
+ * the default `.swarmstate/runs.db`). A write transaction holds the file's write lock only while
+ * its statements run (a batch is run at commit, not held open while the run works), and a write
+ * that finds the lock held waits and tries again, up to 60 s in all (a batch committing by itself
+ * waits without blocking the process). Only then does it fail, with SQLITE_BUSY.
  *
  * Failure. A write the database refuses (SQLITE_FULL, SQLITE_READONLY, SQLITE_IOERR, SQLITE_BUSY
- * past the busy timeout...) throws a `StoreError`, and the whole pending batch is rolled back: a
- * method's writes (a task row and its attempt row, say) are never half-committed. From then on
- * every write, and `flush()`, throws the same error until the store is closed and opened again.
- * Reads keep working on what was committed.
+ * past that wait...) fails with a `StoreError`, and the whole pending batch is rolled back: a
+ * method's writes (a task row and its attempt row, say) are never half-committed. A durable-now
+ * write and `flush()` throw it; a batch that fails when it commits by itself tells `onError`.
+ * From then on every write, and `flush()`, throws the same error until the store is closed and
+ * opened again. Reads keep working on what was committed.
  *
  * Opaque values (plans, options, results, errors, specs, extras, usage) are stored as JSON: what
  * comes back is what `JSON.parse(JSON.stringify(value))` gives. The caller redacts secrets before
@@ -157,6 +164,13 @@ export interface StoreOptions {
    * stack to catch it. The error is also kept and thrown by the next write or `flush()`.
    */
   onError?: (error: StoreError) => void;
+  /**
+   * Open for reading only (`swarmstate runs`): nothing is written, not even the WAL switch or
+   * the schema; the file must exist and hold a journal. Every write throws (code `read-only`).
+   */
+  readOnly?: boolean;
+  /** How long a write waits in all for a write lock another process holds. Default 60000 ms. */
+  busyLimitMs?: number;
 }
 
 export interface Store {
@@ -243,8 +257,9 @@ export interface Store {
 }
 
 /**
- * The store could not do its job: a write was refused, the file cannot be opened, the store is
- * closed. `message` names the database path and the SQLite error code; it never holds data.
+ * The store could not do its job: a write was refused, the file cannot be opened (or is another
+ * program's database: `foreign`), the store is closed. `message` names the database path and the
+ * SQLite error code; it never holds data.
  */
 export class StoreError extends Error {
   readonly code = 'store_failed' as const;
@@ -257,6 +272,15 @@ export class StoreError extends Error {
     this.name = 'StoreError';
     this.path = path;
     this.sqliteCode = sqliteCode;
+  }
+
+  /** What the user can do about it, for a message that ends with how to resume. */
+  get advice(): string {
+    if (this.sqliteCode.startsWith('SQLITE_BUSY')) {
+      return 'other processes kept the journal busy (runs sharing the file); try again when fewer run at once, or give this run a journal of its own (--store)';
+    }
+    if (this.sqliteCode === 'foreign') return 'give the journal a file of its own (--store)';
+    return 'fix the disk (space, permissions)';
   }
 }
 

@@ -8,12 +8,18 @@
  *
  * A stdio server that dies is restarted once (reconnect, list again); after a second death its
  * tools answer every call at once with an error result that names the server.
+ *
+ * The config's `env` and `headers` values are secrets (tokens, mostly): they are replaced by
+ * `[redacted tools.servers.<server>.env.<NAME>]` in everything this connection hands back (tool
+ * results, error texts, the stderr it keeps or passes on), so a server that prints or echoes its
+ * token ("rejected token ghp_...") does not carry it to the model, the events or the journal.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolResult } from '../../machines/protocol.js';
+import { Redactor } from '../keys.js';
 import type { McpServerConfig, ToolInfo, ToolSource } from './types.js';
 
 /** The `_meta` field of a tool call that names its logical call across retries and resumes. */
@@ -30,7 +36,10 @@ export interface McpConnectOptions {
   connectTimeoutMs?: number;
   /** Timeout of a call that gives none. Default 60 s (the SDK's default); `Infinity` for none. */
   callTimeoutMs?: number;
-  /** Sees a stdio server's stderr as it comes. By default it is only kept (last 8 KB) for error messages. */
+  /**
+   * Sees a stdio server's stderr as it comes (secrets redacted per chunk). By default it is only
+   * kept (last 8 KB) for error messages.
+   */
   onStderr?: (text: string) => void;
 }
 
@@ -99,6 +108,8 @@ class McpConnection implements McpToolSource {
   private readonly slots: Slots;
   private readonly isStdio: boolean;
   private readonly restart: boolean;
+  /** The config's env and header values. */
+  private readonly secrets = new Redactor();
 
   constructor(
     readonly server: string,
@@ -109,6 +120,12 @@ class McpConnection implements McpToolSource {
     this.slots = new Slots(concurrency);
     this.isStdio = 'command' in config;
     this.restart = opts.restart ?? this.isStdio;
+    const settings = { env: 'env' in config ? config.env : undefined, headers: 'headers' in config ? config.headers : undefined };
+    for (const [field, values] of Object.entries(settings)) {
+      for (const [name, value] of Object.entries(values ?? {})) {
+        if (typeof value === 'string') this.secrets.addSetting(value, `tools.servers.${server}.${field}.${name}`);
+      }
+    }
   }
 
   get stats(): McpSourceStats {
@@ -161,7 +178,8 @@ class McpConnection implements McpToolSource {
             signal: controller.signal,
             timeout: MAX_TIMER_MS,
           });
-          return toToolResult(result);
+          const out = toToolResult(result);
+          return { ...out, content: this.secrets.redact(out.content) };
         } finally {
           this.inFlight--;
         }
@@ -171,7 +189,7 @@ class McpConnection implements McpToolSource {
     } catch (error) {
       if (signal.aborted) throw abortError(name, signal.reason);
       if (timedOut) return { content: `tool ${name} timed out after ${limitMs} ms`, isError: true };
-      return { content: this.failureText(name, error), isError: true };
+      return { content: this.secrets.redact(this.failureText(name, error)), isError: true };
     } finally {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
@@ -201,7 +219,8 @@ class McpConnection implements McpToolSource {
     } catch (error) {
       await endSession(client);
       const where = 'command' in this.config ? `command ${JSON.stringify(this.config.command)}` : this.config.url;
-      throw new Error(`could not connect to MCP server "${this.server}" (${where}): ${messageOf(error)}${this.stderrNote()}`, { cause: error });
+      // No `cause`: the error underneath may hold a setting in its own words.
+      throw new Error(this.secrets.redact(`could not connect to MCP server "${this.server}" (${where}): ${messageOf(error)}${this.stderrNote()}`));
     }
   }
 
@@ -219,8 +238,9 @@ class McpConnection implements McpToolSource {
       ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
     });
     transport.stderr?.on('data', (chunk: Buffer) => {
-      const text = chunk.toString('utf8');
-      this.stderr = (this.stderr + text).slice(-STDERR_KEEP);
+      const text = this.secrets.redact(chunk.toString('utf8'));
+      // Redacted again whole: a secret split across two chunks is found once both are in.
+      this.stderr = this.secrets.redact(this.stderr + text).slice(-STDERR_KEEP);
       try {
         this.opts.onStderr?.(text);
       } catch {

@@ -194,6 +194,38 @@ describe('resume through the API', () => {
   });
 });
 
+describe('a run refused at start', () => {
+  it('is journaled as failed with its reason, not left to be listed as interrupted; a resume says it never ran', async () => {
+    const file = join(dir, 'refused.db');
+    const plan = {
+      providers: { p: { type: 'sim' } },
+      models: { m: { provider: 'p', model: 'sim-fast', maxTokens: 16 } },
+      tools: { servers: { gh: { command: join(dir, 'no-such-server') } } },
+      tasks: [{ id: 'a', model: 'm', prompt: 'hi', tools: ['gh.search'] }],
+    };
+    const swarm = createSwarm({ env, store: file });
+    const run = swarm.run(plan);
+    const error = (await run.result.then(
+      () => undefined,
+      (e: unknown) => e,
+    )) as Error & { code?: string };
+    expect(error.message).toContain('tools.servers.gh: cannot connect');
+    expect(swarm.runs()).toEqual([expect.objectContaining({ id: run.id, status: 'failed', tasksDone: 0 })]);
+    await swarm.close();
+
+    const store = new SqliteStore(file);
+    expect(store.getRun(run.id)).toMatchObject({
+      status: 'failed',
+      result: { refusedAtStart: { code: error.code, message: expect.stringContaining('tools.servers.gh: cannot connect') } },
+    });
+    expect(store.isHeld(run.id)).toBe(false);
+    store.close();
+    const again = createSwarm({ env, store: file });
+    expect(() => again.resume(run.id)).toThrow(new RegExp(`run ${run.id} was refused at start and never ran \\(${error.code}: `));
+    await again.close();
+  });
+});
+
 describe('the CLI', () => {
   async function cli(args: string[], extraEnv: Record<string, string> = {}) {
     try {

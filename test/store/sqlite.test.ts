@@ -10,6 +10,8 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStore, MemoryStore, SCHEMA_VERSION, SqliteStore, StoreError } from '../../src/store/index.js';
 import { HOST } from '../../src/store/shared.js';
+import { BUSY_TIMEOUT_MS } from '../../src/store/busy.js';
+import { APPLICATION_ID } from '../../src/store/sqliteSchema.js';
 import { exited, lineReader, manualClock, ROOT, tempDir, tsChild, usage } from './helpers.js';
 
 const dirs: string[] = [];
@@ -56,8 +58,9 @@ describe('SqliteStore: the file', () => {
     const db = open(file).database;
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
     expect(db.pragma('synchronous', { simple: true })).toBe(1); // NORMAL
-    expect(db.pragma('busy_timeout', { simple: true })).toBe(2000);
+    expect(db.pragma('busy_timeout', { simple: true })).toBe(BUSY_TIMEOUT_MS);
     expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    expect(db.pragma('application_id', { simple: true })).toBe(APPLICATION_ID);
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
     expect(tables).toEqual(['attempts', 'locks', 'runs', 'spend', 'tasks', 'tool_results']);
   });
@@ -122,7 +125,7 @@ describe('SqliteStore: the file', () => {
 });
 
 describe('SqliteStore: batches', () => {
-  it('shows batched writes to its own reads at once, to other connections after flush', () => {
+  it('holds no write lock between batched writes; its own reads see them (committing them), others after flush', () => {
     const file = dbFile();
     const store = open(file);
     store.createRun(RUN); // durable now
@@ -130,13 +133,15 @@ describe('SqliteStore: batches', () => {
     expect(other.prepare('SELECT id FROM runs').pluck().all()).toEqual(['r1']);
     store.taskStarted('r1', 'a', 1, 'p/m', 110);
     store.recordSpend('r1', 'a', 'm', 0.5);
+    expect(store.database.inTransaction).toBe(false); // another process may write meanwhile
+    expect(countTasks(other)).toBe(0);
     expect(store.loadTasks('r1').map((t) => t.status)).toEqual(['running']);
     expect(store.spent('r1').total).toBe(0.5);
-    expect(countTasks(other)).toBe(0);
-    expect(store.database.inTransaction).toBe(true);
-    store.flush();
-    expect(store.database.inTransaction).toBe(false);
     expect(countTasks(other)).toBe(1);
+    store.taskStarted('r1', 'b', 1, 'p/m', 120);
+    expect(countTasks(other)).toBe(1);
+    store.flush();
+    expect(countTasks(other)).toBe(2);
     store.flush(); // nothing pending: a no-op
   });
 
@@ -214,6 +219,7 @@ describe('SqliteStore: write failures', () => {
     let caught: unknown;
     try {
       store.taskCompleted('r1', 'a', 1, 'x'.repeat(1_000_000), usage(1, 1), 0.1, 1, 0, 120);
+      store.flush(); // the batch runs here, and fails at its third write
     } catch (error) {
       caught = error;
     }
@@ -245,29 +251,24 @@ describe('SqliteStore: write failures', () => {
     expect(again.loadTasks('r1').map((t) => t.taskId)).toEqual(['done', 'b']);
   });
 
-  it('fails a batched write as well', () => {
+  it('fails a durable write at once, naming it', () => {
     const store = fullStore(dbFile());
-    expect(() => store.setTaskExtra('r1', 'done', { blob: 'y'.repeat(1_000_000) })).toThrow(/set task extra failed: SQLITE_FULL/);
+    store.setTaskExtra('r1', 'done', { blob: 'y'.repeat(1_000_000) }); // batched: runs with the next commit
+    expect(() => store.setRunStatus('r1', 'failed')).toThrow(/set task extra failed: SQLITE_FULL/);
     expect(store.loadTasks('r1')[0].extra).toBeNull();
     expect(() => store.recordSpend('r1', 'done', 'm', 1)).toThrow(/SQLITE_FULL/);
   });
 
   it('tells onError when a commit on the next macrotask fails, and rolls that batch back', async () => {
-    const file = dbFile();
     const seen: StoreError[] = [];
-    const store = open(file, { onError: (error: StoreError) => seen.push(error) });
-    store.createRun(RUN);
-    // A commit that fails: a deferred foreign key broken inside the batch (checked only at COMMIT).
-    const db = store.database;
-    db.exec('CREATE TABLE parent (id INTEGER PRIMARY KEY); CREATE TABLE child (p INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)');
-    db.pragma('foreign_keys = ON');
+    const store = fullStore(dbFile(), (error: StoreError) => seen.push(error));
     store.taskStarted('r1', 'a', 1, 'p/m', 110);
-    db.prepare('INSERT INTO child VALUES (42)').run();
+    store.taskCompleted('r1', 'a', 1, 'x'.repeat(1_000_000), usage(1, 1), 0.1, 1, 0, 120);
     await new Promise((resolve) => setImmediate(resolve));
     expect(seen).toHaveLength(1);
-    expect(seen[0]).toMatchObject({ code: 'store_failed', sqliteCode: 'SQLITE_CONSTRAINT_FOREIGNKEY' });
-    expect(seen[0].message).toMatch(/: commit failed: SQLITE_CONSTRAINT_FOREIGNKEY/);
-    expect(store.loadTasks('r1')).toEqual([]);
+    expect(seen[0]).toMatchObject({ code: 'store_failed', sqliteCode: 'SQLITE_FULL' });
+    expect(seen[0].message).toMatch(/: record task completion failed: SQLITE_FULL/);
+    expect(store.loadTasks('r1').map((t) => t.taskId)).toEqual(['done']);
     expect(() => store.flush()).toThrow(seen[0]);
     expect(() => store.taskStarted('r1', 'b', 1, 'p/m', 120)).toThrow(seen[0]);
   });
