@@ -233,6 +233,7 @@ export function renderFrame(state: ProgressState, now: number, width: number, bu
   const idWidth = Math.max(0, ...keys.slice(0, MAX_KEY_LINES).map(([id]) => id.length));
   for (const [id, key] of keys.slice(0, MAX_KEY_LINES)) {
     const use = [plural(key.requests, 'request')];
+    if (key.rate?.rpm !== null && key.rate?.rpm !== undefined) use.push(`${key.rate.rpm} rpm ${key.rate.source}`);
     if (key.active > 0) use.push(`${formatInt(key.active)} active`);
     if (key.rateLimited > 0) use.push(`${formatInt(key.rateLimited)} rate limited`);
     lines.push(`key      ${id.padEnd(idWidth)}  ${key.state.padEnd(9)}  ${use.join('  ')}`);

@@ -29,6 +29,8 @@ export interface KeyView {
   active: number;
   rateLimited: number;
   limits: KeyLimits;
+  /** The request rate it paces at (rpm) and where it comes from, from its last `key:rate`. */
+  rate?: { rpm: number | null; source: 'stated' | 'learned' | 'adaptive' | 'none' };
 }
 
 export interface BreakerView {
@@ -212,6 +214,9 @@ export function reduce(state: ProgressState, event: TimedRunEvent | RunEvent): P
       break;
     case 'key:backoff':
       keyOf(state, event.keyId).state = 'backoff';
+      break;
+    case 'key:rate':
+      keyOf(state, event.keyId).rate = { rpm: event.rpm, source: event.source };
       break;
     case 'key:revoked':
       keyOf(state, event.keyId).state = 'revoked';

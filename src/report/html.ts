@@ -8,7 +8,7 @@ import type { TimedRunEvent } from '../swarm.js';
 import { CSS, OUTCOME_STYLE, SCRIPT } from './assets.js';
 import { at, duration, esc, int, jsonForScript, pct, raw, table, usd, type Cell } from './format.js';
 import { analyze } from './model.js';
-import { FINAL_STATUSES, OUTCOMES, stageOf, type FinalStatus, type Outcome, type ReportModel, type Spend } from './types.js';
+import { FINAL_STATUSES, OUTCOMES, stageOf, type FinalStatus, type KeyReport, type Outcome, type ReportModel, type Spend } from './types.js';
 import { renderTimeline } from './timeline.js';
 
 export interface ReportInput {
@@ -138,6 +138,15 @@ function meter(value: number, limit: number | undefined): Cell {
   return raw(`<div class="use"><div class="meter"><i class="${p >= 90 ? 'hot' : ''}" style="width:${p.toFixed(1)}%"></i></div>${esc(pct(value, limit))}</div>`);
 }
 
+/** The rate a key ended at and where it came from, with the lowest cut if a 429 cut it. */
+function pacedAt(k: KeyReport): Cell {
+  const last = k.rates.at(-1);
+  if (!last || last.rpm === null) return raw('<span class="zero">not paced</span>');
+  const cuts = k.rates.filter((r) => r.source === 'adaptive' && r.rpm !== null).map((r) => r.rpm!);
+  const low = cuts.length > 0 ? ` · cut to ${Math.min(...cuts)}` : '';
+  return `${last.rpm} rpm ${last.source}${low}`;
+}
+
 function keySection(m: ReportModel): string {
   if (m.keys.length === 0) return '';
   const span = Math.max(1, m.makespanMs);
@@ -151,6 +160,7 @@ function keySection(m: ReportModel): string {
       k.backoffs || backoffMs ? `${int(k.backoffs)} · ${duration(backoffMs)}` : raw('<span class="zero">0</span>'),
       pct(saturatedMs, span), pct(k.busyMs, span),
       `${k.tracks}${k.limits.concurrency ? ` / ${k.limits.concurrency}` : ''}`,
+      pacedAt(k),
       `${int(k.peak60)}${k.limits.rpm ? ` / ${int(k.limits.rpm)}` : ''}`,
       meter(k.peak60, k.limits.rpm),
       span >= 60_000 ? (k.calls.length / (span / 60_000)).toFixed(1) : raw(`<span class="zero" title="the run was shorter than a minute: ${int(k.calls.length)} in ${esc(duration(shortSpan))}">—</span>`),
@@ -161,11 +171,13 @@ function keySection(m: ReportModel): string {
       { label: 'key', id: true }, { label: 'requests', num: true }, { label: 'ok', num: true }, ...outcomeColumns,
       { label: 'backoffs · time', num: true }, { label: 'saturated', num: true, title: 'share of the run the key was at a limit' },
       { label: 'busy', num: true, title: 'share of the run with at least one call in flight' },
-      { label: 'in flight max / limit', num: true }, { label: 'peak 60 s / rpm', num: true, title: 'most requests started in any 60 s window, against the rpm limit' },
+      { label: 'in flight max / limit', num: true },
+      { label: 'paced at', title: 'the request rate the key paced at when the run ended (stated, learned from the headers, or adaptive after a 429), and the lowest it was cut to' },
+      { label: 'peak 60 s / rpm', num: true, title: 'most requests started in any 60 s window, against the rpm limit' },
       { label: 'rpm use' }, { label: 'avg / min', num: true },
     ],
     rows,
-  )}<p class="note">An rpm limit allows that many requests in any 60 s window, so the busiest window is measured against it; the average per minute is shown for runs longer than a minute.</p></section>`;
+  )}<p class="note">A key paces as a token bucket: evenly at 97% of its rate, with a burst of about one second's worth. The busiest 60 s window is measured against the rpm limit; the average per minute is shown for runs longer than a minute.</p></section>`;
 }
 
 function routeSection(m: ReportModel): string {

@@ -54,6 +54,7 @@ export function analyze(events: readonly TimedRunEvent[], result?: RunResult, st
       tracks: 0,
       outcomes: zeroOutcomes(),
       backoffs: 0,
+      rates: [],
       backoff: [],
       saturated: [],
       busyMs: 0,
@@ -194,6 +195,9 @@ export function analyze(events: readonly TimedRunEvent[], result?: RunResult, st
       }
       case 'key:revoked':
         keyOf(e.keyId).revokedAt ??= t(e);
+        break;
+      case 'key:rate':
+        keyOf(e.keyId).rates.push({ at: t(e), rpm: e.rpm, source: e.source });
         break;
       case 'breaker:open':
       case 'breaker:halfOpen':

@@ -52,6 +52,8 @@ export interface KeyReport {
   busyMs: number;
   /** Most requests that started in any 60 s window (the window an rpm limit counts). */
   peak60: number;
+  /** The request rate the key paced at over the run (`key:rate` events), in order. */
+  rates: { at: number; rpm: number | null; source: 'stated' | 'learned' | 'adaptive' | 'none' }[];
 }
 
 export interface BreakerTransition {

@@ -333,7 +333,8 @@ export class MemoryStore implements Store {
 
   spent(runId: string): Spent {
     this.open();
-    const spent: Spent = { total: 0, byTask: {}, byModel: {} };
+    // Keyed by names from the plan: no prototype, so a task or model named `constructor` or `__proto__` is an ordinary key.
+    const spent: Spent = { total: 0, byTask: Object.create(null) as Spent['byTask'], byModel: Object.create(null) as Spent['byModel'] };
     for (const row of this.data.get(runId)?.spend.values() ?? []) {
       spent.total += row.usd;
       spent.byTask[row.taskId] = (spent.byTask[row.taskId] ?? 0) + row.usd;

@@ -286,7 +286,8 @@ export class SqliteStore implements Store {
 
   spent(runId: string): Spent {
     const rows = this.writes.read(() => this.st.spent.all(runId) as Array<{ task_id: string; model: string; usd: number }>);
-    const spent: Spent = { total: 0, byTask: {}, byModel: {} };
+    // Keyed by names from the plan: no prototype, so a task or model named `constructor` or `__proto__` is an ordinary key.
+    const spent: Spent = { total: 0, byTask: Object.create(null) as Spent['byTask'], byModel: Object.create(null) as Spent['byModel'] };
     for (const row of rows) {
       spent.total += row.usd;
       spent.byTask[row.task_id] = (spent.byTask[row.task_id] ?? 0) + row.usd;

@@ -39,6 +39,13 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter(undefined, NOW)).toBeUndefined();
   });
 
+  it('ignores a negative or garbage Retry-After like a missing one (Date.parse reads "-5" as a year)', () => {
+    expect(parseRetryAfter({ 'retry-after': '-5' }, NOW)).toBeUndefined();
+    expect(parseRetryAfter({ 'retry-after': 'soon' }, NOW)).toBeUndefined();
+    expect(parseRetryAfter({ 'retry-after': '2025' }, NOW)).toBe(2_025_000); // seconds, not a year
+    expect(parseRetryAfter({ 'retry-after': 'Sun, 01 Jun 2025 12:00:05 GMT' }, NOW)).toBe(5_000);
+  });
+
   it('reads Headers objects and mixed-case record keys too', () => {
     expect(parseRetryAfter(new Headers({ 'Retry-After': '3' }), NOW)).toBe(3000);
     expect(parseRetryAfter({ 'Retry-After': '4' }, NOW)).toBe(4000);
@@ -63,6 +70,7 @@ describe('parseRateLimitHeaders', () => {
       NOW,
     );
     expect(hint).toEqual({
+      requestsLimit: 50,
       requestsRemaining: 49,
       requestsResetMs: 1000,
       inputTokensRemaining: 39_000,
@@ -90,7 +98,14 @@ describe('parseRateLimitHeaders', () => {
       },
       NOW,
     );
-    expect(hint).toEqual({ requestsRemaining: 9999, requestsResetMs: 360_000, inputTokensRemaining: 199_000, inputTokensResetMs: 3_723_500 });
+    expect(hint).toEqual({
+      requestsLimit: 10_000,
+      requestsRemaining: 9999,
+      requestsResetMs: 360_000,
+      inputTokensLimit: 200_000,
+      inputTokensRemaining: 199_000,
+      inputTokensResetMs: 3_723_500,
+    });
   });
 
   it('skips unreadable values and returns {} when the server said nothing', () => {

@@ -19,7 +19,7 @@ const tools: OpenAI.ChatCompletionTool[] = [
 ];
 
 beforeAll(async () => {
-  sim = await startSim({ seed: 5, keys: { [KEY]: {}, [LIMITED]: { rpm: 60, itpm: 100_000 } }, now: clock.now });
+  sim = await startSim({ seed: 5, keys: { [KEY]: {}, [LIMITED]: { rpm: 60, itpm: 100_000, burst: { rpm: 60 } } }, now: clock.now });
   client = new OpenAI({ apiKey: KEY, baseURL: `${sim.url}/v1`, maxRetries: 0 });
 });
 afterAll(() => sim.close());
@@ -93,8 +93,9 @@ describe('the OpenAI SDK against the simulator', () => {
 
   it('gives the SDK a RateLimitError with status 429 and a retry-after header', async () => {
     const limited = new OpenAI({ apiKey: LIMITED, baseURL: `${sim.url}/v1`, maxRetries: 0 });
-    // 50,000 tokens each, so the second passes 100k input tokens a minute. Different first
-    // characters: a shared prefix would be a cache read, which the limit does not count.
+    // 25,000 tokens each: the first empties the one-second input bucket (1,667 tokens) into debt,
+    // the next is refused for tokens. Different first characters: a shared prefix would be a cache
+    // read, which the limit does not count.
     const big = (c: string) => c + 'x'.repeat(200_000);
     await limited.chat.completions.create({ model: 'gpt-sim', messages: [{ role: 'user', content: big('a') }] });
     await limited.chat.completions.create({ model: 'gpt-sim', messages: [{ role: 'user', content: big('b') }] }).catch(() => undefined);

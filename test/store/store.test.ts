@@ -194,6 +194,19 @@ describe.each(makers)('%s', (_name, make) => {
     store.close();
   });
 
+  it('sums spend of tasks and models named like Object.prototype members as ordinary names', () => {
+    const { store } = setup();
+    store.recordSpend('r1', 'constructor', '__proto__', 0.25);
+    store.recordSpend('r1', 'constructor', '__proto__', 0.5);
+    store.recordSpend('r1', '__proto__', 'toString', 1);
+    const spent = store.spent('r1');
+    expect(spent.byTask['constructor']).toBe(0.75);
+    expect(spent.byTask['__proto__']).toBe(1);
+    expect(spent.byModel['__proto__']).toBe(0.75);
+    expect(spent.byModel['toString']).toBe(1);
+    store.close();
+  });
+
   it('keeps tool results by key, the latest winning', () => {
     const { store } = setup();
     expect(store.toolResult('r1', 'k1')).toBeUndefined();

@@ -1,0 +1,136 @@
+/**
+ * Pacing against a server that enforces its limits as the providers document them: a token
+ * bucket per key refilling at `rpm` a minute, enforced over short intervals (a bucket of one
+ * second's worth), with 5xx/529/connection-reset faults. Three programs on the same server and
+ * the same tasks, one after another in this process, each on a fresh simulator:
+ *
+ * - swarmstate (`createSwarm`, default `maxInFlight` 5);
+ * - a LangGraph.js program: a StateGraph whose node calls ChatAnthropic, `graph.batch(...,
+ *   { maxConcurrency: 5 })`, keys round-robin, library defaults for retries;
+ * - the official Anthropic SDK with p-limit(5), keys round-robin, SDK defaults for retries.
+ *
+ * Prints one JSON line: per scenario and program, tasks completed, makespan, 429 share, requests
+ * per task, and the lower bound max(one call, (N - total burst) / total rate).
+ *   node --import tsx test/bench/pacing.ts [scenario...]
+ */
+import Anthropic from '@anthropic-ai/sdk';
+import { ChatAnthropic } from '@langchain/anthropic';
+import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+import pLimit from 'p-limit';
+import { createSwarm } from '../../src/index.js';
+import { startSim, type SimServer } from '../../src/sim/index.js';
+import { countTokens } from '../../src/sim/tokenizer.js';
+
+export interface Scenario {
+  name: string;
+  what: string;
+  tasks: number;
+  keys: number;
+  /** Keys the server refuses (401): the last ones of the list. */
+  revoked: number;
+  rpm: number;
+  /** The plan states the limits (else the runtime has only the headers and the 429s). */
+  stated: boolean;
+}
+
+export const SCENARIOS: Scenario[] = [
+  { name: 'stated', what: '120 tasks, 3 keys, limits stated', tasks: 120, keys: 3, revoked: 0, rpm: 300, stated: true },
+  { name: 'unknown', what: '120 tasks, 2 keys, limits unknown (headers only)', tasks: 120, keys: 2, revoked: 0, rpm: 300, stated: false },
+  { name: 'revoked', what: '120 tasks, 3 keys, one revoked, limits stated', tasks: 120, keys: 3, revoked: 1, rpm: 300, stated: true },
+  { name: 'wide', what: '400 tasks, 4 keys, limits unknown', tasks: 400, keys: 4, revoked: 0, rpm: 300, stated: false },
+];
+
+const TTFT_MS = 150;
+const FAULTS = { http500: 0.02, http529: 0.02, reset: 0.01 };
+const MAX_TOKENS = 64;
+const prompt = (i: number) => `Write one sentence about product ${i}.`;
+
+interface Outcome {
+  completed: number;
+  makespanMs: number;
+  requests: number;
+  rateLimited: number;
+}
+
+async function onSim(s: Scenario, seed: number, program: (url: string, keys: string[]) => Promise<number>): Promise<Outcome> {
+  const keys = Array.from({ length: s.keys }, (_, i) => `sk-pacing-${seed}-${i}`);
+  const valid = keys.slice(0, s.keys - s.revoked);
+  const sim: SimServer = await startSim({
+    seed,
+    keys: Object.fromEntries(valid.map((k) => [k, { rpm: s.rpm }])),
+    latency: { ttftMs: TTFT_MS, tokensPerSecond: 2_000 },
+    faults: FAULTS,
+  });
+  try {
+    const t0 = performance.now();
+    const completed = await program(sim.url, keys);
+    const makespanMs = performance.now() - t0;
+    const stats = sim.stats();
+    return { completed, makespanMs, requests: stats.requests, rateLimited: stats.byStatus['429'] ?? 0 };
+  } finally {
+    await sim.close();
+  }
+}
+
+async function swarmstate(s: Scenario, url: string, keys: string[]): Promise<number> {
+  const swarm = createSwarm({ seed: 1, store: false });
+  try {
+    const result = await swarm.run({
+      providers: { p: { type: 'sim', baseURL: url, keys, ...(s.stated ? { limits: { rpm: s.rpm } } : {}) } },
+      models: { fast: { provider: 'p', model: 'sim-fast', maxTokens: MAX_TOKENS } },
+      tasks: Array.from({ length: s.tasks }, (_, i) => ({ id: `t${i}`, model: 'fast', prompt: prompt(i) })),
+    }).result;
+    return result.totals.completed;
+  } finally {
+    await swarm.close();
+  }
+}
+
+async function langgraph(s: Scenario, url: string, keys: string[]): Promise<number> {
+  const models = keys.map((apiKey) => new ChatAnthropic({ model: 'sim-fast', apiKey, anthropicApiUrl: url, maxTokens: MAX_TOKENS }));
+  const State = Annotation.Root({ i: Annotation<number>, output: Annotation<string> });
+  const graph = new StateGraph(State)
+    .addNode('write', async ({ i }) => ({ output: String((await models[i % models.length]!.invoke(prompt(i))).content) }))
+    .addEdge(START, 'write')
+    .addEdge('write', END)
+    .compile();
+  const inputs = Array.from({ length: s.tasks }, (_, i) => ({ i, output: '' }));
+  const results = await graph.batch(inputs, { maxConcurrency: 5 }, { returnExceptions: true });
+  return results.filter((r) => !(r instanceof Error) && typeof (r as { output?: unknown }).output === 'string').length;
+}
+
+async function sdk(s: Scenario, url: string, keys: string[]): Promise<number> {
+  const clients = keys.map((apiKey) => new Anthropic({ apiKey, baseURL: url }));
+  const limit = pLimit(5);
+  const results = await Promise.allSettled(
+    Array.from({ length: s.tasks }, (_, i) =>
+      limit(() => clients[i % clients.length]!.messages.create({ model: 'sim-fast', max_tokens: MAX_TOKENS, messages: [{ role: 'user', content: prompt(i) }] })),
+    ),
+  );
+  return results.filter((r) => r.status === 'fulfilled').length;
+}
+
+/** max(one call, (N - total burst) / total rate) over the keys the server accepts. */
+export function lowerBoundMs(s: Scenario): number {
+  const live = s.keys - s.revoked;
+  const burst = Math.max(1, s.rpm / 60);
+  return Math.max(TTFT_MS, ((s.tasks - live * burst) / (live * s.rpm)) * 60_000);
+}
+
+const PROGRAMS = { swarmstate, langgraph, sdk } as const;
+
+async function main(names: string[]) {
+  countTokens('warm up'); // the simulator's tokenizer loads once per process: not in the first program's time
+  const out: Record<string, Record<string, Outcome & { boundMs: number }>> = {};
+  for (const s of SCENARIOS.filter((x) => names.length === 0 || names.includes(x.name))) {
+    out[s.name] = {};
+    for (const [name, program] of Object.entries(PROGRAMS)) {
+      const r = await onSim(s, 7, (url, keys) => program(s, url, keys));
+      out[s.name]![name] = { ...r, boundMs: lowerBoundMs(s) };
+      console.error(`pacing ${s.name} ${name}: ${r.completed}/${s.tasks} in ${(r.makespanMs / 1000).toFixed(1)} s, ${r.rateLimited}/${r.requests} 429`);
+    }
+  }
+  console.log(JSON.stringify(out));
+}
+
+await main(process.argv.slice(2));
