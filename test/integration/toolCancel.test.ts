@@ -4,6 +4,7 @@
  * tool running on for nobody.
  */
 import { describe, expect, it } from 'vitest';
+import { countTokens } from '../../src/sim/tokenizer.js';
 import { createSwarm, type RunEvent, type ToolDefinition } from '../../src/index.js';
 
 describe('tool calls of an attempt that ended', () => {
@@ -30,11 +31,12 @@ describe('tool calls of an attempt that ended', () => {
           });
         }),
     };
+    countTokens('warm'); // the simulator's tokenizer loads once per process: not inside the attempt's deadline
     const swarm = createSwarm({ tools: [slow], store: false });
     const run = swarm.run({
       providers: { p: { type: 'sim' } },
       models: { m: { provider: 'p', model: 'sim-m' } },
-      tasks: [{ id: 't', model: 'm', tools: ['slow_write'], timeoutMs: 400, maxRetries: 0, prompt: 'write [[sim:tool slow_write {"n":1}]]' }],
+      tasks: [{ id: 't', model: 'm', tools: ['slow_write'], timeoutMs: 2_000, maxRetries: 0, prompt: 'write [[sim:tool slow_write {"n":1}]]' }],
     });
     const events: RunEvent[] = [];
     run.events.on('*', (_type, e) => events.push(e as RunEvent));

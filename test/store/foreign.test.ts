@@ -111,7 +111,8 @@ describe('runs on a file that is not a swarmstate journal', () => {
 
     const none = path.join(d, 'nothing', 'runs.db');
     const empty = await cli(['runs', '--store', none], d);
-    expect(empty).toMatchObject({ code: 0, stdout: 'no runs yet\n' });
+    expect(empty).toMatchObject({ code: 2, stdout: '' }); // a journal named that does not exist: a typo, said so
+    expect(empty.stderr).toMatch(/no run journal at/);
     expect(fs.existsSync(path.dirname(none))).toBe(false);
   });
 
