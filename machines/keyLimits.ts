@@ -10,9 +10,10 @@
  * Where the rate comes from, per limit:
  * - *stated*: the plan's `limits`;
  * - *learned*: the server's `*-limit` headers (the lower of the two wins);
- * - *adaptive* (requests only): after a 429 the rate is cut (multiplicative decrease) and then
+ * - *adaptive* (requests only): after 429s the rate is cut (multiplicative decrease) and then
  *   raised slowly on successes (additive increase) up to the stated or learned rate. With nothing
- *   stated or learned the first cut starts from the rate the key was observed sending at.
+ *   stated or learned the first 429 cuts, from the rate the key was observed sending at; against a
+ *   stated or learned rate, the second 429 in a row (one alone is likely jitter).
  *
  * Every function takes the time explicitly, so the machine stays replayable and the tests need no
  * clock. The book is immutable (each event returns a new one) so `@xstate/graph` can walk the key
@@ -293,7 +294,11 @@ export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): 
       const strikes = next.strikes + 1;
       const until = next.at + rateLimitDelay(strikes, outcome.retryAfterMs);
       next = { ...next, strikes, backoffUntil: Math.max(next.backoffUntil, until), proven: true };
-      if (lease.grantedAt > next.cutAt) next = cut(next);
+      // Against a stated or learned rate one 429 is more likely jitter (a request that reached
+      // the server a few ms early) than a wrong rate, and its backoff already answers it: the
+      // rate is cut on the second 429 in a row. With no rate known, on the first.
+      const known = rateOf(next, 'requests') !== undefined && next.adaptive === undefined;
+      if (lease.grantedAt > next.cutAt && (!known || strikes >= 2)) next = cut(next);
       break;
     }
     case 'unused':

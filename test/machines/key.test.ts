@@ -222,13 +222,16 @@ describe('keyMachine: limits', () => {
     expect(rateOf(book, 'requests')).toBeCloseTo(100 * PACING_SHARE);
   });
 
-  it('cuts the rate on a 429 (once per round) and raises it slowly on successes, up to the stated limit', () => {
-    let book = newBook({ rpm: 60 }, 0);
+  it('against a known rate, cuts on the second 429 in a row (once per round) and raises it slowly on successes, up to the limit', () => {
+    let book = newBook({ rpm: 60, burst: { rpm: 3 } }, 0);
     book = grant(book, 'a', request());
-    book = advance(book, 1_000);
     book = grant(book, 'b', request());
+    book = advance(book, 1_000);
+    book = grant(book, 'c', request());
     book = release(book, 'a', { kind: 'rate_limited', retryAfterMs: 1_000 });
-    expect(book.adaptive).toBeCloseTo(60 * 0.7);
+    expect(book.adaptive).toBeUndefined(); // one 429 against a stated rate: jitter, the backoff answers it
+    book = release(book, 'c', { kind: 'rate_limited', retryAfterMs: 1_000 });
+    expect(book.adaptive).toBeCloseTo(60 * 0.7); // the second in a row: the rate is wrong
     book = release(book, 'b', { kind: 'rate_limited', retryAfterMs: 1_000 }); // sent before the cut: no second cut
     expect(book.adaptive).toBeCloseTo(60 * 0.7);
     let t = 2_000;
