@@ -500,3 +500,31 @@ describe('scale', () => {
     expect(only.endsWith('c1 -> c0')).toBe(true);
   });
 });
+
+describe('durations and limits', () => {
+  it('refuses a delay a timer cannot hold (2^31 ms or more fires after 1 ms in Node), naming each path', () => {
+    const plan = basePlan();
+    plan.defaults = { taskTimeoutMs: 3_000_000_000 };
+    plan.tasks[0].timeoutMs = 2 ** 31;
+    plan.tools = { callTimeoutMs: 3_000_000_000 };
+    plan.providers.main.headersTimeoutMs = 2 ** 40;
+    const found = lines(plan);
+    for (const path of ['defaults.taskTimeoutMs', 'tasks[0].timeoutMs', 'tools.callTimeoutMs', 'providers.main.headersTimeoutMs']) {
+      expect(found).toContainEqual(`${path}: must be at most 2147483647 ms (about 24.8 days)`);
+    }
+    plan.defaults = { taskTimeoutMs: 2 ** 31 - 1 };
+    plan.tasks[0].timeoutMs = 1_000;
+    plan.tools = { callTimeoutMs: 60_000 };
+    plan.providers.main.headersTimeoutMs = 10_000;
+    expect(validatePlan(plan, { env: ENV }).ok).toBe(true);
+  });
+
+  it('takes a burst per limit and maxRateLimitWaits, and refuses a burst of 0', () => {
+    const plan = basePlan();
+    plan.providers.main.limits = { rpm: 60, burst: { rpm: 5, otpm: 4000 } };
+    plan.defaults = { maxRateLimitWaits: 20 };
+    expect(validatePlan(plan, { env: ENV }).ok).toBe(true);
+    plan.providers.main.limits.burst.itpm = 0;
+    expect(lines(plan)).toContainEqual('providers.main.limits.burst.itpm: must be greater than 0');
+  });
+});
