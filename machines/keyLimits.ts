@@ -279,6 +279,7 @@ export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): 
     case 'ok':
       next = settle(next, lease, charged(outcome.usage), outcome.usage.outputTokens);
       next = { ...learn(next, outcome.rateLimit), strikes: 0, proven: true };
+      if (outcome.sentAt !== undefined && outcome.sentAt > lease.grantedAt) next = sentLate(next, lease.grantedAt, outcome.sentAt);
       if (lease.grantedAt > next.cutAt) next = raise(next);
       break;
     case 'error':
@@ -338,6 +339,19 @@ function raise(book: KeyBook): KeyBook {
   const adaptive = book.adaptive + Math.min(1, 60 / book.adaptive);
   const limit = limitOf(book, 'requests');
   return { ...book, adaptive: limit !== undefined && adaptive >= limit ? undefined : adaptive };
+}
+
+/**
+ * A request that left later than its grant (a distributed call queued for a worker): the server
+ * charged it at `sentAt`. While our bucket held it from the grant, the server's, without it, may
+ * have been full and lost refill to its cap, at most the refill over the delay and at most the
+ * request itself: that much is taken back, so the key never runs ahead of the server.
+ */
+function sentLate(book: KeyBook, grantedAt: number, sentAt: number): KeyBook {
+  const rate = rateOf(book, 'requests');
+  if (rate === undefined) return book;
+  const lost = Math.min(1, ((sentAt - grantedAt) * rate) / MINUTE_MS);
+  return { ...book, requests: { ...book.requests, level: book.requests.level - lost } };
 }
 
 /** Whether `leaseId` is out on this key. */

@@ -179,7 +179,7 @@ export interface LeaseRequest {
 export type LeaseOutcome =
   /**
    * `sentAt`: when the request really left, if later than the grant (a distributed run's call
-   * waits in a queue for a worker): the key's request window counts it from then.
+   * waits in a queue for a worker): the key takes back the refill it counted in between.
    */
   | { kind: 'ok'; usage: Usage; rateLimit?: RateLimitHint; sentAt?: number }
   | { kind: 'rate_limited'; retryAfterMs?: number; rateLimit?: RateLimitHint }

@@ -570,7 +570,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
         };
         const outcome = unwrap(await remote.calls.call(job, signal)) as { model: ModelCallOutput; callMs?: number };
         const out = fromWire(naming, outcome.model);
-        // The call may have waited in the queue for a worker: the key's request window counts it
+        // The call may have waited in the queue for a worker: the key's request bucket counts it
         // from when it really left (the worker's own measure of the call, so no clock is compared).
         // A margin keeps the estimate on the late side: a server counts arrivals by its own clock.
         if (outcome.callMs !== undefined) out.sentAt = nowOf(self) - outcome.callMs + SENT_AT_MARGIN_MS;

@@ -169,6 +169,21 @@ describe('keyMachine: limits', () => {
     expect(book.input.level).toBe(-1_230); // used more than estimated: debt
   });
 
+  it('counts a call sent later than granted (it waited for a worker) from when it was sent', () => {
+    let book = newBook({ rpm: 60, burst: { rpm: 2 } }, 0); // paced at 58.2/min
+    book = grant(book, 'a', request(1, 1));
+    book = advance(book, 3_000); // refilled back to 2 as if a left at 0
+    expect(book.requests.level).toBeCloseTo(2);
+    book = release(book, 'a', { kind: 'ok', usage: usage(1, 1), sentAt: 2_500 });
+    expect(book.requests.level).toBeCloseTo(1); // the server charged it at 2.5 s: one taken back
+    book = grant(book, 'b', request(1, 1));
+    book = release(book, 'b', { kind: 'ok', usage: usage(1, 1), sentAt: 3_010 }); // 10 ms late: 0.0097 back
+    expect(book.requests.level).toBeCloseTo(0 - (10 * 58.2) / 60_000);
+    book = grant(advance(book, 10_000), 'c', request(1, 1));
+    book = release(book, 'c', { kind: 'ok', usage: usage(1, 1), sentAt: -5 }); // earlier than granted: nothing
+    expect(book.requests.level).toBeCloseTo(1);
+  });
+
   it('refunds the request and the tokens of an unused lease', () => {
     const h = harness({ rpm: 1, otpm: 6_000 });
     h.grant('a', request(0, 97));
