@@ -28,9 +28,17 @@ export const BACKOFF_BASE_MS = 1_000;
 /** Cap of the doubling backoff. */
 export const BACKOFF_MAX_MS = 60_000;
 /**
- * A key paces at this share of its rate. Requests leave the key evenly spaced but reach the
- * server with a few ms of jitter; against a bucket of one request, a request that arrives a
- * little early is refused. 3% of the spacing absorbs that jitter (30 ms at 60 rpm).
+ * Requests reach the server with a few ms of jitter after their grant: one that arrives a little
+ * earlier than the one before finds the server's bucket a little lower than ours. Where the bucket
+ * holds more than one request, each grant leaves this much refill in it (a margin of
+ * rate x 50 ms: 0.25 request at 300 rpm), so the key paces at the full rate and the server always
+ * has that margin in hand.
+ */
+export const JITTER_MS = 50;
+/**
+ * Where the bucket cannot hold a margin on top of one request (a burst of 1: 60 rpm enforced as one
+ * a second), and for the token lanes (their amounts are estimates), the key paces at this share of
+ * its rate instead: 3% of the spacing absorbs the jitter (30 ms at 60 rpm).
  */
 export const PACING_SHARE = 0.97;
 /** Multiplicative decrease on a 429: the new rate, as a share of the rate that met it. */
@@ -137,11 +145,30 @@ export function limitOf(book: KeyBook, lane: Lane): number | undefined {
   return learned === undefined ? stated : Math.min(stated, learned);
 }
 
+/** The per-minute limit in force for `lane`, the adaptive cut included (requests), undefined if none. */
+function ceilingOf(book: KeyBook, lane: Lane): number | undefined {
+  const limit = limitOf(book, lane);
+  if (lane === 'requests' && book.adaptive !== undefined) return limit === undefined ? book.adaptive : Math.min(limit, book.adaptive);
+  return limit;
+}
+
+/** The jitter margin a grant leaves in `lane`'s bucket (0: the lane paces below its rate instead). */
+function marginOf(book: KeyBook, lane: Lane): number {
+  const ceiling = ceilingOf(book, lane);
+  if (lane !== 'requests' || ceiling === undefined) return 0;
+  const margin = (ceiling * JITTER_MS) / MINUTE_MS;
+  return capacityOf(book, lane) >= 1 + margin ? margin : 0;
+}
+
+/** The share of its limit a lane paces at: all of it where a margin fits in the bucket. */
+function shareOf(book: KeyBook, lane: Lane): number {
+  return marginOf(book, lane) > 0 ? 1 : PACING_SHARE;
+}
+
 /** The per-minute rate the key paces `lane` at now, or undefined: not paced. */
 export function rateOf(book: KeyBook, lane: Lane): number | undefined {
-  let limit = limitOf(book, lane);
-  if (lane === 'requests' && book.adaptive !== undefined) limit = limit === undefined ? book.adaptive : Math.min(limit, book.adaptive);
-  return limit === undefined ? undefined : limit * PACING_SHARE;
+  const ceiling = ceilingOf(book, lane);
+  return ceiling === undefined ? undefined : ceiling * shareOf(book, lane);
 }
 
 /** Where the request rate in force comes from. */
@@ -153,12 +180,12 @@ export function rateSourceOf(book: KeyBook): RateSource {
   return learned !== undefined && learned === limit ? 'learned' : 'stated';
 }
 
-/** The bucket's capacity: the plan's burst, else one second of the rate, at least 1. */
+/** The bucket's capacity: the plan's burst, else one second of the limit (as the servers do), at least 1. */
 export function capacityOf(book: KeyBook, lane: Lane): number {
-  const rate = rateOf(book, lane);
-  if (rate === undefined) return 0;
+  const ceiling = ceilingOf(book, lane);
+  if (ceiling === undefined) return 0;
   const burst = book.limits.burst?.[STATED[lane]];
-  return burst ?? Math.max(1, rate / 60);
+  return burst ?? Math.max(1, ceiling / 60);
 }
 
 /** Brings the book to time `now`: refills the buckets. */
@@ -177,7 +204,7 @@ export function advance(book: KeyBook, now: number): KeyBook {
 
 /** How much of `lane` a request of `amount` needs in the bucket now: all of it, or a full bucket. */
 function needOf(book: KeyBook, lane: Lane, amount: number): number {
-  return Math.min(Math.max(amount, 1), capacityOf(book, lane));
+  return Math.min(Math.max(amount, 1) + marginOf(book, lane), capacityOf(book, lane));
 }
 
 function laneFits(book: KeyBook, lane: Lane, amount: number): boolean {
@@ -320,7 +347,7 @@ export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): 
 function cut(book: KeyBook): KeyBook {
   const paced = rateOf(book, 'requests');
   const observed = book.sendRate * Math.exp(-Math.max(0, book.at - book.sendRateAt) / SEND_RATE_TAU_MS) * MINUTE_MS;
-  const from = paced !== undefined ? paced / PACING_SHARE : observed;
+  const from = paced !== undefined ? paced / shareOf(book, 'requests') : observed;
   const share = paced !== undefined ? CUT_KNOWN : CUT_UNKNOWN;
   const adaptive = Math.max(MIN_ADAPTIVE_RPM, from * share);
   const next: KeyBook = { ...book, adaptive, cutAt: book.at };
