@@ -46,9 +46,12 @@ export interface ResolveOptions {
 export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
   const providers = Object.entries(plan.providers).map(([name, spec]) => {
     const ids = spec.keys.length > 0 ? opts.keyring.addProvider(name, spec.keys, opts.env) : [opts.keyring.addAnonymous(name)];
-    // Every key starts on probation: one request until the server has accepted it once. (A
-    // provider without keys sends none: there is nothing a server could refuse.)
-    const probation = spec.keys.length > 0;
+    // A key whose rate nothing states starts on probation: one request until the server has
+    // accepted it once, so its first reply's headers set the pace before a burst goes out, and a
+    // bad key answers one 401. With `limits.rpm` stated the pace is known from the start, and a bad
+    // key costs at most one burst of 401s, each sent again at once on another key. (A provider
+    // without keys sends none: there is nothing a server could refuse.)
+    const probation = spec.keys.length > 0 && spec.limits?.rpm === undefined;
     return { name, keys: ids.map((keyId) => ({ keyId, limits: { ...spec.limits }, probation })) };
   });
 

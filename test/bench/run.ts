@@ -31,7 +31,7 @@ function writeSection(name: string, body: string): void {
 
 const benches: Record<string, () => void> = {
   pacing() {
-    const out = child('test/bench/pacing.ts', []) as unknown as Record<string, Record<string, { completed: number; makespanMs: number; requests: number; rateLimited: number; boundMs: number }>>;
+    const out = child('test/bench/pacing.ts', []) as unknown as Record<string, Record<string, { completed: number; makespanMs: number; requests: number; rateLimited: number; boundMs: number; makespansMs: number[] }>>;
     const programs = ['swarmstate', 'langgraph', 'sdk'] as const;
     const label = { swarmstate: 'swarmstate', langgraph: 'LangGraph.js (ChatAnthropic, maxConcurrency 5)', sdk: 'Anthropic SDK + p-limit(5)' };
     const what: Record<string, { what: string; tasks: number }> = {
@@ -48,7 +48,7 @@ const benches: Record<string, () => void> = {
       const { what: desc, tasks } = what[scenario]!;
       for (const p of programs) {
         const r = byProgram[p]!;
-        rows.push(`| ${desc} | ${label[p]} | ${r.completed} / ${tasks} | ${s(r.makespanMs)} | ${s(r.boundMs)} | ${(r.makespanMs / r.boundMs).toFixed(2)}× | ${((100 * r.rateLimited) / r.requests).toFixed(1)}% (${r.rateLimited}) | ${(r.requests / tasks).toFixed(3)} |`);
+        rows.push(`| ${desc} | ${label[p]} | ${r.completed} / ${tasks} | ${s(r.makespanMs)} | ${r.makespansMs.map((m) => (m / 1000).toFixed(1)).join(' / ')} | ${s(r.boundMs)} | ${(r.makespanMs / r.boundMs).toFixed(2)}× | ${((100 * r.rateLimited) / r.requests).toFixed(1)}% (${r.rateLimited}) | ${(r.requests / tasks).toFixed(3)} |`);
         console.log(`pacing ${scenario} ${p}: ${r.completed}/${tasks} ${s(r.makespanMs)} ${r.rateLimited}/${r.requests} 429`);
       }
       const me = byProgram.swarmstate!;
@@ -61,7 +61,9 @@ const benches: Record<string, () => void> = {
       'pacing',
       `## Pacing against documented rate limiters (issue 12)
 
-Three programs, one after another in one process, each against a fresh simulator that enforces
+Three programs in one process, each run three times (interleaved: A B C A B C A B C, so a busy
+moment of this shared machine falls on all of them; the table shows the median run, and every
+run's makespan), each against a fresh simulator that enforces
 each key's 300 rpm as the providers document it: a token bucket refilling continuously, enforced
 over short intervals (a bucket of one second's worth, 5 requests), with faults (2% HTTP 500, 2%
 529, 1% connection reset). 150 ms to first token, 64 output tokens. swarmstate runs with its
@@ -71,8 +73,8 @@ official SDK with p-limit(5), both with keys round-robin and their libraries' de
 The lower bound is max(one call, (tasks − total burst) / total rate) over the keys the server
 accepts. ${machineLine()}.
 
-| scenario | program | completed | makespan | lower bound | makespan / bound | 429s | requests per task |
-|---|---|---:|---:|---:|---:|---:|---:|
+| scenario | program | completed | makespan (median) | makespans of the 3 runs | lower bound | makespan / bound | 429s | requests per task |
+|---|---|---:|---:|---:|---:|---:|---:|---:|
 ${rows.join('\n')}
 
 | scenario | swarmstate against the goals | met |
@@ -80,9 +82,12 @@ ${rows.join('\n')}
 ${goals.join('\n')}
 
 The peers lose tasks where a key is revoked (round-robin sends a third of the tasks to it) and,
-without pacing, where their retries run out against the buckets; swarmstate's keys pace at 97%
-of the rate (stated, or learned from the first response's headers) so the server refuses
-almost nothing, and a 429 is a wait that never uses a task's retries.`,
+without pacing, where their retries run out against the buckets. swarmstate's keys pace at the
+full rate (stated, or learned from the first response's headers) and each grant leaves 50 ms of
+refill in the bucket for the jitter between grant and arrival, so the server refuses almost
+nothing, and a 429 is a wait that never uses a task's retries. The bound counts neither the last
+call's own duration (~190 ms here) nor the fault retries (~7% more requests, ~0.6 s at 15
+requests a second), which every program pays: about 1.11× is the floor in the stated scenario.`,
     );
   },
   scheduler() {
