@@ -127,7 +127,7 @@ async function main(names: string[]) {
   // (or its libraries' first load) inside a measured run.
   const warm: Scenario = { name: 'warm-up', what: '', tasks: 10, keys: 2, revoked: 0, rpm: 60_000, stated: false };
   for (const program of Object.values(PROGRAMS)) await onSim(warm, 1, (url, keys) => program(warm, url, keys));
-  const out: Record<string, Record<string, Outcome & { boundMs: number; makespansMs: number[] }>> = {};
+  const out: Record<string, Record<string, Outcome & { boundMs: number; makespansMs: number[]; completedRuns: number[] }>> = {};
   for (const s of SCENARIOS.filter((x) => names.length === 0 || names.includes(x.name))) {
     // Each program REPS times, interleaved (so a busy moment of the machine falls on all of them);
     // the median run by makespan stands for the program.
@@ -143,7 +143,7 @@ async function main(names: string[]) {
     for (const [name, list] of Object.entries(runs)) {
       const sorted = [...list].sort((a, b) => a.makespanMs - b.makespanMs);
       const median = sorted[Math.floor(sorted.length / 2)]!;
-      out[s.name]![name] = { ...median, boundMs: lowerBoundMs(s), makespansMs: list.map((r) => r.makespanMs) };
+      out[s.name]![name] = { ...median, boundMs: lowerBoundMs(s), makespansMs: list.map((r) => r.makespanMs), completedRuns: list.map((r) => r.completed) };
     }
   }
   console.log(JSON.stringify(out));
