@@ -403,6 +403,8 @@ export type RunEvent =
       models?: Record<string, { provider: string; model: string; price?: { input: number; output: number; cacheWrite?: number; cacheRead?: number } }>;
       keys?: Record<string, KeyLimits>;
       maxInFlight?: number;
+      /** The plan's `budget.usd`, for views that show the spend against it. */
+      budgetUsd?: number;
       /** The run continues from its journal (a resume). */
       resumed?: boolean;
       /** A resume: tasks that had completed before (they send no events of their own). */

@@ -302,6 +302,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           ),
           keys: Object.fromEntries(input.providers.flatMap((p) => p.keys.map((k) => [k.keyId, k.limits]))),
           maxInFlight: input.maxInFlight,
+          ...(plan.budget?.usd !== undefined ? { budgetUsd: plan.budget.usd } : {}),
           ...(input.restore ? { resumed: true, alreadyCompleted: input.restore.tasks.filter((t) => t.status === 'completed').length } : {}),
         });
         started = true;

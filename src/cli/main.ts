@@ -13,6 +13,7 @@ import type { RunResult } from '../../machines/runTable.js';
 import { simCommand } from '../sim/index.js';
 import { buildReport, reportCommand } from '../report/index.js';
 import type { TimedRunEvent } from '../swarm.js';
+import { terminalMode } from './colour.js';
 import { createProgress } from './progress.js';
 import { formatSummaryTable } from './summary.js';
 import { demoIntro, demoPlanPath, packageRoot, planJson, withPlanFolder } from './demo.js';
@@ -325,10 +326,9 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
         });
     });
   }
-  const err = io.err as NodeJS.WritableStream & { isTTY?: boolean };
-  const budgetUsd = (plan as { budget?: { usd?: number } } | undefined)?.budget?.usd;
-  const progress =
-    flags.json || flags.quiet ? undefined : createProgress({ out: io.err, tty: err.isTTY === true, ...(budgetUsd ? { budgetUsd } : {}) });
+  // The budget comes with run:started, so a resume (no plan file read here) shows it too.
+  const mode = terminalMode(io.err as NodeJS.WritableStream & { isTTY?: boolean; columns?: number }, process.env);
+  const progress = flags.json || flags.quiet ? undefined : createProgress({ out: io.err, tty: mode.live, colour: mode.colour });
   if (progress) run.events.on('*', (_type, event) => progress.onEvent(event as TimedRunEvent));
   // SIGTERM (a service manager, `kill`, a CI timeout) stops the run as Ctrl-C does: cancelled,
   // the result printed, the event stream and the journal complete.

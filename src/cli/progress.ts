@@ -13,6 +13,7 @@ import { costOf } from '../cost/price.js';
 import type { ModelPrice } from '../plan/index.js';
 import type { TimedRunEvent } from '../swarm.js';
 import { formatEventLine, formatInt, renderFrame, stamp, startLine, statusLine } from './format.js';
+import { colourLine } from './colour.js';
 import { visible } from './terminal.js';
 
 export { etaMs, finishedTasks, renderFrame, statusLine } from './format.js';
@@ -63,6 +64,8 @@ export interface ProgressState {
   /** Tasks in the plan. */
   total: number;
   maxInFlight?: number;
+  /** The run's budget in USD, as its run:started stated it (a resume states it too). */
+  budgetUsd?: number;
   /** `at` of run:started (of the first event, if the stream began later). */
   startedAt?: number;
   /** `at` of the latest event. */
@@ -139,6 +142,7 @@ export function reduce(state: ProgressState, event: TimedRunEvent | RunEvent): P
       if (event.alreadyCompleted) state.counts.completed += event.alreadyCompleted;
       if (typeof at === 'number' && Number.isFinite(at)) state.startedAt = at;
       if (event.maxInFlight !== undefined) state.maxInFlight = event.maxInFlight;
+      if (typeof event.budgetUsd === 'number' && event.budgetUsd > 0) state.budgetUsd = event.budgetUsd;
       state.models = Object.assign(Object.create(null) as ProgressState['models'], event.models);
       for (const [keyId, limits] of Object.entries(event.keys ?? {})) keyOf(state, keyId).limits = limits ?? {};
       break;
@@ -280,10 +284,12 @@ export interface ProgressOptions {
   now?: () => number;
   /** Non-TTY: a status line every this many ms of event time (`at`). Default 5000. */
   intervalMs?: number;
-  /** Columns of the terminal. Default: the stream's `columns`, else 80. */
+  /** Columns of the terminal. Default: the stream's `columns` (0 counts as unknown), else 80. */
   width?: number;
-  /** Shown next to the cost so far. */
+  /** Shown next to the cost so far. Default: the budget the run's `run:started` states. */
   budgetUsd?: number;
+  /** Colour the lines (see `terminalMode` in colour.ts for what decides it). Default false. */
+  colour?: boolean;
 }
 
 export interface Progress {
@@ -319,6 +325,8 @@ export function createProgress(opts: ProgressOptions): Progress {
   const state = progressState();
   const now = opts.now ?? Date.now;
   const intervalMs = opts.intervalMs !== undefined && opts.intervalMs > 0 ? opts.intervalMs : 5000;
+  const paint = opts.colour === true ? colourLine : (line: string) => line;
+  const budgetOf = () => opts.budgetUsd ?? state.budgetUsd;
   let broken = false;
   let finished = false;
 
@@ -366,11 +374,11 @@ export function createProgress(opts: ProgressOptions): Progress {
         skips.shown += 1;
       }
       // A line may quote a server's error: its control characters are shown, not obeyed.
-      write(`${stamp(state, at)} ${visible(line)}\n`);
+      write(`${paint(`${stamp(state, at)} ${visible(line)}`)}\n`);
     };
     const status = (at: number) => {
       flushSkips();
-      write(`${visible(statusLine(state, at, opts.budgetUsd))}\n`);
+      write(`${paint(visible(statusLine(state, at, budgetOf())))}\n`);
     };
     return {
       onEvent(event) {
@@ -419,10 +427,12 @@ export function createProgress(opts: ProgressOptions): Progress {
 
     /** One write per frame: back to the frame's top, each line overwritten then cleared to its end. */
     const draw = (t: number, tail = '') => {
-      const width = Math.max(20, opts.width ?? (opts.out as { columns?: number }).columns ?? 80);
+      const columns = opts.width ?? (opts.out as { columns?: number }).columns;
+      // A terminal that says it has 0 columns (or nothing) is taken as 80 wide, not as 20.
+      const width = Math.max(20, columns !== undefined && columns > 0 ? columns : 80);
       // The frame stays one column short of the width, so no line wraps and `up(drawn)` is exact.
-      const frame = renderFrame(state, t, width - 1, opts.budgetUsd);
-      const lines = [...above.splice(0), ...frame];
+      const frame = renderFrame(state, t, width - 1, budgetOf()).map(paint);
+      const lines = [...above.splice(0).map(paint), ...frame];
       write(`${shown ? up(drawn) : HIDE_CURSOR}${lines.map((l) => `${l}${CLEAR_TO_EOL}\n`).join('')}${CLEAR_BELOW}${tail}`);
       shown = true;
       drawn = frame.length;
