@@ -73,7 +73,7 @@ describe('structured outputs in the simulator', () => {
         messages: [{ role: 'user', content: `Describe. [[sim:invalid 2 p1]]${extra}` }],
         response_format: { type: 'json_schema', json_schema: { name: 'product', schema } },
       });
-    const answers = [];
+    const answers: string[] = [];
     for (const extra of ['', ' again', ' and again']) answers.push((await ask(extra)).choices[0]!.message.content!);
     expect(() => JSON.parse(answers[0]!)).toThrow();
     expect(() => JSON.parse(answers[1]!)).toThrow();
