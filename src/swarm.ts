@@ -31,7 +31,7 @@ import { costOf } from './cost/price.js';
 import { checkOutput, parsedOutput } from './plan/structured.js';
 import { textOf } from '../machines/tokens.js';
 import { Keyring } from './keys.js';
-import { parsePlan, PlanValidationError, type Plan } from './plan/index.js';
+import { parsePlan, PlanValidationError, type Plan, type ResultOf } from './plan/index.js';
 import { ProviderError, asProviderError } from './providers/errors.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { fromWire, toolNaming, toWire } from './providers/toolNames.js';
@@ -117,7 +117,7 @@ export class RunLockedError extends Error {
   }
 }
 
-export interface RunHandle {
+export interface RunHandle<R = RunResult> {
   readonly id: string;
   /**
    * Typed events: `run.events.on('task:completed', (e) => ...)`, or `'*'` for all. The run starts
@@ -129,7 +129,7 @@ export interface RunHandle {
    * when the run cannot start (an MCP server that does not connect, a tool it lacks), and with a
    * StoreError when its journal cannot be written (the run stops; resume it once that is fixed).
    */
-  readonly result: Promise<RunResult>;
+  readonly result: Promise<R>;
   /** Cancels the run: nothing new starts, agents in flight are aborted, results so far are kept. */
   cancel(reason?: string): void;
   /** The supervisor actor, for inspection and tests (undefined until the run has started). */
@@ -137,8 +137,12 @@ export interface RunHandle {
 }
 
 export interface Swarm {
-  /** Validates the plan (throws PlanValidationError listing every problem) and starts it. */
-  run(plan: unknown, options?: RunOptions): RunHandle;
+  /**
+   * Validates the plan (throws PlanValidationError listing every problem) and starts it. A plan
+   * object written in code types its result: a task whose `output.schema` is a zod schema has
+   * that schema's output type.
+   */
+  run<const P>(plan: P, options?: RunOptions): RunHandle<ResultOf<P>>;
   /**
    * Continues a journaled run: completed tasks are not run again, unfinished ones are, budgets
    * continue from what was spent. A run that had finished gives back its result. Throws
@@ -381,7 +385,8 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         });
         lock(durable, runId);
       }
-      return start(plan, runId, options.seed ?? 0, undefined);
+      // The result's outputs are typed from the plan as written (structured ones are parsed values).
+      return start(plan, runId, options.seed ?? 0, undefined) as RunHandle<never>;
     },
 
     resume(runId, resumeOptions = {}) {

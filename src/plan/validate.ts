@@ -14,6 +14,7 @@ import { DEFAULT_MODEL_MAX_TOKENS, ENV_NAME_PATTERN, PlanSchema, type Plan } fro
 import { findCycles } from './ranks.js';
 import { builtInPrice } from '../cost/prices.js';
 import { fieldPathProblem, schemaProblems } from './structured.js';
+import { withJsonSchemas } from './typed.js';
 
 /** One problem in a plan: where (`tasks[3].deps[0]`) and what. */
 export interface PlanIssue {
@@ -54,7 +55,9 @@ export function formatIssue(issue: PlanIssue): string {
  * const result = validatePlan(JSON.parse(text), { tools: ['read_file'] });
  * if (!result.ok) for (const issue of result.issues) console.error(formatIssue(issue));
  */
-export function validatePlan(raw: unknown, opts: ValidateOptions = {}): ValidationResult {
+export function validatePlan(input: unknown, opts: ValidateOptions = {}): ValidationResult {
+  // A plan written in code may give a zod schema as a task's output.schema.
+  const raw = withJsonSchemas(input);
   const parsed = PlanSchema.safeParse(raw, { error: plainMessages });
   const issues: PlanIssue[] = parsed.success ? [] : structuralIssues(parsed.error.issues);
   if (isRecord(raw)) {

@@ -5,7 +5,8 @@
  * official SDKs' request types), a bad answer is retried with the problems in the next prompt,
  * and the result's output is the parsed value.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
+import { z } from 'zod';
 import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
 import { createSwarm, type RunEvent } from '../../src/index.js';
@@ -190,5 +191,34 @@ describe.each(['anthropic', 'openai'] as const)('quality gates over %s', (protoc
     expect(task.error!.code).toBe('rejected_output');
     expect(task.attempts).toBe(2);
     expect(task.output).toBe('tiny');
+  });
+});
+
+describe('zod schemas in plans written in code', () => {
+  it('turns a zod output.schema into a JSON Schema sent natively, and types the result by task id', async () => {
+    const Product = z.object({ name: z.string().min(2), price: z.number().min(1), kind: z.enum(['book', 'pen']) });
+    const swarm = createSwarm({ seed: 1 });
+    try {
+      const handle = swarm.run({
+        providers: { sim: { type: 'sim', baseURL: proxy.url, sim: { protocol: 'openai' } } },
+        models: { fast: { provider: 'sim', model: 'sim-zod', maxTokens: 256 } },
+        tasks: [
+          { id: 'zod-extract', model: 'fast', prompt: 'Extract.', output: { schema: Product } },
+          { id: 'zod-text', model: 'fast', prompt: 'Say it. [[sim:reply hello]]' },
+        ],
+      });
+      const result = await handle.result;
+      const product = result.tasks['zod-extract'].output;
+      expectTypeOf(product).toEqualTypeOf<{ name: string; price: number; kind: 'book' | 'pen' } | undefined>();
+      expectTypeOf(result.tasks['zod-text'].output).toEqualTypeOf<string | undefined>();
+      expect(product).toEqual({ name: 'sim name', price: 1, kind: 'book' });
+      expect(Product.parse(product)).toEqual(product);
+      expect(result.tasks['zod-text'].output).toBe('hello');
+      const [sent] = bodiesOf('zod-extract');
+      const format = sent!.body.response_format as { json_schema: { schema: Record<string, unknown> } };
+      expect(format.json_schema.schema).toEqual(z.toJSONSchema(Product));
+    } finally {
+      await swarm.close();
+    }
   });
 });
