@@ -57,7 +57,14 @@ export function schemaProblems(schema: Record<string, unknown>): { path: string;
   const ajv = instanceFor(schema);
   const cleaned = withoutUnknownMeta(schema);
   if (!ajv.validateSchema(cleaned)) {
-    return (ajv.errors ?? []).slice(0, 8).map((e) => ({ path: e.instancePath, message: `not a valid JSON Schema: ${e.message ?? e.keyword}` }));
+    // The meta-schema says one thing several ways (enum, then type, then anyOf): the first per place.
+    const first = new Map<string, string>();
+    for (const e of ajv.errors ?? []) {
+      if (first.has(e.instancePath)) continue;
+      const allowed = e.keyword === 'enum' ? (e.params as { allowedValues?: unknown[] }).allowedValues : undefined;
+      first.set(e.instancePath, `not a valid JSON Schema: ${allowed ? `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}` : (e.message ?? e.keyword)}`);
+    }
+    return [...first].slice(0, 8).map(([path, message]) => ({ path, message }));
   }
   const compiled = compile(schema);
   return typeof compiled === 'function' ? [] : [{ path: '', message: `the schema does not compile: ${compiled.error}` }];
