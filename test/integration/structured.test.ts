@@ -183,6 +183,21 @@ describe.each(['anthropic', 'openai'] as const)('quality gates over %s', (protoc
     expect(task.costUsd).toBeCloseTo(allCost, 8);
   });
 
+  it('the judge call reserves against the budget like any call: a judge model without budget left stops the task', async () => {
+    const id = `judge-budget-${protocol}`;
+    const { result, events } = await run({
+      ...planOf(protocol, [{ id, model: 'fast', prompt: 'Write. [[sim:reply text]]', accept: { judge: { model: 'judge', prompt: 'good? [[sim:reply 1]]' } } }]),
+      budget: { perModel: { judge: 0.000001 } },
+    });
+    const task = result.tasks[id]!;
+    expect(task.status).toBe('failed');
+    expect(task.error!.code).toBe('budget_exceeded');
+    expect(task.error!.message).toMatch(/judge/);
+    // The answer went out; the judge's call was refused before it was sent.
+    expect(bodiesOf(id).map((b) => b.body.model)).toEqual([`sim-${protocol}`]);
+    expect(events.some((e) => e.type === 'budget:denied' && e.taskId === id)).toBe(true);
+  });
+
   it('fails with rejected_output after maxRetries and keeps the last output', async () => {
     const id = `rejected-${protocol}`;
     const { result } = await run(planOf(protocol, [{ id, model: 'fast', prompt: 'Describe. [[sim:reply tiny]]', accept: { minChars: 50 }, maxRetries: 1 }]));
