@@ -427,6 +427,15 @@ export const TaskIdSchema = z
   .max(TASK_ID_MAX_LENGTH, { error: `a task id must be at most ${TASK_ID_MAX_LENGTH} characters` })
   .regex(TASK_ID_PATTERN, { error: 'a task id may use only letters, digits and _ . : / -' });
 
+/**
+ * A JSON Schema object. In code it may also be a zod schema, which `validatePlan` turns into a
+ * JSON Schema before this parse (src/plan/typed.ts): so the input type admits one, the output never.
+ */
+const OutputSchemaField = z.record(z.string(), z.unknown(), { error: 'must be a JSON Schema object' }) as unknown as z.ZodType<
+  Record<string, unknown>,
+  Record<string, unknown> | z.ZodType
+>;
+
 export const TaskSchema = z.strictObject({
   id: TaskIdSchema,
   kind: z.enum(['task', 'plan', 'review'], { error: 'must be "task", "plan" or "review"' }).default('task'),
@@ -444,7 +453,7 @@ export const TaskSchema = z.strictObject({
   maxTokens: positiveInt().optional(),
   maxInputTokens: positiveInt().optional(),
   budgetUsd: usd().optional(),
-  output: z.strictObject({ schema: z.record(z.string(), z.unknown(), { error: 'must be a JSON Schema object' }) }).optional(),
+  output: z.strictObject({ schema: OutputSchemaField }).optional(),
   accept: z
     .strictObject({
       minChars: positiveInt().optional(),
