@@ -13,9 +13,16 @@ import type { RunResult, TaskResult } from '../../machines/runTable.js';
 
 /**
  * The output type of one task as written in a plan: a zod schema's output type, `unknown` for a
- * JSON Schema (parsed, but not typed), the text otherwise.
+ * JSON Schema (parsed, but not typed) or a task type that may have one, the text otherwise.
  */
-export type OutputOf<T> = T extends { output: { schema: infer S } } ? (S extends z.ZodType ? z.output<S> : unknown) : string;
+export type OutputOf<T> = T extends { output: { schema: infer S } }
+  ? S extends z.ZodType
+    ? z.output<S>
+    : unknown
+  : // A task type whose output may or may not be given (e.g. PlanInput's): it may be a parsed value.
+    'output' extends keyof T
+    ? unknown
+    : string;
 
 /** Output types by task id, from a plan's tasks. */
 export type OutputsOf<Tasks> = Tasks extends readonly (infer T)[] ? { [K in T as K extends { id: infer Id extends string } ? Id : never]: OutputOf<K> } : never;

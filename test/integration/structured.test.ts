@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
 import { z } from 'zod';
 import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
-import { createSwarm, type RunEvent } from '../../src/index.js';
+import { createSwarm, type OutputOf, type PlanInput, type ResultOf, type RunEvent, type RunResult } from '../../src/index.js';
 import { startSim, type SimServer } from '../../src/sim/index.js';
 import { recordingProxy, type RecordedRequest } from '../helpers/recordingProxy.js';
 
@@ -226,6 +226,10 @@ describe('zod schemas in plans written in code', () => {
       const product = result.tasks['zod-extract'].output;
       expectTypeOf(product).toEqualTypeOf<{ name: string; price: number; kind: 'book' | 'pen' } | undefined>();
       expectTypeOf(result.tasks['zod-text'].output).toEqualTypeOf<string | undefined>();
+      // Not known from the type: a plan typed as PlanInput, a plan read from JSON.
+      expectTypeOf<OutputOf<PlanInput['tasks'][number]>>().toEqualTypeOf<unknown>();
+      expectTypeOf<ResultOf<any>>().toEqualTypeOf<RunResult>();
+      expectTypeOf<ResultOf<PlanInput>['tasks'][string]['output']>().toEqualTypeOf<unknown>();
       expect(product).toEqual({ name: 'sim name', price: 1, kind: 'book' });
       expect(Product.parse(product)).toEqual(product);
       expect(result.tasks['zod-text'].output).toBe('hello');
