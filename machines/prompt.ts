@@ -1,7 +1,8 @@
 /**
  * How a dependency's output reaches a dependent: where the prompt says `{{id}}` the output goes
- * there; outputs the prompt does not place are appended, each in a `<dep id="...">` block, so no
- * finished work is silently dropped.
+ * there, and `{{id.field.sub}}` places one field of a structured output; outputs the prompt does
+ * not place are appended, each in a `<dep id="...">` block, so no finished work is silently
+ * dropped.
  */
 const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.:/-]+)\s*\}\}/g;
 
