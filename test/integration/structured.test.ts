@@ -92,6 +92,9 @@ describe.each(['anthropic', 'openai'] as const)('structured output over %s', (pr
       expect(sent!.path).toBe('/v1/chat/completions');
       expect(sent!.body).toMatchObject(expected);
     }
+    // The simulator's own log: what it parsed out of the request.
+    const seen = sim.stats().log.filter((e) => e.call?.split(';')[0] === id);
+    expect(seen.map((e) => e.outputSchema)).toEqual([schema]);
     // A task without a schema sends none; its prompt got the fields, and not the whole output.
     const [dependent] = bodiesOf(use);
     expect(dependent!.body.response_format ?? dependent!.body.output_config).toBeUndefined();
