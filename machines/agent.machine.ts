@@ -15,7 +15,7 @@
  * Whatever the agent holds (a reservation, an admission, a lease request, a lease) it gives back
  * on the way out, so a cancelled agent never wedges a key, a breaker or a budget.
  */
-import { assign, enqueueActions, fromPromise, not, setup, type AnyActorRef } from 'xstate';
+import { and, assign, enqueueActions, fromPromise, not, setup, type AnyActorRef } from 'xstate';
 import {
   breakerOf,
   callFacts,
@@ -42,6 +42,7 @@ import {
   type ToolWait,
 } from './agentContext.js';
 import { canCompact, compact } from './compaction.js';
+import { scoreOf } from './judge.js';
 import { clampDelay, nowOf } from './clock.js';
 import { costOfUsage } from './cost.js';
 import { breakerVerdictOf, errorInfo, isKeyScoped, leaseOutcomeOf, toErrorInfo } from './errors.js';
@@ -123,6 +124,12 @@ function rateLimitedOutError(context: AgentContext, last: ErrorInfo): ErrorInfo 
     retryable: false,
     message: `task "${taskId}" attempt ${attempt}: rate limited ${context.rateLimitWaits + 1} times, more than maxRateLimitWaits (${maxRateLimitWaits}) allows; last: ${last.message}`,
   };
+}
+
+/** An answer that failed its checks: retryable, with the problems for the next attempt's prompt. */
+function outputError(context: AgentContext, code: 'invalid_output' | 'rejected_output', what: string, problems: string[]): ErrorInfo {
+  const { taskId, attempt } = context.input;
+  return { ...errorInfo(code, `task "${taskId}" attempt ${attempt}: the answer ${what}: ${problems.join('; ')}`, true), problems };
 }
 
 function deniedError(context: AgentContext, decision: DispatchDecision) {
@@ -328,8 +335,30 @@ export const agentMachine = setup({
 
     /** The final reply: it joins the conversation and is the attempt's output (one assign). */
     finishReply: assign(({ context, event }) => {
-      const content = outputOf(event).content;
-      return { ...withReply(context, content), output: textOf(content), status: 'completed' as const };
+      const { content, verdict } = outputOf(event);
+      // A checked answer is kept as the checks read it (a structured one as compact JSON).
+      return { ...withReply(context, content), output: verdict?.ok ? verdict.text : textOf(content), status: 'completed' as const };
+    }),
+
+    /**
+     * The final answer failed its output checks: the attempt fails (retryable, so the task runs
+     * again with the problems in its prompt), and its answer is kept for inspection.
+     */
+    rejectOutput: assign(({ context, event }) => {
+      const verdict = outputOf(event).verdict as Extract<NonNullable<ModelCallOutput['verdict']>, { ok: false }>;
+      const what = verdict.code === 'invalid_output' ? 'does not meet its output schema' : 'was rejected by its quality gate';
+      return { error: outputError(context, verdict.code, what, verdict.problems) };
+    }),
+
+    /** The judge scored the answer below the threshold (or gave no readable score). */
+    rejectByJudge: assign(({ context, event }) => {
+      const { score, reason } = scoreOf(textOf(outputOf(event).content));
+      const threshold = context.input.judge!.threshold;
+      const problem =
+        score === undefined
+          ? `the judge gave no score from 0 to 1`
+          : `the judge scored it ${score}, below the threshold of ${threshold}${reason ? `: ${reason}` : ''}`;
+      return { call: 'turn' as const, error: outputError(context, 'rejected_output', 'was rejected by its quality gate', [problem]) };
     }),
 
     /** Replaces the middle of the conversation with the summary just written, or a marker. */
@@ -517,6 +546,13 @@ export const agentMachine = setup({
     hooked: ({ context }) => context.input.hooked === true,
     toolHooked: ({ context }) => context.input.toolHooked === true,
     isSummary: ({ context }) => context.call === 'summary',
+    isJudge: ({ context }) => context.call === 'judge',
+    judgePasses: ({ context, event }) => {
+      const { score } = scoreOf(textOf(outputOf(event).content));
+      return score !== undefined && score >= context.input.judge!.threshold;
+    },
+    outputRejected: ({ event }) => outputOf(event).verdict?.ok === false,
+    judged: ({ context }) => context.input.judge !== undefined,
     overflowOnce: ({ context, event }) => errorOf(event).code === 'context_overflow' && !context.overflowRetried && context.call === 'turn',
     wantsTools: ({ event }) => outputOf(event).content.some((b) => b.type === 'tool_use'),
     canRetry: ({ context, event }) => errorOf(event).retryable && context.retries < context.input.retries,
@@ -697,7 +733,12 @@ export const agentMachine = setup({
             input: ({ context }) => callInputOf(context),
             onDone: [
               { guard: 'isSummary', target: 'waiting', actions: ['settleSuccess', 'compactNow'] },
+              { guard: and(['isJudge', 'judgePasses']), target: '#agent.done', actions: ['settleSuccess', assign({ call: 'turn' })] },
+              { guard: 'isJudge', target: '#agent.failed', actions: ['settleSuccess', 'rejectByJudge'] },
               { guard: 'wantsTools', target: 'tools', actions: ['settleSuccess', 'appendReply'] },
+              { guard: 'outputRejected', target: '#agent.failed', actions: ['settleSuccess', 'finishReply', 'rejectOutput'] },
+              // The answer passed its checks: the judge scores it before it counts.
+              { guard: 'judged', target: 'waiting', actions: ['settleSuccess', 'finishReply', assign({ call: 'judge' })] },
               { target: '#agent.done', actions: ['settleSuccess', 'finishReply'] },
             ],
             onError: [

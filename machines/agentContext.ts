@@ -5,6 +5,7 @@
  */
 import type { AnyActorRef } from 'xstate';
 import { SUMMARY_SYSTEM, summaryMessages } from './compaction.js';
+import { JUDGE_SYSTEM, judgeMessages } from './judge.js';
 import { worstCaseUsd, type Price } from './cost.js';
 import { toErrorInfo } from './errors.js';
 import type {
@@ -25,6 +26,7 @@ import type {
   Message,
   ModelCallInput,
   ModelCallOutput,
+  OutputCheckSpec,
   ToolBusReply,
   Usage,
 } from './protocol.js';
@@ -83,6 +85,10 @@ export interface AgentInput {
   depth?: number;
   /** The attempt leads a cache group: its calls ask to be told when their response starts. */
   cacheLead?: boolean;
+  /** The task's output checks (structured output schema, minChars, pattern): each final answer is checked. */
+  output?: OutputCheckSpec;
+  /** A quality gate by a judge model: an answer that passed its checks is scored; below `threshold` it is rejected. */
+  judge?: CallTarget & { prompt: string; threshold: number };
 }
 
 export interface ToolWait {
@@ -131,8 +137,8 @@ export interface AgentContext {
   lease: { leaseId: string; keyId: string } | null;
   tools: ToolWait | null;
   backoffMs: number;
-  /** What the next model call is for: the task's next turn, or a compaction summary. */
-  call: 'turn' | 'summary';
+  /** What the next model call is for: the task's next turn, a compaction summary, or the judge's score of the answer. */
+  call: 'turn' | 'summary' | 'judge';
   /** A provider's context-overflow error compacts and retries once. */
   overflowRetried: boolean;
   status: AgentStatus | null;
@@ -172,6 +178,7 @@ export function targetOf(ctx: AgentContext): CallTarget {
 /** The target before any hook's rewrite: the summary model, a fallback, or the task's model. */
 function routedOf(ctx: AgentContext): CallTarget {
   if (ctx.call === 'summary' && ctx.input.compaction) return ctx.input.compaction;
+  if (ctx.call === 'judge' && ctx.input.judge) return ctx.input.judge;
   return ctx.routeIndex > 0 ? ctx.input.fallbacks![ctx.routeIndex - 1]! : ctx.input;
 }
 
@@ -215,6 +222,7 @@ export function reportOf(ctx: AgentContext): AttemptReport {
 export function callInputOf(context: AgentContext): ModelCallInput {
   const target = targetOf(context);
   const summary = context.call === 'summary';
+  if (context.call === 'judge') return judgeCallOf(context, target);
   const call: ModelCallInput = {
     taskId: context.input.taskId,
     attempt: context.input.attempt,
@@ -231,8 +239,28 @@ export function callInputOf(context: AgentContext): ModelCallInput {
   else if (context.input.system !== undefined) call.system = context.input.system;
   // Only a call on the task's own route warms its group's cache (a fallback writes another one).
   if (context.input.cacheLead && !summary && context.routeIndex === 0 && !context.override?.target) call.cacheLead = true;
+  if (!summary && context.input.output) call.output = context.input.output;
   return call;
 }
+
+/** The judge's call: its criteria and the answer, nothing of the task's conversation or tools. */
+function judgeCallOf(context: AgentContext, target: CallTarget): ModelCallInput {
+  return {
+    taskId: context.input.taskId,
+    attempt: context.input.attempt,
+    turn: context.turn,
+    provider: target.provider,
+    model: target.model,
+    keyId: context.lease!.keyId,
+    leaseId: context.lease!.leaseId,
+    messages: context.override?.messages ?? judgeMessagesOf(context),
+    tools: [],
+    maxTokens: target.maxTokens,
+    system: JUDGE_SYSTEM,
+  };
+}
+
+const judgeMessagesOf = (ctx: AgentContext) => judgeMessages(ctx.input.judge?.prompt ?? '', ctx.output ?? '');
 
 export function callFacts(context: AgentContext, keyId: string) {
   const target = targetOf(context);
@@ -248,7 +276,9 @@ export function callFacts(context: AgentContext, keyId: string) {
 
 /** Estimated input tokens of the next request, as the lease and the budget see it. */
 export const requestTokensOf = (ctx: AgentContext) =>
-  ctx.override?.messages
+  ctx.call === 'judge'
+    ? estimateRequestTokens(JUDGE_SYSTEM, ctx.override?.messages ?? judgeMessagesOf(ctx))
+    : ctx.override?.messages
     ? estimateRequestTokens(ctx.call === 'summary' ? SUMMARY_SYSTEM : ctx.input.system, ctx.override.messages) + (ctx.call === 'summary' ? 0 : (ctx.input.toolTokens ?? 0))
     : ctx.call === 'summary'
       ? estimateRequestTokens(SUMMARY_SYSTEM, summaryMessages(ctx.messages, keepLastOf(ctx)))
@@ -270,6 +300,7 @@ export function reservationUsd(price: Price, inputTokenBound: number, maxTokens:
  * definitions: `toolTokens` is their UTF-8 size / 4, so 4x it bounds them.
  */
 export const requestTokenBoundOf = (ctx: AgentContext) => {
+  if (ctx.call === 'judge') return maxRequestTokens(JUDGE_SYSTEM, ctx.override?.messages ?? judgeMessagesOf(ctx));
   const tools = ctx.call === 'summary' ? 0 : 4 * (ctx.input.toolTokens ?? 0);
   const system = ctx.call === 'summary' ? SUMMARY_SYSTEM : ctx.input.system;
   if (ctx.override?.messages) return maxRequestTokens(system, ctx.override.messages) + tools;

@@ -58,6 +58,10 @@ export type ErrorCode =
   | 'skipped'
   | 'dispatch_denied'
   | 'invalid_plan'
+  /** The answer is not JSON its task's output.schema accepts (retried with the problems). */
+  | 'invalid_output'
+  /** The answer failed a quality gate of its task's `accept` (retried with the reason). */
+  | 'rejected_output'
   | 'internal';
 
 /** A serializable description of an error: what went wrong and the facts, never a secret. */
@@ -74,6 +78,8 @@ export interface ErrorInfo {
   keyId?: string;
   /** Rate-limit headers that came with the error response, for the key. */
   rateLimit?: RateLimitHint;
+  /** `invalid_output` / `rejected_output`: what was wrong with the answer (the next attempt's prompt says it). */
+  problems?: string[];
 }
 
 /** Rate-limit facts read from response headers; each field optional. Durations are in ms. */
@@ -141,7 +147,22 @@ export interface ModelCallInput {
    * the supervisor (`CACHE.WARM`), which then releases the tasks held back behind it.
    */
   cacheLead?: boolean;
+  /** The task's output checks: a schema is also sent natively; a final answer comes back with a `verdict`. */
+  output?: OutputCheckSpec;
 }
+
+/** What a task's answer must meet (src/plan/structured.ts checks it, src/swarm.ts on each final answer). */
+export interface OutputCheckSpec {
+  /** JSON Schema of a structured output. */
+  schema?: Record<string, unknown>;
+  minChars?: number;
+  pattern?: string;
+}
+
+/** The checks' decision on a final answer: the text to keep (a structured one as compact JSON), or why not. */
+export type OutputVerdict =
+  | { ok: true; text: string }
+  | { ok: false; code: 'invalid_output' | 'rejected_output'; problems: string[] };
 
 /** Sent to the supervisor (systemId `supervisor`) when a cache leader's response has started. */
 export type CacheWarmEvent = { type: 'CACHE.WARM'; taskId: string; attempt: number };
@@ -154,6 +175,8 @@ export interface ModelCallOutput {
   rateLimit?: RateLimitHint;
   /** When the request really left (the actor system's clock), when that was later than the call began (a queued distributed call). */
   sentAt?: number;
+  /** A final answer of a call with `output` checks: what they decided. */
+  verdict?: OutputVerdict;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -305,8 +328,8 @@ export interface DispatchInfo {
   taskId: string;
   attempt: number;
   turn: number;
-  /** 'summary': a compaction summary call, not a turn of the task. */
-  call: 'turn' | 'summary';
+  /** 'summary': a compaction summary call, not a turn of the task. 'judge': a quality gate's scoring call. */
+  call: 'turn' | 'summary' | 'judge';
   /** The plan's model name (or the route when it has none). */
   model: string;
   provider: string;

@@ -10,7 +10,7 @@ import type { CallTarget } from './agentContext.js';
 import type { Price } from './cost.js';
 import { Heap } from './heap.js';
 import type { ToolBusStats } from './toolBusBook.js';
-import type { AttemptReport, ErrorInfo, Message, RunStatus, TaskStatus, Usage } from './protocol.js';
+import type { AttemptReport, ErrorInfo, Message, OutputCheckSpec, RunStatus, TaskStatus, Usage } from './protocol.js';
 import { addUsage, ZERO_USAGE } from './protocol.js';
 import { verdictOf } from './review.js';
 
@@ -57,6 +57,10 @@ export interface SupervisedTask {
   cacheFanOut?: boolean;
   /** The shortest prefix its model caches (fan-out holds nothing back for shorter ones). Default 1024. */
   cacheMinTokens?: number;
+  /** What each final answer is checked against: a structured output's schema, `accept`'s minChars and pattern. */
+  output?: OutputCheckSpec;
+  /** `accept.judge`: the model that scores an answer that passed its checks, its criteria and passing score. */
+  judge?: CallTarget & { prompt: string; threshold: number };
 }
 
 /** A task as an earlier life of the run left it (see RunTable's `restore`). */
@@ -86,7 +90,9 @@ export interface RunRestore {
 /** Why a task runs again: a reviewer's findings, or the problems of a rejected plan. */
 export type Feedback =
   | { kind: 'review'; round: number; maxRounds: number; draft: string; findings: string }
-  | { kind: 'plan'; issues: string[] };
+  | { kind: 'plan'; issues: string[] }
+  /** The last answer failed its output schema or a quality gate (`invalid_output`, `rejected_output`). */
+  | { kind: 'output'; code: 'invalid_output' | 'rejected_output'; draft: string; problems: string[] };
 
 /** What a review task's verdict did. */
 export interface ReviewOutcome {
@@ -104,7 +110,11 @@ export type FinalTaskStatus = 'completed' | 'failed' | 'skipped' | 'cancelled';
 export interface TaskResult {
   id: string;
   status: FinalTaskStatus;
-  output?: string;
+  /**
+   * The answer's text; for a task with `output.schema`, the parsed value (src: `parsedOutput`).
+   * A task that failed with `invalid_output` or `rejected_output` keeps its last answer here.
+   */
+  output?: unknown;
   error?: ErrorInfo;
   attempts: number;
   /** The plan's model name. */
@@ -210,6 +220,11 @@ const before = (a: TaskRecord, b: TaskRecord) =>
     : a.spec.rank !== b.spec.rank
       ? a.spec.rank > b.spec.rank
       : a.readySeq < b.readySeq;
+
+/** An answer that failed its checks: the code, when the report is one. */
+const rejectedCode = (error: ErrorInfo | undefined) =>
+  error?.code === 'invalid_output' || error?.code === 'rejected_output' ? error.code : undefined;
+const rejectedOutput = (report: AttemptReport) => (report.status === 'failed' && report.output !== undefined ? rejectedCode(report.error) : undefined);
 
 const isFinal = (s: TaskStatus) => s === 'completed' || s === 'failed' || s === 'skipped' || s === 'cancelled';
 
@@ -554,6 +569,9 @@ export class RunTable {
       return { kind: 'completed', unlocked: this.unlockDependentsOf(record) };
     }
     if (report.error) record.error = report.error;
+    const rejected = rejectedOutput(report);
+    // Kept for inspection (the result shows a failed task's last answer when it was rejected).
+    if (rejected) record.output = report.output ?? '';
     if (report.status === 'cancelled') {
       this.move(record, 'cancelled');
       return { kind: 'cancelled' };
@@ -561,6 +579,7 @@ export class RunTable {
     const retryable = report.error?.retryable === true && record.retries < record.spec.maxRetries;
     if (opts.retry && retryable) {
       record.retries += 1;
+      if (rejected) record.feedback = { kind: 'output', code: rejected, draft: report.output ?? '', problems: report.error?.problems ?? [report.error?.message ?? ''] };
       this.enqueue(record);
       return { kind: 'retry' };
     }
@@ -615,7 +634,7 @@ export class RunTable {
         requests: r.requests,
         retries: r.retries,
       };
-      if (r.output !== undefined && status === 'completed') task.output = r.output;
+      if (r.output !== undefined && (status === 'completed' || (status === 'failed' && rejectedCode(r.error)))) task.output = r.output;
       if (r.error !== undefined && status !== 'completed') task.error = r.error;
       if (r.transcript !== undefined && status === 'failed') task.transcript = r.transcript;
       if (r.servedBy !== undefined) task.servedBy = r.servedBy;

@@ -236,7 +236,17 @@ function releaseGroup(context: SupervisorContext, enqueue: Enqueue, taskId: stri
 function withFeedback(prompt: string, feedback: Feedback | undefined): string {
   if (!feedback) return prompt;
   if (feedback.kind === 'review') return revisionPrompt(prompt, feedback);
+  if (feedback.kind === 'output') return rejectedOutputPrompt(prompt, feedback);
   return `${prompt}\n\n<rejected-plan>\nYour previous answer was not a valid list of sub-tasks:\n${feedback.issues.map((i) => `- ${i}`).join('\n')}\nAnswer again with a corrected JSON list.\n</rejected-plan>`;
+}
+
+/** The prompt of an attempt whose last answer failed its checks: the answer and what was wrong with it. */
+function rejectedOutputPrompt(prompt: string, feedback: Extract<Feedback, { kind: 'output' }>): string {
+  const what = feedback.code === 'invalid_output' ? 'did not meet the required output schema' : 'was rejected by a quality check';
+  return (
+    `${prompt}\n\n<rejected-answer>\nYour previous answer ${what}:\n${feedback.problems.map((p) => `- ${p}`).join('\n')}\n\n` +
+    `<previous-answer>\n${feedback.draft}\n</previous-answer>\nAnswer the task again in full, fixing these problems.\n</rejected-answer>`
+  );
 }
 
 /** The route whose cumulative weight first passes `r` (in [0, 1)) of the total. */
@@ -336,6 +346,8 @@ export const supervisorMachine = setup({
         }
         if (spec.system !== undefined) input.system = fillPlaceholders(spec.system, spec.deps, (id) => table.output(id) ?? '');
         if (spec.depth) input.depth = spec.depth;
+        if (spec.output) input.output = spec.output;
+        if (spec.judge) input.judge = spec.judge;
         if (spec.cacheFanOut) {
           // Cache-aware fan-out: one task of a cold prefix goes first, the others wait for its response.
           const system = input.system ?? '';

@@ -12,6 +12,7 @@ import type { BusTool } from '../machines/protocol.js';
 import type { CallTarget } from '../machines/agentContext.js';
 import type { LedgerBudgets } from '../machines/ledger.machine.js';
 import { priceOf } from './cost/prices.js';
+import { outputCheckOf } from './plan/structured.js';
 
 export interface BreakerOptions {
   /** Consecutive server-side failures that open the breaker. Default 5. */
@@ -147,6 +148,14 @@ export function resolveTask(plan: Plan, spec: TaskSpec, rank: number, opts: Task
   }
   if (extra.depth) task.depth = extra.depth;
   if (extra.parent !== undefined) task.parent = extra.parent;
+  const check = outputCheckOf(t.output, t.accept);
+  if (check) task.output = check;
+  if (t.accept?.judge) {
+    const { model: judgeModel, prompt, threshold } = t.accept.judge;
+    // A score needs few tokens: the judge's answer is capped well below a task's.
+    const target = targetOfModel(plan, judgeModel, undefined);
+    task.judge = { ...target, maxTokens: Math.min(target.maxTokens, JUDGE_MAX_TOKENS), prompt, threshold };
+  }
   if (t.kind === 'plan') {
     task.kind = 'plan';
     task.prompt = `${t.prompt}\n\n${plannerInstructions(plan, t, extra.depth ?? 0, opts.toolNames ?? [])}`;
@@ -158,6 +167,9 @@ export function resolveTask(plan: Plan, spec: TaskSpec, rank: number, opts: Task
   }
   return task;
 }
+
+/** Output cap of a judge's scoring call: a score and a short reason. */
+const JUDGE_MAX_TOKENS = 256;
 
 /** Cache-aware fan-out: on by default where the wire has explicit cache breakpoints (Anthropic). */
 function cacheFanOutOf(provider: Plan['providers'][string]): boolean {

@@ -28,8 +28,10 @@ import type { DispatchDecision, DispatchInfo, ToolCallDecision, ToolCallInfo, Er
 import type { RunResult } from '../machines/runTable.js';
 import { supervisorMachine, type SupervisorInput } from '../machines/supervisor.machine.js';
 import { costOf } from './cost/price.js';
+import { checkOutput, parsedOutput } from './plan/structured.js';
+import { textOf } from '../machines/tokens.js';
 import { Keyring } from './keys.js';
-import { parsePlan, PlanValidationError, type Plan } from './plan/index.js';
+import { parsePlan, PlanValidationError, type Plan, type ResultOf } from './plan/index.js';
 import { ProviderError, asProviderError } from './providers/errors.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { fromWire, toolNaming, toWire } from './providers/toolNames.js';
@@ -115,7 +117,7 @@ export class RunLockedError extends Error {
   }
 }
 
-export interface RunHandle {
+export interface RunHandle<R = RunResult> {
   readonly id: string;
   /**
    * Typed events: `run.events.on('task:completed', (e) => ...)`, or `'*'` for all. The run starts
@@ -127,7 +129,7 @@ export interface RunHandle {
    * when the run cannot start (an MCP server that does not connect, a tool it lacks), and with a
    * StoreError when its journal cannot be written (the run stops; resume it once that is fixed).
    */
-  readonly result: Promise<RunResult>;
+  readonly result: Promise<R>;
   /** Cancels the run: nothing new starts, agents in flight are aborted, results so far are kept. */
   cancel(reason?: string): void;
   /** The supervisor actor, for inspection and tests (undefined until the run has started). */
@@ -135,8 +137,12 @@ export interface RunHandle {
 }
 
 export interface Swarm {
-  /** Validates the plan (throws PlanValidationError listing every problem) and starts it. */
-  run(plan: unknown, options?: RunOptions): RunHandle;
+  /**
+   * Validates the plan (throws PlanValidationError listing every problem) and starts it. A plan
+   * object written in code types its result: a task whose `output.schema` is a zod schema has
+   * that schema's output type.
+   */
+  run<const P>(plan: P, options?: RunOptions): RunHandle<ResultOf<P>>;
   /**
    * Continues a journaled run: completed tasks are not run again, unfinished ones are, budgets
    * continue from what was spent. A run that had finished gives back its result. Throws
@@ -308,7 +314,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         started = true;
         actor.start();
         if (cancelled !== undefined) actor.send({ type: 'CANCEL', reason: cancelled });
-        const out = redact(priced(await toPromise(actor), plan));
+        const out = redact(withParsedOutputs(priced(await toPromise(actor), plan), plan));
         if (journal?.failure) throw journal.failure;
         journal?.finish(out.status, out);
         if (journal?.failure) throw journal.failure;
@@ -380,7 +386,8 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         });
         lock(durable, runId);
       }
-      return start(plan, runId, options.seed ?? 0, undefined);
+      // The result's outputs are typed from the plan as written (structured ones are parsed values).
+      return start(plan, runId, options.seed ?? 0, undefined) as RunHandle<never>;
     },
 
     resume(runId, resumeOptions = {}) {
@@ -553,6 +560,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
       const naming = toolNaming(call.tools);
       const wire = toWire(naming, call.tools.flatMap((name) => runTools.spec(name) ?? []), call.messages);
       const meta = { taskId: call.taskId, attempt: call.attempt, turn: call.turn };
+      const output = call.output?.schema ? { output: { name: outputFormatName(call.taskId), schema: call.output.schema } } : {};
       if (remote) {
         // A distributed run: a worker makes the call with this lease's key (its secret from the
         // worker's own environment); the outcome comes back through the job.
@@ -567,6 +575,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
           maxTokens: call.maxTokens,
           keyId: call.keyId,
           meta,
+          ...output,
           ...(call.system !== undefined ? { system: call.system } : {}),
         };
         const outcome = unwrap(await remote.calls.call(job, signal)) as { model: ModelCallOutput; callMs?: number };
@@ -575,7 +584,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
         // from when it really left (the worker's own measure of the call, so no clock is compared).
         // A margin keeps the estimate on the late side: a server counts arrivals by its own clock.
         if (outcome.callMs !== undefined) out.sentAt = nowOf(self) - outcome.callMs + SENT_AT_MARGIN_MS;
-        return keyring.redactor.redactDeep(out);
+        return withVerdict(call, keyring.redactor.redactDeep(out));
       }
       const reply = await adapters.get(call.provider)!.call({
         provider: call.provider,
@@ -586,6 +595,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
         key: keyring.get(call.keyId),
         signal,
         meta,
+        ...output,
         ...(call.system !== undefined ? { system: call.system } : {}),
         // A cache leader's response has begun: its prefix is readable, the tasks held behind it can go.
         ...(call.cacheLead
@@ -593,7 +603,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
           : {}),
       });
       // A reply that echoes a key (a hostile or broken endpoint) does not carry it into the run.
-      return keyring.redactor.redactDeep(fromWire(naming, reply));
+      return withVerdict(call, keyring.redactor.redactDeep(fromWire(naming, reply)));
     } catch (error) {
       const e = asProviderError(error, facts);
       // Servers echo keys back in error bodies: nothing leaves with a secret in it.
@@ -647,6 +657,26 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
       ledger: ledgerMachine.provide({ actions: { report } }),
     },
   });
+}
+
+/** A final answer of a task with output checks, checked on arrival (the agent reads the verdict). */
+function withVerdict(call: ModelCallInput, out: ModelCallOutput): ModelCallOutput {
+  if (!call.output || out.content.some((b) => b.type === 'tool_use')) return out;
+  return { ...out, verdict: checkOutput(textOf(out.content), call.output) };
+}
+
+/** A wire-safe name for a task's output format (OpenAI: a-z, A-Z, 0-9, _ and -, at most 64). */
+function outputFormatName(taskId: string): string {
+  return taskId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64) || 'output';
+}
+
+/** A structured output is its parsed value in the public result (the runtime keeps its JSON text). */
+function withParsedOutputs(result: RunResult, plan: Plan): RunResult {
+  for (const spec of plan.tasks) {
+    const task = result.tasks[spec.id];
+    if (spec.output && task && typeof task.output === 'string') task.output = parsedOutput(spec, task.output);
+  }
+  return result;
 }
 
 /** Adds what each task cost (its model's price times its usage) and the total. */

@@ -4,3 +4,5 @@ export * from './validate.js';
 export * from './ranks.js';
 export { formatPath } from './issues.js';
 export * from './subtasks.js';
+export { parsedOutput } from './structured.js';
+export type { OutputOf, OutputsOf, ResultOf, TypedRunResult } from './typed.js';

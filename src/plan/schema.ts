@@ -162,6 +162,35 @@ export interface TaskSpec {
   maxInputTokens?: number;
   /** Cap on this task's spend in USD, across its attempts. */
   budgetUsd?: number;
+  /** Structured output: the answer must be JSON that this JSON Schema accepts (sent natively, checked on arrival). */
+  output?: OutputSpec;
+  /** Quality gates on the answer: a rejected one is retried with the reason (`rejected_output`). */
+  accept?: AcceptSpec;
+}
+
+/** `output` of a task (src/plan/structured.ts checks the schema itself). */
+export interface OutputSpec {
+  /** A JSON Schema (draft 2020-12 or 07, as ajv reads it). The result's `output` is then the parsed value. */
+  schema: Record<string, unknown>;
+}
+
+/** `accept` of a task: every gate given must pass, or the attempt fails with `rejected_output`. */
+export interface AcceptSpec {
+  /** The answer has at least this many characters (trimmed). */
+  minChars?: number;
+  /** A regular expression (JavaScript syntax) the answer must match somewhere. */
+  pattern?: string;
+  /** A scoring call: the judge model reads the answer and scores it from 0 to 1. */
+  judge?: JudgeSpec;
+}
+
+export interface JudgeSpec {
+  /** Name of an entry in `models`. */
+  model: string;
+  /** What the judge scores the answer on. */
+  prompt: string;
+  /** Lowest passing score, in [0, 1]. Default 0.7. */
+  threshold: number;
 }
 
 /** A value given inline, or read from an environment variable (for secrets). */
@@ -398,6 +427,15 @@ export const TaskIdSchema = z
   .max(TASK_ID_MAX_LENGTH, { error: `a task id must be at most ${TASK_ID_MAX_LENGTH} characters` })
   .regex(TASK_ID_PATTERN, { error: 'a task id may use only letters, digits and _ . : / -' });
 
+/**
+ * A JSON Schema object. In code it may also be a zod schema, which `validatePlan` turns into a
+ * JSON Schema before this parse (src/plan/typed.ts): so the input type admits one, the output never.
+ */
+const OutputSchemaField = z.record(z.string(), z.unknown(), { error: 'must be a JSON Schema object' }) as unknown as z.ZodType<
+  Record<string, unknown>,
+  Record<string, unknown> | z.ZodType
+>;
+
 export const TaskSchema = z.strictObject({
   id: TaskIdSchema,
   kind: z.enum(['task', 'plan', 'review'], { error: 'must be "task", "plan" or "review"' }).default('task'),
@@ -415,6 +453,20 @@ export const TaskSchema = z.strictObject({
   maxTokens: positiveInt().optional(),
   maxInputTokens: positiveInt().optional(),
   budgetUsd: usd().optional(),
+  output: z.strictObject({ schema: OutputSchemaField }).optional(),
+  accept: z
+    .strictObject({
+      minChars: positiveInt().optional(),
+      pattern: z.string().min(1, { error: 'must not be empty' }).optional(),
+      judge: z
+        .strictObject({
+          model: z.string().min(1, { error: 'must name a model' }),
+          prompt: z.string().min(1, { error: 'must not be empty' }),
+          threshold: z.number().min(0, { error: 'must be a score in [0, 1]' }).max(1, { error: 'must be a score in [0, 1]' }).default(0.7),
+        })
+        .optional(),
+    })
+    .optional(),
 });
 
 const EnvValueSchema = z.union([z.string(), z.strictObject({ env: z.string().regex(ENV_NAME_PATTERN, { error: 'must be an environment variable name' }) })], {

@@ -13,6 +13,8 @@ import { issue, nearest, plainMessages, structuralIssues } from './issues.js';
 import { DEFAULT_MODEL_MAX_TOKENS, ENV_NAME_PATTERN, PlanSchema, type Plan } from './schema.js';
 import { findCycles } from './ranks.js';
 import { builtInPrice } from '../cost/prices.js';
+import { fieldPathProblem, schemaProblems } from './structured.js';
+import { withJsonSchemas } from './typed.js';
 
 /** One problem in a plan: where (`tasks[3].deps[0]`) and what. */
 export interface PlanIssue {
@@ -53,7 +55,9 @@ export function formatIssue(issue: PlanIssue): string {
  * const result = validatePlan(JSON.parse(text), { tools: ['read_file'] });
  * if (!result.ok) for (const issue of result.issues) console.error(formatIssue(issue));
  */
-export function validatePlan(raw: unknown, opts: ValidateOptions = {}): ValidationResult {
+export function validatePlan(input: unknown, opts: ValidateOptions = {}): ValidationResult {
+  // A plan written in code may give a zod schema as a task's output.schema.
+  const raw = withJsonSchemas(input);
   const parsed = PlanSchema.safeParse(raw, { error: plainMessages });
   const issues: PlanIssue[] = parsed.success ? [] : structuralIssues(parsed.error.issues);
   if (isRecord(raw)) {
@@ -264,9 +268,10 @@ export function checkTasks(
     if (id !== undefined) {
       for (const field of ['system', 'prompt'] as const) {
         const text = t[field];
-        if (typeof text === 'string' && text.includes('{{')) checkPlaceholders(text, id, deps, indexOf, ['tasks', i, field], out);
+        if (typeof text === 'string' && text.includes('{{')) checkPlaceholders(text, id, deps, indexOf, ['tasks', i, field], out, tasks);
       }
     }
+    checkOutputAndAccept(t, i, models, out);
   }
 
   checkReviews(tasks, ids, indexOf, edges, depAt, out);
@@ -348,10 +353,23 @@ function checkPlaceholders(
   indexOf: Map<string, number>,
   path: (string | number)[],
   out: PlanIssue[],
+  tasks: unknown[] = [],
 ) {
   const reported = new Set<string>();
   for (const match of text.matchAll(PLACEHOLDER)) {
-    const name = match[1];
+    let name = match[1];
+    if (reported.has(name)) continue;
+    if (!indexOf.has(name)) {
+      // `{{id.field.sub}}`: the longest prefix that is a task names it, the rest is a field path.
+      const field = fieldPlaceholderProblem(name, id, deps, indexOf, tasks);
+      if (field === undefined) continue;
+      if (field.message !== undefined) {
+        reported.add(name);
+        out.push(issue(path, field.message));
+        continue;
+      }
+      name = field.task;
+    }
     if (reported.has(name) || deps.has(name) || !indexOf.has(name)) continue;
     reported.add(name);
     out.push(
@@ -362,6 +380,58 @@ function checkPlaceholders(
           : `{{${name}}} names task "${name}", which is not in deps: add it to deps so its output is ready`,
       ),
     );
+  }
+}
+
+/**
+ * `{{task.a.b}}`: which task the placeholder reads (the longest dotted prefix that is a task of
+ * the list), and what is wrong with the field path, if anything. Undefined: no task is named.
+ */
+function fieldPlaceholderProblem(
+  name: string,
+  id: string,
+  deps: Set<string>,
+  indexOf: Map<string, number>,
+  tasks: unknown[],
+): { task: string; message?: string } | undefined {
+  const parts = name.split('.');
+  for (let k = parts.length - 1; k >= 1; k--) {
+    const task = parts.slice(0, k).join('.');
+    const at = indexOf.get(task);
+    if (at === undefined) continue;
+    // Not a dep (or this task itself): reported as such by the caller.
+    if (!deps.has(task) || task === id) return { task };
+    const field = parts.slice(k);
+    const spec = tasks[at];
+    const output = isRecord(spec) && isRecord(spec.output) ? spec.output : undefined;
+    if (!output || !isRecord(output.schema)) {
+      return { task, message: `{{${name}}} reads field "${field.join('.')}" of task "${task}", which has no output.schema: give it one, or use {{${task}}}` };
+    }
+    const problem = fieldPathProblem(output.schema, field);
+    return problem ? { task, message: `{{${name}}}: the output.schema of task "${task}" ${problem}` } : { task, message: undefined };
+  }
+  return undefined;
+}
+
+/** `output.schema` must be a JSON Schema that compiles; `accept` names a known judge model and a valid pattern. */
+function checkOutputAndAccept(t: Record<string, unknown>, i: number, models: Record<string, unknown> | undefined, out: PlanIssue[]) {
+  if (isRecord(t.output) && isRecord(t.output.schema)) {
+    for (const p of schemaProblems(t.output.schema)) {
+      const pointer = p.path.split('/').filter((s) => s !== '').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+      out.push(issue(['tasks', i, 'output', 'schema', ...pointer], p.message));
+    }
+  }
+  if (!isRecord(t.accept)) return;
+  if (typeof t.accept.pattern === 'string' && t.accept.pattern !== '') {
+    try {
+      new RegExp(t.accept.pattern, 'u');
+    } catch (error) {
+      out.push(issue(['tasks', i, 'accept', 'pattern'], `not a valid regular expression: ${(error as Error).message}`));
+    }
+  }
+  const judge = t.accept.judge;
+  if (isRecord(judge) && models && typeof judge.model === 'string' && judge.model !== '' && !Object.hasOwn(models, judge.model)) {
+    out.push(issue(['tasks', i, 'accept', 'judge', 'model'], unknown('model', judge.model, Object.keys(models))));
   }
 }
 

@@ -12,6 +12,8 @@
  *   (disjoint counts, as the API reports them). message_delta's usage is cumulative: it replaces.
  * - A stream that ends without message_stop is truncated (`network`, retried); an `error` event
  *   after HTTP 200 is classified by its type (overloaded_error -> `overloaded`, ...).
+ * - A structured output goes as `output_config: {format: {type: "json_schema", schema}}` (the
+ *   Messages API's structured outputs; the answer is the text of the reply).
  * - Content blocks other than text and tool_use (thinking, server tools) are not part of the
  *   normalized conversation and are skipped.
  * - Named events other than the five a reply is built from and `error` are skipped unread,
@@ -73,6 +75,7 @@ export function anthropicRequestBody(request: ProviderRequest, options: { stream
   }
   body.messages = messages;
   if (tools.length > 0) body.tools = tools;
+  if (request.output) body.output_config = { format: { type: 'json_schema', schema: request.output.schema } };
   if (options.stream) body.stream = true;
   return body;
 }

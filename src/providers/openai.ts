@@ -16,6 +16,8 @@
  *   become `tool_calls` (arguments as a JSON string); each tool_result becomes a `role: "tool"`
  *   message with its tool_call_id, placed before the user's text of the same turn. OpenAI has no
  *   error flag on tool results: an error result's content is prefixed with "Error: ".
+ * - A structured output goes as `response_format: {type: "json_schema", json_schema: {name,
+ *   schema, strict: true}}`.
  * - The stream is complete at `data: [DONE]`, or when both a finish_reason and the usage chunk
  *   arrived (some compatible servers omit [DONE]); otherwise it is truncated (`network`).
  *   Named events (Chat Completions sends none) are skipped unread, except `error`. A reply is
@@ -71,6 +73,10 @@ export function openAIRequestBody(
         parameters: tool.inputSchema,
       },
     }));
+  }
+  if (request.output) {
+    // Strict: the server holds the answer to the schema (the runtime still checks it on arrival).
+    body.response_format = { type: 'json_schema', json_schema: { name: request.output.name, schema: request.output.schema, strict: true } };
   }
   if (options.stream) {
     body.stream = true;

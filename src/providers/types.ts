@@ -35,6 +35,11 @@ export interface ProviderRequest {
   key: ProviderKey;
   /** Aborted when the attempt is cancelled or passes its deadline. */
   signal: AbortSignal;
+  /**
+   * Structured output: the answer must be JSON this schema accepts. Sent natively (OpenAI
+   * `response_format` json_schema strict, Anthropic `output_config.format`). `name` is wire-safe.
+   */
+  output?: { name: string; schema: Record<string, unknown> };
   /** Where the call comes from; adapters may pass it on as request metadata. */
   meta: { taskId: string; attempt: number; turn: number };
   /**

@@ -2,6 +2,7 @@
  * The Anthropic Messages wire format (`POST /v1/messages`): request parsing and validation,
  * message JSON, the SSE event sequence, error bodies and `anthropic-ratelimit-*` headers.
  */
+import { anthropicOutputSchema } from './structured.js';
 import type { ContentBlock, Message } from '../../machines/protocol.js';
 import type { PromptUnit, RateLimitReport, SimReply, SimRequest, SimTool, SimToolChoice, SimUsage } from './types.js';
 import type { SimErrorKind, SimHttpError } from './types.js';
@@ -217,8 +218,11 @@ function parseRequest(raw: unknown): SimRequest {
     toolChoice: parseToolChoice(body.tool_choice, tools),
     units,
     inputTokens: sumTokens(units),
+    ...withSchema(anthropicOutputSchema(body.output_config)),
   };
 }
+
+const withSchema = (schema: Record<string, unknown> | undefined) => (schema ? { outputSchema: schema } : {});
 
 /** A content block as the normalized conversation holds it; undefined for media and thinking. */
 function toBlock(block: Record<string, unknown>, path: string): ContentBlock | undefined {

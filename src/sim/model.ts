@@ -9,6 +9,9 @@
  *                                      item min(k, n): counted by the server (server.ts), not here
  *   [[sim:error CODE [TIMES]]]         answer with an error (400|401|429|500|529|context), only the
  *                                      first TIMES times this request is seen when TIMES is given
+ *   [[sim:invalid N [LABEL]]]          a request with a structured output: the first N requests seen
+ *                                      with this directive text answer text that is not JSON
+ * A request with a structured output (a JSON Schema) is answered with a value that follows it.
  * Without a tool directive the model answers with text, so a tool loop ends after one round.
  */
 import type { ContentBlock, Message } from '../../machines/protocol.js';
@@ -17,6 +20,7 @@ import { countTokens, truncateToTokens } from './tokenizer.js';
 import { derivedId } from './hash.js';
 import { SimHttpError, type SimReply, type SimRequest, type SimTool } from './types.js';
 import { jsonValueEnd } from '../util/jsonScan.js';
+import { sampleValue } from './structured.js';
 
 export type ErrorDirective = '400' | '401' | '429' | '500' | '529' | 'context';
 
@@ -31,6 +35,8 @@ export interface Directives {
    */
   replies?: { key: string; items: string[] };
   error?: { code: ErrorDirective; times?: number };
+  /** `[[sim:invalid N]]`: `key` is the directive's text, counted by the server like `replies`. */
+  invalid?: { key: string; times: number };
 }
 
 const ERROR_CODES: ReadonlySet<string> = new Set(['400', '401', '429', '500', '529', 'context']);
@@ -108,8 +114,14 @@ export function readDirectives(request: SimRequest): Directives {
         out.error = n === undefined ? { code: code as ErrorDirective } : { code: code as ErrorDirective, times: n };
         break;
       }
+      case 'invalid': {
+        const n = Number(arg.split(/\s+/)[0]);
+        if (!Number.isInteger(n) || n < 1) throw bad(`[[sim:invalid N [LABEL]]] needs N >= 1 (invalid answers before valid ones), got "${arg}"`);
+        out.invalid = { key: `invalid ${arg}`, times: n };
+        break;
+      }
       default:
-        throw bad(`unknown directive [[sim:${name}]]; known: tool, tools, length, reply, replies, error (docs/sim.md)`);
+        throw bad(`unknown directive [[sim:${name}]]; known: tool, tools, length, reply, replies, error, invalid (docs/sim.md)`);
     }
   }
   if (out.replies && out.reply !== undefined) throw bad('[[sim:reply]] and [[sim:replies]] cannot be combined');
@@ -146,6 +158,8 @@ export function planReply(request: SimRequest, directives: Directives, ctx: Repl
   let text: string;
   if (directives.reply !== undefined) text = directives.reply;
   else if (calls.length > 0 && directives.length === undefined) text = '';
+  // Structured output: a value that follows the schema (compact JSON, like a real model's).
+  else if (request.outputSchema) text = JSON.stringify(sampleValue(request.outputSchema));
   else {
     // Filler runs about 4.5 characters a token: 6 per asked-for token leaves room to cut.
     const chars = (directives.length ?? 16 + Math.floor(draw() * 48)) * (directives.length !== undefined ? 6 : 4);

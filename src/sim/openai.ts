@@ -4,6 +4,7 @@
  * by index, a final usage chunk with `stream_options.include_usage`, `data: [DONE]`), error
  * bodies and `x-ratelimit-*` headers.
  */
+import { openAIOutputSchema } from './structured.js';
 import type { ContentBlock, Message } from '../../machines/protocol.js';
 import type { PromptUnit, RateLimitReport, SimErrorKind, SimHttpError, SimReply, SimRequest, SimTool, SimToolChoice, SimUsage } from './types.js';
 import {
@@ -238,7 +239,8 @@ function parseRequest(raw: unknown): SimRequest {
     throw invalid("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.");
   }
 
-  return { protocol: 'openai', model, maxTokens, stream, includeUsage, messages, tools, toolChoice: parseToolChoice(body.tool_choice, tools), units, inputTokens: sumTokens(units) };
+  const outputSchema = openAIOutputSchema(body.response_format);
+  return { protocol: 'openai', model, maxTokens, stream, includeUsage, messages, tools, toolChoice: parseToolChoice(body.tool_choice, tools), units, inputTokens: sumTokens(units), ...(outputSchema ? { outputSchema } : {}) };
 }
 
 /** Arguments as an object when they are JSON (models can write broken JSON: kept as the string). */

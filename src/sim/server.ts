@@ -146,6 +146,7 @@ class Simulator {
     if (badJson) throw new SimHttpError('invalid_request', 'There was an error parsing the body of your request: it is not valid JSON.');
 
     const request = x.protocol.parse(body);
+    if (request.outputSchema) x.entry.outputSchema = request.outputSchema;
     const directives = readDirectives(request);
     if (request.inputTokens > this.config.contextWindow) throw contextError(request, this.config.contextWindow);
     const cachePlan = x.protocol.planCache(this.cache, request);
@@ -230,6 +231,14 @@ class Simulator {
    * and neither does a stream that is planned to fail (streamError), so its retry gets the same item.
    */
   private chooseReply(directives: Directives, fault: SimFaultKind | undefined): Directives {
+    const invalid = directives.invalid;
+    if (invalid && directives.reply === undefined && !directives.replies) {
+      // `[[sim:invalid N]]`, counted like `replies`: the first N answers are not JSON.
+      const seen = this.replyCounts.get(invalid.key) ?? 0;
+      if (fault !== 'streamError') this.replyCounts.set(invalid.key, seen + 1);
+      if (seen < invalid.times) return { ...directives, reply: `Here is the answer (simulated invalid output ${seen + 1} of ${invalid.times}).` };
+      return directives;
+    }
     const replies = directives.replies;
     if (!replies) return directives;
     const seen = this.replyCounts.get(replies.key) ?? 0;

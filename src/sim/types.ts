@@ -98,6 +98,8 @@ export interface SimLogEntry {
   endedAt?: number;
   /** The client's `x-swarmstate-call` header: `<task id>;<attempt>;<turn>` (swarmstate's adapters send it). */
   call?: string;
+  /** The JSON Schema the request asked its answer to follow (structured outputs), as it came. */
+  outputSchema?: Record<string, unknown>;
 }
 
 export interface SimKeyStats {
@@ -171,6 +173,8 @@ export interface SimRequest {
   units: PromptUnit[];
   /** Sum of the units' tokens. */
   inputTokens: number;
+  /** The JSON Schema the answer must follow (structured outputs), when the request asks for one. */
+  outputSchema?: Record<string, unknown>;
 }
 
 /** The error classes the simulator answers with; each protocol maps them to status and body. */

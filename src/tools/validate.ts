@@ -43,7 +43,8 @@ export function createArgsValidator(schema: unknown, name = 'tool'): ArgsValidat
   };
 }
 
-function compile(schema: unknown): ValidateFunction | { error: string } {
+/** A compiled schema (cached by schema object), or why it does not compile. */
+export function compile(schema: unknown): ValidateFunction | { error: string } {
   // `true` / `false` are whole JSON Schemas (accept all / nothing); a WeakMap cannot hold them.
   if (typeof schema === 'boolean') return (draft07 ??= new Ajv(options)).compile(schema);
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
@@ -62,7 +63,7 @@ function compile(schema: unknown): ValidateFunction | { error: string } {
 }
 
 /** The ajv of the schema's draft: MCP servers send draft-07 (zod) and 2020-12 (the spec's default). */
-function instanceFor(schema: Record<string, unknown>): Ajv | Ajv2019 | Ajv2020 {
+export function instanceFor(schema: Record<string, unknown>): Ajv | Ajv2019 | Ajv2020 {
   const meta = typeof schema.$schema === 'string' ? schema.$schema : '';
   if (meta.includes('2020-12')) return (draft2020 ??= new Ajv2020(options));
   if (meta.includes('2019-09')) return (draft2019 ??= new Ajv2019(options));
@@ -70,7 +71,7 @@ function instanceFor(schema: Record<string, unknown>): Ajv | Ajv2019 | Ajv2020 {
 }
 
 /** Drops a `$schema` ajv has no meta-schema for (draft-04, typos): it would refuse the whole schema. */
-function withoutUnknownMeta(schema: Record<string, unknown>): Record<string, unknown> {
+export function withoutUnknownMeta(schema: Record<string, unknown>): Record<string, unknown> {
   const meta = schema.$schema;
   if (typeof meta !== 'string' || /draft-0[67]|2019-09|2020-12/.test(meta)) return schema;
   const { $schema: _dropped, ...rest } = schema;
@@ -78,7 +79,7 @@ function withoutUnknownMeta(schema: Record<string, unknown>): Record<string, unk
 }
 
 /** `/path must be string; must have required property 'path'` */
-function describeErrors(errors: ErrorObject[]): string {
+export function describeErrors(errors: ErrorObject[]): string {
   const lines = errors.slice(0, MAX_ERRORS_SHOWN).map(describeError);
   const unique = [...new Set(lines)];
   const more = errors.length > MAX_ERRORS_SHOWN ? ` (and ${errors.length - MAX_ERRORS_SHOWN} more)` : '';

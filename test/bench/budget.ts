@@ -30,7 +30,7 @@ console.log(
     wouldCostUsd: perTask * TASKS,
     spentUsd: result.totals.costUsd,
     completed: completed.length,
-    completedWithOutput: completed.filter((t) => (t.output ?? '').length > 0).length,
+    completedWithOutput: completed.filter((t) => String(t.output ?? '').length > 0).length,
     refused: tasks.filter((t) => t.error?.code === 'budget_exceeded').length,
     requests: result.totals.requests,
     status: result.status,

@@ -305,4 +305,30 @@ describe.skipIf(skip)('distributed runs (BullMQ on Redis)', { timeout: 240_000 }
       await sim.close();
     }
   });
+
+  it('a structured output goes to the worker: sent natively there, checked and retried by the coordinator', async () => {
+    const sim = await startSim({ seed: 1, keys: simKeys() });
+    try {
+      const schema = { type: 'object', properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: false };
+      const file = join(dir, 'structured.json');
+      writeFileSync(
+        file,
+        JSON.stringify({
+          providers: { p: { type: 'openai', baseURL: `${sim.url}/v1`, keys: [{ env: 'K1' }] } },
+          models: { m: { provider: 'p', model: 'gpt-sim', maxTokens: 64 } },
+          tasks: [{ id: 'extract', model: 'm', prompt: 'Extract. [[sim:invalid 1 dist]]', output: { schema } }],
+        }),
+      );
+      const pool = await workers(1);
+      const run = await spawnCli(['run', file, '--redis', redis.url, '--store', join(dir, 'structured.db'), '--json']).done;
+      expect(run.code, run.stderr).toBe(0);
+      const result = JSON.parse(run.stdout) as { tasks: Record<string, { status: string; attempts: number; output: unknown }> };
+      expect(result.tasks.extract).toMatchObject({ status: 'completed', attempts: 2, output: { name: 'sim name' } });
+      const log = sim.stats().log.filter((e) => e.call?.startsWith('extract;'));
+      expect(log.map((e) => e.outputSchema)).toEqual([schema, schema]);
+      await stopWorkers(pool);
+    } finally {
+      await sim.close();
+    }
+  });
 });

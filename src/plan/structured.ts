@@ -1,0 +1,115 @@
+/**
+ * Structured outputs and quality gates: the checks a task's answer meets before it counts, and
+ * the reading of a structured output's fields (`{{id.field}}`, the public result).
+ *
+ * A structured output stays text inside the runtime (its compact JSON); only the public result
+ * and field placeholders parse it. Schemas compile once (ajv, cached by schema object).
+ */
+import { compile, describeErrors, instanceFor, withoutUnknownMeta } from '../tools/validate.js';
+import type { OutputCheckSpec as OutputCheck, OutputVerdict } from '../../machines/protocol.js';
+import type { AcceptSpec, OutputSpec } from './schema.js';
+
+export function outputCheckOf(output: OutputSpec | undefined, accept: AcceptSpec | undefined): OutputCheck | undefined {
+  const check: OutputCheck = {};
+  if (output) check.schema = output.schema;
+  if (accept?.minChars !== undefined) check.minChars = accept.minChars;
+  if (accept?.pattern !== undefined) check.pattern = accept.pattern;
+  return Object.keys(check).length > 0 ? check : undefined;
+}
+
+/**
+ * Checks an answer: with a schema it must be JSON (a ```json fence around it is accepted) that
+ * the schema accepts; then the gates, on the text kept.
+ */
+export function checkOutput(answer: string, check: OutputCheck): OutputVerdict {
+  let text = answer;
+  if (check.schema) {
+    const body = unfenced(answer);
+    let value: unknown;
+    try {
+      value = JSON.parse(body);
+    } catch (error) {
+      return { ok: false, code: 'invalid_output', problems: [`the answer is not valid JSON (${(error as Error).message}): answer with the JSON value alone`] };
+    }
+    const validate = compile(check.schema);
+    if (typeof validate !== 'function') return { ok: false, code: 'invalid_output', problems: [`the output schema does not compile: ${validate.error}`] };
+    if (!validate(value)) return { ok: false, code: 'invalid_output', problems: describeErrors(validate.errors ?? []).split('; ').map((p) => `the JSON ${p.startsWith('/') ? `at ${p}` : p}`) };
+    text = JSON.stringify(value);
+  }
+  const problems: string[] = [];
+  if (check.minChars !== undefined && answer.trim().length < check.minChars) {
+    problems.push(`the answer has ${answer.trim().length} characters, fewer than the ${check.minChars} required`);
+  }
+  if (check.pattern !== undefined && !new RegExp(check.pattern, 'u').test(text)) {
+    problems.push(`the answer does not match the pattern /${check.pattern}/`);
+  }
+  return problems.length > 0 ? { ok: false, code: 'rejected_output', problems } : { ok: true, text };
+}
+
+/** The body of a ```json (or bare ```) fence around the whole answer; the answer itself otherwise. */
+export function unfenced(answer: string): string {
+  const match = /^\s*```(?:json|JSON)?[ \t]*\r?\n([\s\S]*?)\r?\n?```\s*$/.exec(answer);
+  return (match ? match[1]! : answer).trim();
+}
+
+/** Problems of a schema given in a plan: it must itself be a valid JSON Schema, and compile. */
+export function schemaProblems(schema: Record<string, unknown>): { path: string; message: string }[] {
+  const ajv = instanceFor(schema);
+  const cleaned = withoutUnknownMeta(schema);
+  if (!ajv.validateSchema(cleaned)) {
+    // The meta-schema says one thing several ways (enum, then type, then anyOf): the first per place.
+    const first = new Map<string, string>();
+    for (const e of ajv.errors ?? []) {
+      if (first.has(e.instancePath)) continue;
+      const allowed = e.keyword === 'enum' ? (e.params as { allowedValues?: unknown[] }).allowedValues : undefined;
+      first.set(e.instancePath, `not a valid JSON Schema: ${allowed ? `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}` : (e.message ?? e.keyword)}`);
+    }
+    return [...first].slice(0, 8).map(([path, message]) => ({ path, message }));
+  }
+  const compiled = compile(schema);
+  return typeof compiled === 'function' ? [] : [{ path: '', message: `the schema does not compile: ${compiled.error}` }];
+}
+
+/** A structured output's value in the public result; any other output stays its text. */
+export function parsedOutput(spec: { output?: OutputSpec } | undefined, text: string): unknown {
+  if (!spec?.output) return text;
+  try {
+    return JSON.parse(text);
+  } catch {
+    // A kept output that failed its schema may not be JSON at all: it is shown as it came.
+    return text;
+  }
+}
+
+/**
+ * Why `path` is not a field the schema gives, or undefined when it is. Follows `properties`
+ * (and `items` / `prefixItems` for a numeric segment); a schema that allows anything there
+ * (no `properties`, or `additionalProperties` not false) lets the rest of the path through.
+ */
+export function fieldPathProblem(schema: unknown, path: readonly string[]): string | undefined {
+  let node = schema;
+  for (let i = 0; i < path.length; i++) {
+    const key = path[i]!;
+    if (node === true || node === undefined) return undefined;
+    if (node === false || node === null || typeof node !== 'object') return `has no field "${path.slice(0, i + 1).join('.')}"`;
+    const s = node as Record<string, unknown>;
+    const properties = s.properties as Record<string, unknown> | undefined;
+    if (/^\d+$/.test(key) && (s.type === 'array' || s.items !== undefined || s.prefixItems !== undefined)) {
+      const prefix = Array.isArray(s.prefixItems) ? s.prefixItems : Array.isArray(s.items) ? s.items : undefined;
+      node = prefix && Number(key) < prefix.length ? prefix[Number(key)] : Array.isArray(s.items) ? undefined : s.items;
+      continue;
+    }
+    if (properties && typeof properties === 'object' && Object.hasOwn(properties, key)) {
+      node = properties[key];
+      continue;
+    }
+    const closed = s.additionalProperties === false || (properties !== undefined && s.additionalProperties === undefined && s.type === 'object');
+    if (closed || (s.type !== undefined && s.type !== 'object')) {
+      const known = properties ? Object.keys(properties) : [];
+      const at = path.slice(0, i).join('.');
+      return `has no field "${key}"${at ? ` under "${at}"` : ''}${known.length > 0 ? ` (its fields: ${known.join(', ')})` : ''}`;
+    }
+    return undefined;
+  }
+  return undefined;
+}
