@@ -22,8 +22,13 @@ afterAll(() => sim.close());
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** `lookup`: read-only (so shareable), ~20 ms; `record`: a side effect. Both count their executions. */
-function countingTools() {
+/**
+ * `lookup`: read-only (so shareable), ~20 ms; `record`: a side effect. Both count their executions.
+ * `gated`: lookups wait until `open()`, so calls made meanwhile can only join them in flight.
+ */
+function countingTools(gated = false) {
+  let open: () => void = () => {};
+  const gate = gated ? new Promise<void>((resolve) => (open = resolve)) : Promise.resolve();
   const lookups = new Map<string, number>();
   const records: number[] = [];
   const lookup: ToolDefinition<{ key: string }> = {
@@ -33,6 +38,7 @@ function countingTools() {
     annotations: { readOnlyHint: true },
     handler: async ({ key }) => {
       lookups.set(key, (lookups.get(key) ?? 0) + 1);
+      await gate;
       await delay(20);
       return `value of ${key}`;
     },
@@ -48,7 +54,7 @@ function countingTools() {
     },
   };
   const total = () => [...lookups.values()].reduce((a, b) => a + b, 0);
-  return { tools: [lookup, record], lookups, records, totalLookups: total };
+  return { tools: [lookup, record], lookups, records, totalLookups: total, open: () => open() };
 }
 
 const simPlan = (tasks: unknown[], tools: Record<string, unknown> = {}) => ({
@@ -92,10 +98,16 @@ function hundredAgents() {
 
 describe('shared tools across 100 agents', () => {
   it('runs each distinct read-only lookup once (shared in flight, then cached) and every write each time', async () => {
-    const counting = countingTools();
+    // The first lookups are held until all 120 of the first wave's calls were made: on a machine
+    // however slow, identical calls then meet one in flight (nothing is cached yet).
+    const counting = countingTools(true);
     const swarm = createSwarm({ tools: counting.tools });
     const { tasks, lookupCalls, recordCalls } = hundredAgents();
     const run = swarm.run(simPlan(tasks));
+    let lookupsCalled = 0;
+    run.events.on('tool:called', (e) => {
+      if (e.name === 'lookup' && ++lookupsCalled === 120) counting.open();
+    });
     const events = recordEvents(run);
     const result = await run.result;
     await swarm.close();
