@@ -4,3 +4,4 @@ export * from './validate.js';
 export * from './ranks.js';
 export { formatPath } from './issues.js';
 export * from './subtasks.js';
+export { DEFAULT_FAN_IN, DEFAULT_MAX_ITEMS } from './mapreduce.js';
