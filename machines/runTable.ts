@@ -218,15 +218,20 @@ export type Settlement =
   | { kind: 'cancelled' }
   | { kind: 'stale' };
 
-/** Ready order: higher priority first, then the longer critical path, then FIFO. */
+const isAggregator = (spec: SupervisedTask) => spec.kind === 'map' || spec.kind === 'reduce';
+
+/**
+ * Ready order: higher priority first, then the longer critical path, then FIFO. Maps and reduces
+ * that are ready go before all: they take no slot, and what they expand into may be urgent.
+ */
 const before = (a: TaskRecord, b: TaskRecord) =>
-  a.spec.priority !== b.spec.priority
+  isAggregator(a.spec) !== isAggregator(b.spec)
+    ? isAggregator(a.spec)
+    : a.spec.priority !== b.spec.priority
     ? a.spec.priority > b.spec.priority
     : a.spec.rank !== b.spec.rank
       ? a.spec.rank > b.spec.rank
       : a.readySeq < b.readySeq;
-
-const isAggregator = (spec: SupervisedTask) => spec.kind === 'map' || spec.kind === 'reduce';
 
 const isFinal = (s: TaskStatus) => s === 'completed' || s === 'failed' || s === 'skipped' || s === 'cancelled';
 
@@ -411,6 +416,12 @@ export class RunTable {
     return this.ready.size;
   }
 
+  /** The next ready task is a map or reduce (it needs no agent slot). */
+  get aggregateReady(): boolean {
+    const next = this.ready.peek();
+    return next !== undefined && isAggregator(next.spec);
+  }
+
   spec(id: string): SupervisedTask {
     return this.record(id).spec;
   }
@@ -447,6 +458,15 @@ export class RunTable {
     record.attempts -= 1;
     record.held = true;
     this.move(record, 'queued');
+  }
+
+  /** A task just started goes back to the ready queue, in its old place (it found no slot). */
+  requeue(id: string): void {
+    const record = this.record(id);
+    if (record.status !== 'running') return;
+    record.attempts -= 1;
+    this.move(record, 'queued');
+    this.ready.push(record);
   }
 
   /** Held tasks go back to the ready queue (in their old FIFO place). */

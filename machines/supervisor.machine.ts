@@ -305,12 +305,19 @@ export const supervisorMachine = setup({
       if (context.stop !== null) return;
       let inFlight = context.inFlight;
       const table = context.table;
-      while (inFlight < context.maxInFlight && table.readyCount > 0) {
+      while ((inFlight < context.maxInFlight || table.aggregateReady) && table.readyCount > 0) {
         const next = table.startNext();
         if (!next) break; // every ready task's model is at its cap
         const { spec, attempt } = next;
         // A map, or a reduce that does not fit one call, expands or collects: no agent, no slot.
-        if ((spec.kind === 'map' || spec.kind === 'reduce') && aggregateStep(context, enqueue as unknown as Enqueue, spec, attempt) === 'done') continue;
+        if (spec.kind === 'map' || spec.kind === 'reduce') {
+          if (aggregateStep(context, enqueue as unknown as Enqueue, spec, attempt) === 'done') continue;
+          // A reduce that runs as one call needs a slot like any task: it waits for the next one.
+          if (inFlight >= context.maxInFlight) {
+            table.requeue(spec.id);
+            break;
+          }
+        }
         const input: AgentInput = {
           taskId: spec.id,
           attempt,
