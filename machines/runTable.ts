@@ -284,7 +284,12 @@ export class RunTable {
       if (record && isAggregator(record.spec)) this.collectFrom(record, subtasks.map((t) => this.records.get(t.id)!));
     }
     this.wire(all);
-    for (const record of all) if (record.spec.kind === 'map' && record.collect) this.detachReduces(record);
+    for (const record of all) {
+      if (record.spec.kind !== 'map' || !record.collect) continue;
+      this.detachReduces(record);
+      // What a completed map kept is not journaled: its items' outputs give it again.
+      if (record.status === 'completed' && record.spec.map?.dedupe !== undefined) this.dedupe(record);
+    }
     for (const { planner, tasks: subtasks } of restore.expansions) {
       const record = this.records.get(planner);
       if (!record || record.status !== 'completed' || isAggregator(record.spec)) continue;
@@ -581,9 +586,8 @@ export class RunTable {
     let output: string;
     let dropped: number | undefined;
     if (record.spec.kind === 'map') {
-      const { kept, dropped: n } = dedupeOutputs(record.collect, outputOf, record.spec.map?.dedupe);
-      record.kept = kept;
-      if (record.spec.map?.dedupe !== undefined) dropped = record.dropped = n;
+      const kept = this.dedupe(record);
+      if (record.spec.map?.dedupe !== undefined) dropped = record.dropped;
       output = JSON.stringify(kept.map((x) => outputValue(outputOf(x))));
     } else {
       output = record.collect.length === 1 ? outputOf(record.collect[0]!) : JSON.stringify(record.collect.map((x) => outputValue(outputOf(x))));
@@ -593,6 +597,14 @@ export class RunTable {
     this.move(record, 'completed');
     const settlement: Settlement = { kind: 'completed', unlocked: this.unlockDependentsOf(record) };
     return dropped === undefined ? { settlement, output } : { settlement, output, dropped, items: record.collect.length };
+  }
+
+  /** The items of a map whose outputs it keeps (its `dedupe` applied), recorded with the count dropped. */
+  private dedupe(record: TaskRecord): string[] {
+    const { kept, dropped } = dedupeOutputs(record.collect!, (x) => this.records.get(x)?.output ?? '', record.spec.map?.dedupe);
+    record.kept = kept;
+    if (record.spec.map?.dedupe !== undefined) record.dropped = dropped;
+    return kept;
   }
 
   /** A planner's output was not a valid plan: a failed attempt (retried with the problems as feedback). */

@@ -126,6 +126,38 @@ describe('map', () => {
   });
 });
 
+describe('map resumed', () => {
+  it('a deduped map that completed before the run stopped keeps dropping its duplicates for the reduce that resumes', async () => {
+    const db = join(dir, 'dedupe-resume.db');
+    const plan = {
+      providers: { p: { type: 'sim' } },
+      models,
+      tasks: [
+        { id: 'byField', kind: 'map', dedupe: 'k', items: { values: ['a', 'b', 'a', 'c', 'b', 'a'] }, model: 'm', prompt: 'x {{item}} [[sim:reply {"k":"{{item}}"}]]' },
+        { id: 'sum', kind: 'reduce', over: 'byField', model: 'm', prompt: 'merge {{inputs}} [[sim:reply merged]]' },
+      ],
+    };
+    // First life: the reduce's call hangs until the run is cancelled (the map has completed by then).
+    const hang = recordingProvider(sim.url, (r) => (r.meta.taskId === 'sum' ? new Promise((_, reject) => r.signal.addEventListener('abort', () => reject(new Error('aborted')))) : undefined));
+    const first = createSwarm({ store: db, providers: { p: hang.provider } });
+    const run = first.run(plan);
+    run.events.on('task:started', (e) => {
+      if (e.taskId === 'sum') run.cancel('stop here');
+    });
+    expect((await run.result).tasks.byField!.status).toBe('completed');
+    await first.close();
+
+    const again = recordingProvider(sim.url);
+    const second = createSwarm({ store: db, providers: { p: again.provider } });
+    const result = await second.resume(run.id).result;
+    await second.close();
+    expect(result.status).toBe('completed');
+    expect(again.requests.map((r) => r.meta.taskId)).toEqual(['sum']);
+    expect(textOf(again.requests[0]!).match(/<input n=/g)).toHaveLength(3);
+    expect(result.tasks.byField!.dropped).toBe(3);
+  });
+});
+
 describe('reduce', () => {
   it('splits groups whose inputs would not fit the input budget: nothing is cut and every input reaches the root', async () => {
     const N = 40;
