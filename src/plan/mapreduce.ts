@@ -236,12 +236,18 @@ function whyNoArray(t: Record<string, unknown>): string {
 /** `{{item...}}` outside a map (or naming another name than the map's `as`), `{{inputs}}` outside a reduce. */
 function checkPlaceholders(t: Record<string, unknown>, kind: unknown, byId: Map<string, unknown>, at: (...p: (string | number)[]) => (string | number)[], out: PlanIssue[]): void {
   const as = typeof t.as === 'string' ? t.as : 'item';
+  // What a map reads as items, or a reduce as inputs, is not placed whole in the prompt.
+  const read = new Set(kind === 'map' || kind === 'reduce' ? implicitDeps(t) : []);
   for (const field of ['prompt', 'system'] as const) {
     const text = t[field];
     if (typeof text !== 'string' || !text.includes('{{')) continue;
     const reported = new Set<string>();
     for (const match of text.matchAll(PLACEHOLDER)) {
       const root = match[1]!.split('.')[0]!;
+      if (read.has(match[1]!) && !reported.has(root)) {
+        reported.add(root);
+        out.push(issue(at(field), kind === 'map' ? `{{${match[1]}}} is where the items come from: write {{${as}}} for each item instead` : `{{${match[1]}}} is what this reduce merges: write {{inputs}} instead`));
+      }
       if (reported.has(root) || byId.has(root)) continue;
       if (root === 'item' && (kind !== 'map' || as !== 'item')) {
         reported.add(root);

@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { formatIssue, validatePlan, type PlanIssue } from '../../src/plan/index.js';
+import { formatIssue, parseSubtasks, validatePlan, type PlanIssue } from '../../src/plan/index.js';
 import { dedupeOutputs, planGroups } from '../../machines/mapReduce.js';
 import { fillItem, loadItemsFile } from '../../src/plan/mapreduce.js';
 
@@ -90,12 +90,24 @@ describe('validate: map', () => {
       lines([
         { id: 'a', model: 'm', prompt: 'about {{item.name}}', system: 'merge {{inputs}}' },
         { id: 'b', kind: 'map', as: 'row', items: { values: [1] }, model: 'm', prompt: 'about {{item}}' },
+        { id: 'c', kind: 'map', items: { from: 'a' }, model: 'm', prompt: 'each of {{a}}' },
+        { id: 'd', kind: 'reduce', over: 'c', model: 'm', prompt: 'merge {{c}}' },
       ]),
     ).toEqual([
       'tasks[0].prompt: {{item.name}} is filled only in a task with "kind": "map" (one sub-task per item)',
       'tasks[0].system: {{inputs}} is filled only in a task with "kind": "reduce"',
       'tasks[1].prompt: {{item}}: this map names its item "row" (as), so write {{row...}}',
+      'tasks[2].prompt: {{a}} is where the items come from: write {{item}} for each item instead',
+      'tasks[3].prompt: {{c}} is what this reduce merges: write {{inputs}} instead',
     ]);
+  });
+
+  it('refuses map and reduce tasks in a planner\'s answer', () => {
+    const answer = JSON.stringify([{ id: 'm', kind: 'map', items: { values: [1] }, model: 'm', prompt: 'x' }]);
+    const parsed = validatePlan(plan([{ id: 'p', kind: 'plan', model: 'm', prompt: 'plan' }]));
+    if (!parsed.ok) throw new Error('the plan should be valid');
+    const checked = parseSubtasks(answer, { plan: parsed.plan, planner: { id: 'p', deps: [], depth: 0 }, existing: new Set(['p']), tools: [] });
+    expect(checked).toEqual({ ok: false, issues: ['tasks[0].kind: a sub-task cannot be a map task (give the plan itself the map or reduce)'] });
   });
 });
 
