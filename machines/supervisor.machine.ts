@@ -310,13 +310,12 @@ export const supervisorMachine = setup({
         if (!next) break; // every ready task's model is at its cap
         const { spec, attempt } = next;
         // A map, or a reduce that does not fit one call, expands or collects: no agent, no slot.
-        if (spec.kind === 'map' || spec.kind === 'reduce') {
-          if (aggregateStep(context, enqueue as unknown as Enqueue, spec, attempt) === 'done') continue;
-          // A reduce that runs as one call needs a slot like any task: it waits for the next one.
-          if (inFlight >= context.maxInFlight) {
-            table.requeue(spec.id);
-            break;
-          }
+        if ((spec.kind === 'map' || spec.kind === 'reduce') && aggregateStep(context, enqueue as unknown as Enqueue, spec, attempt) === 'done') continue;
+        // Taken only for an aggregator (one whose model was at its cap, or a reduce that runs as
+        // one call): a task that needs a slot waits for the next one.
+        if (inFlight >= context.maxInFlight) {
+          table.requeue(spec.id);
+          break;
         }
         const input: AgentInput = {
           taskId: spec.id,

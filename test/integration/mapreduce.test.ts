@@ -126,6 +126,34 @@ describe('map', () => {
   });
 });
 
+describe('slots', () => {
+  it('a map or reduce taken while every slot is busy never lets another task past maxInFlight', async () => {
+    const swarm = createSwarm({ store: false });
+    const run = swarm.run({
+      providers: { p: { type: 'sim', sim: { ttftMs: 100 } } },
+      models: { a: { ...models.m, maxInFlight: 1 }, b: models.m },
+      defaults: { maxInFlight: 1 },
+      tasks: [
+        { id: 'x', model: 'a', prompt: 'x' },
+        { id: 'm', kind: 'map', items: { values: [1, 2] }, model: 'b', prompt: 'item {{item}}' },
+        // Ready while x runs (the map expanded), on x's model, which is at its cap: set aside.
+        { id: 'r', kind: 'reduce', over: 'm', model: 'a', prompt: 'merge {{inputs}}' },
+        { id: 'y', model: 'b', prompt: 'y' },
+      ],
+    });
+    const running = new Set<string>();
+    let most = 0;
+    run.events.on('*', (_t: string, e: RunEvent) => {
+      if (e.type === 'task:started') most = Math.max(most, running.add(e.taskId).size);
+      if (e.type === 'task:completed' || e.type === 'task:failed' || e.type === 'task:cancelled') running.delete(e.taskId);
+    });
+    const result = await run.result;
+    await swarm.close();
+    expect(result.status).toBe('completed');
+    expect(most).toBe(1);
+  });
+});
+
 describe('map resumed', () => {
   it('a deduped map that completed before the run stopped keeps dropping its duplicates for the reduce that resumes', async () => {
     const db = join(dir, 'dedupe-resume.db');
