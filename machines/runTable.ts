@@ -538,7 +538,6 @@ export class RunTable {
       r.dependents.push(record);
       if (r.status !== 'completed') record.waitingOn += 1;
     }
-    record.subtasks = added.map((r) => r.spec.id);
     this.move(record, 'pending');
     const unlocked: string[] = [];
     const ready = [...added, ...(record.spec.kind === 'map' ? this.detachReduces(record) : [])];
