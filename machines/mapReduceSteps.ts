@@ -10,13 +10,15 @@ import { enqueueReport } from './report.js';
 import { errorInfo } from './errors.js';
 import type { RunTable, SupervisedTask } from './runTable.js';
 import type { Enqueue, PlanExpansionInput, SupervisorContext } from './supervisor.machine.js';
-import { failAggregate } from './supervisor.machine.js';
 import { fillInputs, inputText, parseJson, planGroups, promptTokens, refTask, renderInputs, type Group } from './mapReduce.js';
 
 export type { Group };
 
+/** How the supervisor fails an aggregator (not retried), passed in so this module imports none of it. */
+export type FailAggregate = (taskId: string, attempt: number, error: ErrorInfo) => void;
+
 /** `done`: handled here (expanding, collected or failed). `agent`: a reduce that runs as one call. */
-export function aggregateStep(context: SupervisorContext, enqueue: Enqueue, spec: SupervisedTask, attempt: number): 'done' | 'agent' {
+export function aggregateStep(context: SupervisorContext, enqueue: Enqueue, spec: SupervisedTask, attempt: number, failAggregate: FailAggregate): 'done' | 'agent' {
   const table = context.table;
   const out = (id: string) => table.output(id) ?? '';
   if (table.expanded(spec.id)) {
@@ -34,7 +36,7 @@ export function aggregateStep(context: SupervisorContext, enqueue: Enqueue, spec
     return 'done';
   }
   const fail = (error: ErrorInfo) => {
-    failAggregate(context, enqueue, spec.id, attempt, error);
+    failAggregate(spec.id, attempt, error);
     return 'done' as const;
   };
   const refs = inputsOf(table, spec);

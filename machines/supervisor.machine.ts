@@ -226,7 +226,7 @@ function reportFailure(
 }
 
 /** An aggregator that cannot expand or merge fails (not retried: its inputs would not change). */
-export function failAggregate(context: SupervisorContext, enqueue: Enqueue, taskId: string, attempt: number, error: ErrorInfo): void {
+function failAggregate(context: SupervisorContext, enqueue: Enqueue, taskId: string, attempt: number, error: ErrorInfo): void {
   const settlement = context.table.rejectPlan(taskId, attempt, error, [], { retry: false });
   if (settlement.kind === 'failed') reportFailure(context, enqueue, taskId, attempt, error, settlement);
 }
@@ -310,7 +310,7 @@ export const supervisorMachine = setup({
         if (!next) break; // every ready task's model is at its cap
         const { spec, attempt } = next;
         // A map, or a reduce that does not fit one call, expands or collects: no agent, no slot.
-        if ((spec.kind === 'map' || spec.kind === 'reduce') && aggregateStep(context, enqueue as unknown as Enqueue, spec, attempt) === 'done') continue;
+        if ((spec.kind === 'map' || spec.kind === 'reduce') && aggregateStep(context, enqueue as unknown as Enqueue, spec, attempt, (id, n, error) => failAggregate(context, enqueue as unknown as Enqueue, id, n, error)) === 'done') continue;
         // Taken only for an aggregator (one whose model was at its cap, or a reduce that runs as
         // one call): a task that needs a slot waits for the next one.
         if (inFlight >= context.maxInFlight) {
