@@ -169,6 +169,9 @@ export function checkMapReduce(tasks: unknown[], out: PlanIssue[], baseDir?: str
     const at = (...path: (string | number)[]) => ['tasks', i, ...path];
     if (kind !== 'map') for (const f of MAP_FIELDS) if (t[f] !== undefined) out.push(issue(at(f), 'only a task with "kind": "map" has this field'));
     if (kind !== 'reduce') for (const f of REDUCE_FIELDS) if (t[f] !== undefined) out.push(issue(at(f), 'only a task with "kind": "reduce" has this field'));
+    if ((kind === 'map' || kind === 'reduce') && t.budgetUsd !== undefined) {
+      out.push(issue(at('budgetUsd'), `a ${kind} calls no model itself: its sub-tasks' calls count against the run's and the models' budgets`));
+    }
     checkPlaceholders(t, kind, byId, at, out);
     if (kind === 'map') checkMap(t, byId, at, out, baseDir);
     if (kind === 'reduce') checkReduce(t, byId, at, out);

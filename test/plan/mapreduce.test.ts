@@ -76,12 +76,15 @@ describe('validate: map', () => {
         { id: 'a', kind: 'map', items: { from: 'ghost' }, model: 'm', prompt: 'y' },
         { id: 'b', kind: 'map', items: { from: 'sum' }, model: 'm', prompt: 'y' },
         { id: 'c', model: 'm', prompt: 'y', dedupe: 'text', fanIn: 3 },
+        { id: 'd', kind: 'map', items: { values: [] }, budgetUsd: 1, model: 'm', prompt: 'y' },
       ]),
     ).toEqual([
+      'models.m.price: required when the plan has a budget: "x" is not in the built-in price table (USD per million tokens)',
       'tasks[2].items.from: unknown task "ghost"',
       'tasks[3].items.from: task "sum" cannot give a list of items: a reduce gives one merged text',
       'tasks[4].dedupe: only a task with "kind": "map" has this field',
       'tasks[4].fanIn: only a task with "kind": "reduce" has this field',
+      "tasks[5].budgetUsd: a map calls no model itself: its sub-tasks' calls count against the run's and the models' budgets",
     ]);
   });
 
