@@ -447,6 +447,8 @@ export type RunEvent =
   | { type: 'task:cancelled'; taskId: string }
   /** A planner task's sub-tasks joined the run (ids as they run: `<planner>/<id>`). */
   | { type: 'task:planned'; taskId: string; attempt: number; subtasks: string[]; depth: number }
+  /** A map with `dedupe` completed: of its items' outputs, `dropped` were duplicates. */
+  | { type: 'task:deduped'; taskId: string; items: number; kept: number; dropped: number }
   /** A planner's output was not a valid list of sub-tasks: the attempt failed with these problems. */
   | { type: 'task:plan-rejected'; taskId: string; attempt: number; issues: string[] }
   /** A review task's verdict on the task it reviews (`revise` sends it back for one more round). */

@@ -13,6 +13,7 @@ import type { ToolBusStats } from './toolBusBook.js';
 import type { AttemptReport, ErrorInfo, Message, OutputCheckSpec, RunStatus, TaskStatus, Usage } from './protocol.js';
 import { addUsage, ZERO_USAGE } from './protocol.js';
 import { verdictOf } from './review.js';
+import { dedupeOutputs, outputValue, type MapSpec, type ReduceSpec } from './mapReduce.js';
 
 /** A task as the supervisor runs it: the plan's task, resolved (model, limits, defaults). */
 export interface SupervisedTask {
@@ -43,8 +44,13 @@ export interface SupervisedTask {
   routes?: (CallTarget & { weight: number })[];
   /** Estimated tokens of its tools' definitions, sent with every turn. */
   toolTokens?: number;
-  /** `plan`: its output is a list of sub-tasks that join the run. `review`: it reviews `reviews`. */
-  kind?: 'plan' | 'review';
+  /**
+   * `plan`: its output is a list of sub-tasks that join the run. `review`: it reviews `reviews`.
+   * `map`, `reduce`: aggregators (machines/mapReduce.ts), with `map` or `reduce` set.
+   */
+  kind?: 'plan' | 'review' | 'map' | 'reduce';
+  map?: MapSpec;
+  reduce?: ReduceSpec;
   /** The task a review task reviews (one of its deps). */
   reviews?: string;
   /** Reviews a review task makes at most (each but the last may send the work back). Default 2. */
@@ -136,6 +142,8 @@ export interface TaskResult {
   review?: { target: string; rounds: number; approved: boolean };
   /** A reviewed task: how many times a reviewer sent it back. */
   revisions?: number;
+  /** A map with `dedupe`: item outputs dropped as duplicates (not in its output, not read by a reduce). */
+  dropped?: number;
 }
 
 export interface RunTotals {
@@ -197,6 +205,11 @@ interface TaskRecord {
   feedback?: Feedback;
   approved?: boolean;
   subtasks?: string[];
+  /** An aggregator that expanded: the sub-tasks it waits for and reads (a map's items, a reduce's root). */
+  collect?: string[];
+  /** A map that completed: the items whose outputs it kept (after `dedupe`), and how many it dropped. */
+  kept?: string[];
+  dropped?: number;
   /** Set aside by cache-aware fan-out (queued, but neither in the heap nor parked). */
   held: boolean;
 }
@@ -209,13 +222,22 @@ export type Settlement =
   /** A reviewer asked for changes: the reviewed task is queued again, the reviewer waits for it. */
   | { kind: 'revise'; review: ReviewOutcome }
   | { kind: 'retry' }
+  /** An aggregator expanded into sub-tasks (`unlocked`: those ready now); it waits for them. */
+  | { kind: 'expanded'; unlocked: string[] }
   | { kind: 'failed'; skipped: string[] }
   | { kind: 'cancelled' }
   | { kind: 'stale' };
 
-/** Ready order: higher priority first, then the longer critical path, then FIFO. */
+const isAggregator = (spec: SupervisedTask) => spec.kind === 'map' || spec.kind === 'reduce';
+
+/**
+ * Ready order: higher priority first, then the longer critical path, then FIFO. Maps and reduces
+ * that are ready go before all: they take no slot, and what they expand into may be urgent.
+ */
 const before = (a: TaskRecord, b: TaskRecord) =>
-  a.spec.priority !== b.spec.priority
+  isAggregator(a.spec) !== isAggregator(b.spec)
+    ? isAggregator(a.spec)
+    : a.spec.priority !== b.spec.priority
     ? a.spec.priority > b.spec.priority
     : a.spec.rank !== b.spec.rank
       ? a.spec.rank > b.spec.rank
@@ -271,10 +293,21 @@ export class RunTable {
       const record = this.records.get(saved.id);
       if (record) this.apply(record, saved);
     }
-    this.wire(all);
+    // An aggregator that had expanded waits for its sub-tasks again (whatever its status).
     for (const { planner, tasks: subtasks } of restore.expansions) {
       const record = this.records.get(planner);
-      if (!record || record.status !== 'completed') continue;
+      if (record && isAggregator(record.spec)) this.collectFrom(record, subtasks.map((t) => this.records.get(t.id)!));
+    }
+    this.wire(all);
+    for (const record of all) {
+      if (record.spec.kind !== 'map' || !record.collect) continue;
+      this.detachReduces(record);
+      // What a completed map kept is not journaled: its items' outputs give it again.
+      if (record.status === 'completed' && record.spec.map?.dedupe !== undefined) this.dedupe(record);
+    }
+    for (const { planner, tasks: subtasks } of restore.expansions) {
+      const record = this.records.get(planner);
+      if (!record || record.status !== 'completed' || isAggregator(record.spec)) continue;
       record.subtasks = subtasks.map((t) => t.id);
       this.waitForLeaves(record, subtasks.map((t) => this.records.get(t.id)!));
     }
@@ -403,6 +436,12 @@ export class RunTable {
     return this.ready.size;
   }
 
+  /** The next ready task is a map or reduce (it needs no agent slot). */
+  get aggregateReady(): boolean {
+    const next = this.ready.peek();
+    return next !== undefined && isAggregator(next.spec);
+  }
+
   spec(id: string): SupervisedTask {
     return this.record(id).spec;
   }
@@ -441,6 +480,15 @@ export class RunTable {
     this.move(record, 'queued');
   }
 
+  /** A task just started goes back to the ready queue, in its old place (it found no slot). */
+  requeue(id: string): void {
+    const record = this.record(id);
+    if (record.status !== 'running') return;
+    record.attempts -= 1;
+    this.move(record, 'queued');
+    this.ready.push(record);
+  }
+
   /** Held tasks go back to the ready queue (in their old FIFO place). */
   release(ids: readonly string[]): void {
     for (const id of ids) {
@@ -473,6 +521,104 @@ export class RunTable {
     this.move(planner, 'completed');
     unlocked.push(...this.unlockDependentsOf(planner));
     return { kind: 'completed', unlocked };
+  }
+
+  /** Whether an aggregator (map, reduce) has expanded: it is ready again only once its sub-tasks are done. */
+  expanded(id: string): boolean {
+    return this.record(id).collect !== undefined;
+  }
+
+  /** The sub-tasks a task made (a planner's, a map's items), if it made any. */
+  subtasksOf(id: string): readonly string[] | undefined {
+    return this.records.get(id)?.subtasks;
+  }
+
+  /** A completed map's items whose outputs it kept (after `dedupe`). */
+  keptOf(id: string): readonly string[] | undefined {
+    return this.records.get(id)?.kept;
+  }
+
+  /**
+   * An aggregator (map, reduce) expanded: its sub-tasks join the run and it waits for those that
+   * no other sub-task depends on (a map's items, a reduce tree's root), pending again. A reduce
+   * over a map that has no `dedupe` stops waiting for the map: its groups wait for the items.
+   */
+  expandInPlace(id: string, attempt: number, subtasks: readonly SupervisedTask[]): Settlement {
+    const record = this.records.get(id);
+    if (!record || record.status !== 'running' || record.attempts !== attempt) return { kind: 'stale' };
+    const added = this.link(subtasks);
+    this.collectFrom(record, added);
+    for (const leaf of record.collect!) {
+      const r = this.records.get(leaf)!;
+      r.dependents.push(record);
+      if (r.status !== 'completed') record.waitingOn += 1;
+    }
+    this.move(record, 'pending');
+    const unlocked: string[] = [];
+    const ready = [...added, ...(record.spec.kind === 'map' ? this.detachReduces(record) : [])];
+    if (record.waitingOn === 0) ready.push(record);
+    for (const r of ready) {
+      if (r.waitingOn === 0 && r.status === 'pending') {
+        this.enqueue(r);
+        unlocked.push(r.spec.id);
+      }
+    }
+    return { kind: 'expanded', unlocked };
+  }
+
+  /** Its sub-tasks that no sibling depends on become what the aggregator waits for (not yet wired). */
+  private collectFrom(record: TaskRecord, added: readonly TaskRecord[]): void {
+    const depended = new Set(added.flatMap((r) => r.spec.deps));
+    const leaves = added.filter((r) => !depended.has(r.spec.id));
+    record.collect = leaves.map((r) => r.spec.id);
+    record.subtasks = added.map((r) => r.spec.id);
+    record.spec = { ...record.spec, deps: [...record.spec.deps, ...record.collect] };
+  }
+
+  /** Reduces over this map (without dedupe) wait for its items, not for the map: they stop depending on it. */
+  private detachReduces(map: TaskRecord): TaskRecord[] {
+    if (map.spec.map?.dedupe !== undefined) return [];
+    const detached: TaskRecord[] = [];
+    map.dependents = map.dependents.filter((d) => {
+      const over = d.spec.kind === 'reduce' && !d.spec.reduce?.group && d.spec.reduce?.over === map.spec.id;
+      if (!over || d.status !== 'pending') return true;
+      if (map.status !== 'completed') d.waitingOn -= 1;
+      detached.push(d);
+      return false;
+    });
+    return detached;
+  }
+
+  /**
+   * An expanded aggregator whose sub-tasks are done completes: a map with the JSON array of its
+   * items' outputs (duplicates dropped), a reduce with its root's output.
+   */
+  completeAggregate(id: string, attempt: number): { settlement: Settlement; output: string; dropped?: number; items?: number } {
+    const record = this.records.get(id);
+    if (!record || record.status !== 'running' || record.attempts !== attempt || !record.collect) return { settlement: { kind: 'stale' }, output: '' };
+    const outputOf = (x: string) => this.records.get(x)?.output ?? '';
+    let output: string;
+    let dropped: number | undefined;
+    if (record.spec.kind === 'map') {
+      const kept = this.dedupe(record);
+      if (record.spec.map?.dedupe !== undefined) dropped = record.dropped;
+      output = JSON.stringify(kept.map((x) => outputValue(outputOf(x))));
+    } else {
+      output = record.collect.length === 1 ? outputOf(record.collect[0]!) : JSON.stringify(record.collect.map((x) => outputValue(outputOf(x))));
+    }
+    record.output = output;
+    delete record.error;
+    this.move(record, 'completed');
+    const settlement: Settlement = { kind: 'completed', unlocked: this.unlockDependentsOf(record) };
+    return dropped === undefined ? { settlement, output } : { settlement, output, dropped, items: record.collect.length };
+  }
+
+  /** The items of a map whose outputs it keeps (its `dedupe` applied), recorded with the count dropped. */
+  private dedupe(record: TaskRecord): string[] {
+    const { kept, dropped } = dedupeOutputs(record.collect!, (x) => this.records.get(x)?.output ?? '', record.spec.map?.dedupe);
+    record.kept = kept;
+    if (record.spec.map?.dedupe !== undefined) record.dropped = dropped;
+    return kept;
   }
 
   /** A planner's output was not a valid plan: a failed attempt (retried with the problems as feedback). */
@@ -639,6 +785,7 @@ export class RunTable {
       if (r.transcript !== undefined && status === 'failed') task.transcript = r.transcript;
       if (r.servedBy !== undefined) task.servedBy = r.servedBy;
       if (r.subtasks) task.subtasks = r.subtasks;
+      if (r.dropped !== undefined) task.dropped = r.dropped;
       if (r.spec.parent !== undefined) task.parent = r.spec.parent;
       if (r.spec.kind === 'review') task.review = { target: r.spec.reviews ?? '', rounds: r.rounds, approved: r.approved === true };
       else if (r.rounds > 0) task.revisions = r.rounds;

@@ -40,6 +40,7 @@ import { ZERO_USAGE, type CacheWarmEvent, type ErrorInfo, type Usage } from './p
 import { AgentSlots } from './slots.js';
 import { toolBusMachine, type ToolBusInput, type ToolBusStats } from './toolBus.machine.js';
 import { ledgerMachine, type LedgerBudgets } from './ledger.machine.js';
+import { aggregateStep, reducePrompt, type Group } from './mapReduceSteps.js';
 import type { CallTarget } from './agentContext.js';
 
 export interface SupervisorInput {
@@ -81,6 +82,10 @@ export interface PlanExpansionInput {
   output: string;
   /** The planner's depth (its sub-tasks are one deeper). */
   depth: number;
+  /** A map: its prompt and system with its deps' outputs placed, and the `from` task's output. */
+  map?: { prompt: string; system?: string; itemsText?: string };
+  /** A reduce, or a group of one that splits: the groups of its tree (the root last). */
+  reduce?: { groups: Group[] };
 }
 
 /** The sub-tasks, ready to join the run, or every problem with the output (it is then rejected). */
@@ -156,7 +161,7 @@ function runStatusOf(ctx: SupervisorContext, runBudgetDenied: boolean): RunStatu
 
 
 /** What settleAttempt needs of enqueueActions' `enqueue`: run an action, assign context. */
-type Enqueue = ((action: unknown) => void) & {
+export type Enqueue = ((action: unknown) => void) & {
   assign(values: Partial<SupervisorContext>): void;
   spawnChild(src: 'expandPlan', options: { id: string; input: PlanExpansionInput }): void;
 };
@@ -218,6 +223,12 @@ function reportFailure(
   if (context.onFailure === 'fail-fast' && context.stop === null) {
     enqueue.assign({ stop: { status: 'failed', reason: `task "${taskId}" failed (fail-fast)` } });
   }
+}
+
+/** An aggregator that cannot expand or merge fails (not retried: its inputs would not change). */
+function failAggregate(context: SupervisorContext, enqueue: Enqueue, taskId: string, attempt: number, error: ErrorInfo): void {
+  const settlement = context.table.rejectPlan(taskId, attempt, error, [], { retry: false });
+  if (settlement.kind === 'failed') reportFailure(context, enqueue, taskId, attempt, error, settlement);
 }
 
 function reportReview(enqueue: Enqueue, taskId: string, attempt: number, review: ReviewOutcome): void {
@@ -304,10 +315,18 @@ export const supervisorMachine = setup({
       if (context.stop !== null) return;
       let inFlight = context.inFlight;
       const table = context.table;
-      while (inFlight < context.maxInFlight && table.readyCount > 0) {
+      while ((inFlight < context.maxInFlight || table.aggregateReady) && table.readyCount > 0) {
         const next = table.startNext();
         if (!next) break; // every ready task's model is at its cap
         const { spec, attempt } = next;
+        // A map, or a reduce that does not fit one call, expands or collects: no agent, no slot.
+        if ((spec.kind === 'map' || spec.kind === 'reduce') && aggregateStep(context, enqueue as unknown as Enqueue, spec, attempt, (id, n, error) => failAggregate(context, enqueue as unknown as Enqueue, id, n, error)) === 'done') continue;
+        // Taken only for an aggregator (one whose model was at its cap, or a reduce that runs as
+        // one call): a task that needs a slot waits for the next one.
+        if (inFlight >= context.maxInFlight) {
+          table.requeue(spec.id);
+          break;
+        }
         const input: AgentInput = {
           taskId: spec.id,
           attempt,
@@ -315,7 +334,7 @@ export const supervisorMachine = setup({
           model: spec.model,
           maxTokens: spec.maxTokens,
           priority: spec.priority,
-          prompt: withFeedback(renderPrompt(spec.prompt, spec.deps, (id) => table.output(id) ?? ''), next.feedback),
+          prompt: withFeedback(spec.kind === 'reduce' ? reducePrompt(table, spec) : renderPrompt(spec.prompt, spec.deps, (id) => table.output(id) ?? ''), next.feedback),
           tools: spec.tools,
           maxTurns: spec.maxTurns,
           retries: next.retriesLeft,
@@ -397,6 +416,15 @@ export const supervisorMachine = setup({
         : { ok: false, issues: [`checking the plan failed: ${toErrorInfo((event as ErrorActorEvent).error).message}`] };
       const table = context.table;
       const q = enqueue as unknown as Enqueue;
+      const spec = table.spec(taskId);
+      const aggregator = spec.kind === 'map' || spec.kind === 'reduce';
+      if (expansion.ok && context.stop === null && aggregator) {
+        const settlement = table.expandInPlace(taskId, attempt, expansion.tasks);
+        if (settlement.kind !== 'expanded') return;
+        enqueueReport(q, { type: 'task:planned', taskId, attempt, subtasks: expansion.tasks.map((t) => t.id), depth: (spec.depth ?? 0) + 1 });
+        for (const id of settlement.unlocked) enqueueReport(q, { type: 'task:queued', taskId: id });
+        return;
+      }
       if (expansion.ok && context.stop === null) {
         const settlement = table.expand(taskId, attempt, expansion.tasks);
         if (settlement.kind !== 'completed') return;
@@ -412,6 +440,11 @@ export const supervisorMachine = setup({
         return;
       }
       const issues = expansion.ok ? [] : expansion.issues;
+      if (aggregator) {
+        // Items that are not a list, or a bad key: the same every time, so not retried.
+        failAggregate(context, q, taskId, attempt, errorInfo('invalid_plan', `task "${taskId}": ${issues.join('; ')}`));
+        return;
+      }
       const error = errorInfo('invalid_plan', `task "${taskId}": its output is not a valid list of sub-tasks: ${issues.join('; ')}`, !expansion.ok);
       enqueueReport(q, { type: 'task:plan-rejected', taskId, attempt, issues });
       const settlement = table.rejectPlan(taskId, attempt, error, issues, { retry: context.stop === null });

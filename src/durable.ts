@@ -299,9 +299,10 @@ export function restoreOf(
     list.push(row.spec as TaskSpec);
   }
   for (const [planner, all] of groups) {
-    // Only a planner that completed has sub-tasks; one that had not will plan again.
+    // Only a planner that completed has sub-tasks; one that had not will plan again. A map or
+    // reduce waits for its sub-tasks: they are restored whatever its status.
     const row = byId.get(planner);
-    if (row?.status !== 'completed' || !depthOf.has(planner)) continue;
+    if (!row || (row.status !== 'completed' && !expander.isAggregator(planner)) || !depthOf.has(planner)) continue;
     // Those of its completed answer (older rows of an answer that never joined are left out).
     const made = (row.extra as Partial<PlannerExtra> | null)?.subtasks;
     const specs = made ? all.filter((s) => made.includes(s.id)) : all;

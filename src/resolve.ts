@@ -7,6 +7,7 @@ import type { SupervisorInput } from '../machines/supervisor.machine.js';
 import type { SupervisedTask } from '../machines/runTable.js';
 import type { Keyring } from './keys.js';
 import { criticalPathRanks, type Plan, type TaskSpec } from './plan/index.js';
+import { DEFAULT_FAN_IN, implicitDeps } from './plan/mapreduce.js';
 import { contextWindowOf, minCacheTokensOf } from './models.js';
 import type { BusTool } from '../machines/protocol.js';
 import type { CallTarget } from '../machines/agentContext.js';
@@ -98,9 +99,10 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
 /** What resolving a task needs of the run (tool sizes, tool names for planners). */
 export type TaskResolveOptions = Pick<ResolveOptions, 'toolTokens'> & { toolNames?: readonly string[] };
 
-/** A review task's deps include the task it reviews. */
+/** A review task's deps include the task it reviews; a map's its `items.from`, a reduce's its `over`. */
 function withReviewed<T extends { deps: string[]; reviews?: string }>(t: T): T {
-  return t.reviews !== undefined && !t.deps.includes(t.reviews) ? { ...t, deps: [...t.deps, t.reviews] } : t;
+  const more = [...(t.reviews !== undefined ? [t.reviews] : []), ...implicitDeps(t as unknown as Record<string, unknown>)].filter((d) => !t.deps.includes(d));
+  return more.length > 0 ? { ...t, deps: [...t.deps, ...new Set(more)] } : t;
 }
 
 /**
@@ -164,6 +166,15 @@ export function resolveTask(plan: Plan, spec: TaskSpec, rank: number, opts: Task
     task.reviews = t.reviews!;
     task.maxRounds = t.maxRounds ?? 2;
     task.prompt = `${t.prompt}\n\n${reviewerInstructions(t.reviews!)}`;
+  } else if (t.kind === 'map') {
+    task.kind = 'map';
+    task.map = {};
+    if (t.items && 'from' in t.items) task.map.from = t.items.from;
+    if (t.dedupe !== undefined) task.map.dedupe = t.dedupe;
+  } else if (t.kind === 'reduce') {
+    // A reduce made by another (a group of its tree) merges exactly the inputs it lists.
+    task.kind = 'reduce';
+    task.reduce = { fanIn: t.fanIn ?? DEFAULT_FAN_IN, over: t.over!, ...(extra.parent !== undefined ? { group: true } : {}) };
   }
   return task;
 }

@@ -46,6 +46,7 @@ import { readFileSync } from 'node:fs';
 import { RemoteCalls, unwrap } from './distributed/remote.js';
 import type { BatchJob, ModelJob, RunConfig, ToolJob } from './distributed/protocol.js';
 import { hostname } from 'node:os';
+import { dirname } from 'node:path';
 
 /** The public event stream of a run: one entry per RunEvent type. */
 /** A run event as the stream carries it: stamped with the time (ms, the swarm's clock). */
@@ -187,7 +188,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   const remote = options.redis ? new RemoteCalls(options.redis) : undefined;
 
   /** Starts a run (new, or resumed from its journal); the plan is valid and the run locked. */
-  const start = (plan: Plan, runId: string, seed: number, restore: { rows: TaskRow[]; attempts: AttemptRow[]; spent: Spent } | undefined): RunHandle => {
+  const start = (plan: Plan, runId: string, seed: number, restore: { rows: TaskRow[]; attempts: AttemptRow[]; spent: Spent } | undefined, baseDir?: string): RunHandle => {
     const events = createEmitter<RunEvents>();
     const durable = storeOf();
     runningHere.add(runId);
@@ -267,7 +268,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         });
         const expander = new PlanExpander(
           plan,
-          { toolTokens: (names) => runTools.specTokens(names), toolNames: busTools.map((t) => t.name) },
+          { toolTokens: (names) => runTools.specTokens(names), toolNames: busTools.map((t) => t.name), ...(baseDir !== undefined ? { baseDir } : {}) },
           journal ? (planner, specs) => journal.acceptSubtasks(planner, specs) : undefined,
         );
         if (restore) {
@@ -371,7 +372,9 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
 
   return {
     run(raw, runOptions = {}) {
-      const plan = parsePlan(raw, { env, tools: tools.keys() });
+      // A map's items file is read relative to the plan file (else the working directory).
+      const baseDir = runOptions.source !== undefined ? dirname(runOptions.source) : undefined;
+      const plan = parsePlan(raw, { env, tools: tools.keys(), ...(baseDir !== undefined ? { baseDir } : {}) });
       if (remote) checkDistributable(plan, tools.size);
       const runId = newRunId();
       const durable = storeOf();
@@ -387,7 +390,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         lock(durable, runId);
       }
       // The result's outputs are typed from the plan as written (structured ones are parsed values).
-      return start(plan, runId, options.seed ?? 0, undefined) as RunHandle<never>;
+      return start(plan, runId, options.seed ?? 0, undefined, baseDir) as RunHandle<never>;
     },
 
     resume(runId, resumeOptions = {}) {
@@ -408,14 +411,15 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         }
         raw = unredactPlan(raw, source);
       }
-      const plan = parsePlan(raw, { env, tools: tools.keys() });
+      const baseDir = record.source ? dirname(record.source) : undefined;
+      const plan = parsePlan(raw, { env, tools: tools.keys(), ...(baseDir !== undefined ? { baseDir } : {}) });
       if (remote) checkDistributable(plan, tools.size);
       lock(durable, runId);
       try {
         // The run's own seed, as it started: the same jitter and route draws as if never interrupted.
         const recorded = (record.options as { seed?: unknown } | null)?.seed;
         const seed = typeof recorded === 'number' ? recorded : (options.seed ?? 0);
-        return start(plan, runId, seed, { rows: durable.loadTasks(runId), attempts: durable.loadAttempts(runId), spent: durable.spent(runId) });
+        return start(plan, runId, seed, { rows: durable.loadTasks(runId), attempts: durable.loadAttempts(runId), spent: durable.spent(runId) }, baseDir);
       } catch (error) {
         durable.releaseLock(runId, owner.id);
         throw error;
@@ -674,7 +678,7 @@ function outputFormatName(taskId: string): string {
 function withParsedOutputs(result: RunResult, plan: Plan): RunResult {
   for (const spec of plan.tasks) {
     const task = result.tasks[spec.id];
-    if (spec.output && task && typeof task.output === 'string') task.output = parsedOutput(spec, task.output);
+    if ((spec.output || spec.kind === 'map') && task && typeof task.output === 'string') task.output = parsedOutput(spec, task.output);
   }
   return result;
 }

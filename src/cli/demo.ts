@@ -58,10 +58,15 @@ export function planJson(text: string): unknown {
   return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text) as unknown;
 }
 
-/** Gives every stdio server without a `cwd`, and a relative hook module, the plan's folder. */
+/** Gives every stdio server without a `cwd`, a relative hook module and a map's items file, the plan's folder. */
 export function withPlanFolder<T>(plan: T, folder: string): T {
   const hooks = (plan as { hooks?: { module?: unknown } } | null)?.hooks;
   if (hooks && typeof hooks.module === 'string' && !isAbsolute(hooks.module)) hooks.module = resolve(folder, hooks.module);
+  // A map's items file is the plan's neighbour: stored absolute, a resume finds it from anywhere.
+  for (const task of (plan as { tasks?: unknown } | null)?.tasks instanceof Array ? (plan as { tasks: unknown[] }).tasks : []) {
+    const items = (task as { items?: { file?: unknown } } | null)?.items;
+    if (items && typeof items.file === 'string' && !isAbsolute(items.file)) items.file = resolve(folder, items.file);
+  }
   const servers = (plan as PlanJson | null)?.tools?.servers;
   if (servers && typeof servers === 'object') {
     for (const server of Object.values(servers)) {

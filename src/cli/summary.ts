@@ -53,6 +53,12 @@ export function formatSummaryTable(result: RunResult, events: readonly TimedRunE
     ['tools', seen ? toolsText(seen) : noEvents],
     ['makespan', makespanText(t.durationMs)],
   ];
+  // Maps with `dedupe`: what their outputs (and any reduce over them) left out.
+  const deduped = Object.values(result.tasks).filter((task) => task.dropped !== undefined);
+  if (deduped.length > 0) {
+    const text = deduped.map((task) => `${task.id}: ${formatInt(task.dropped!)} of ${formatInt(task.subtasks?.length ?? 0)} item outputs dropped as duplicates`).join('; ');
+    rows.splice(rows.findIndex((r) => r[0] === 'requests'), 0, ['duplicates', text]);
+  }
   // Escaped before the columns are measured: a name or message from outside may hold controls.
   const lines = columns(rows.map(visibleCells), ['left', 'left']);
 

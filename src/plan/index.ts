@@ -6,3 +6,4 @@ export { formatPath } from './issues.js';
 export * from './subtasks.js';
 export { parsedOutput } from './structured.js';
 export type { OutputOf, OutputsOf, ResultOf, TypedRunResult } from './typed.js';
+export { DEFAULT_FAN_IN, DEFAULT_MAX_ITEMS } from './mapreduce.js';

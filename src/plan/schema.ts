@@ -128,7 +128,10 @@ export interface PlanBudget {
   perModel?: Record<string, number>;
 }
 
-export type TaskKind = 'task' | 'plan' | 'review';
+export type TaskKind = 'task' | 'plan' | 'review' | 'map' | 'reduce';
+
+/** A map's items: a JSON array or JSONL file (relative to the plan file), a task's JSON array output, or inline. */
+export type MapItems = { file: string } | { from: string } | { values: unknown[] };
 
 export interface TaskSpec {
   /** `^[A-Za-z0-9_.:/-]+$`, at most 200 characters, unique in the plan. */
@@ -143,6 +146,20 @@ export interface TaskSpec {
   reviews?: string;
   /** For `kind: "review"`: reviews made at most (the last one's verdict stands). Default 2. */
   maxRounds?: number;
+  /** For `kind: "map"`: one sub-task per item, `<id>/<index>` (or `<id>/<item[key]>`). */
+  items?: MapItems;
+  /** For `kind: "map"`: the item's name in the prompt (`{{item}}`, `{{item.field}}`). Default "item". */
+  as?: string;
+  /** For `kind: "map"`: most items it takes (more is an error). Default 1000. */
+  maxItems?: number;
+  /** For `kind: "map"`: the item field that names its sub-task instead of its index. */
+  key?: string;
+  /** For `kind: "map"`: `"text"` or an output field: duplicate item outputs are dropped. */
+  dedupe?: string;
+  /** For `kind: "reduce"`: a map (its items), a task with a JSON array output (its elements), or a list of tasks. */
+  over?: string | string[];
+  /** For `kind: "reduce"`: inputs merged per call at most. Default 8. */
+  fanIn?: number;
   /** Name of an entry in `models`. Every task names its model: there is no inheritance. */
   model: string;
   system?: string;
@@ -438,9 +455,20 @@ const OutputSchemaField = z.record(z.string(), z.unknown(), { error: 'must be a 
 
 export const TaskSchema = z.strictObject({
   id: TaskIdSchema,
-  kind: z.enum(['task', 'plan', 'review'], { error: 'must be "task", "plan" or "review"' }).default('task'),
+  kind: z.enum(['task', 'plan', 'review', 'map', 'reduce'], { error: 'must be "task", "plan", "review", "map" or "reduce"' }).default('task'),
   reviews: z.string().min(1, { error: 'must name a task' }).optional(),
   maxRounds: positiveInt().optional(),
+  items: z
+    .union([z.strictObject({ file: z.string().min(1) }), z.strictObject({ from: z.string().min(1) }), z.strictObject({ values: z.array(z.unknown()) })], {
+      error: 'items is {"file": "items.jsonl"}, {"from": "<task id>"} or {"values": [...]}',
+    })
+    .optional(),
+  as: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'must be a name of letters, digits and "_"' }).optional(),
+  maxItems: positiveInt().optional(),
+  key: z.string().min(1, { error: 'must name an item field' }).optional(),
+  dedupe: z.string().min(1, { error: 'must be "text" or an output field' }).optional(),
+  over: z.union([z.string().min(1, { error: 'must name a task' }), z.array(z.string().min(1, { error: 'must name a task' }))]).optional(),
+  fanIn: z.int().min(2, { error: 'a reduce merges at least 2 inputs per call: fanIn must be an integer >= 2' }).optional(),
   model: z.string().min(1, { error: 'must name a model' }),
   system: z.string().optional(),
   prompt: z.string().min(1, { error: 'must not be empty' }),

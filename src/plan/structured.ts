@@ -71,8 +71,9 @@ export function schemaProblems(schema: Record<string, unknown>): { path: string;
 }
 
 /** A structured output's value in the public result; any other output stays its text. */
-export function parsedOutput(spec: { output?: OutputSpec } | undefined, text: string): unknown {
-  if (!spec?.output) return text;
+export function parsedOutput(spec: { output?: OutputSpec; kind?: string } | undefined, text: string): unknown {
+  // A map's output is the JSON array of its items' outputs.
+  if (!spec?.output && spec?.kind !== 'map') return text;
   try {
     return JSON.parse(text);
   } catch {

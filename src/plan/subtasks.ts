@@ -51,6 +51,7 @@ export function parseSubtasks(output: string, ctx: PlannerContext): SubtaskResul
     if (t.kind === 'plan' && depth >= maxDepth) {
       issues.push(issue(['tasks', i, 'kind'], `sub-tasks at depth ${depth} cannot plan (limits.maxDepth is ${maxDepth})`));
     }
+    if (t.kind === 'map' || t.kind === 'reduce') issues.push(issue(['tasks', i, 'kind'], `a sub-task cannot be a ${t.kind} task (give the plan itself the map or reduce)`));
     if (t.budgetUsd !== undefined) issues.push(issue(['tasks', i, 'budgetUsd'], "a sub-task has no budget of its own: the run's and the models' budgets apply"));
     if (typeof t.id === 'string' && ctx.existing.has(`${ctx.planner.id}/${t.id}`)) {
       issues.push(issue(['tasks', i, 'id'], `"${ctx.planner.id}/${t.id}" is already a task of the run`));

@@ -15,6 +15,7 @@ import { findCycles } from './ranks.js';
 import { builtInPrice } from '../cost/prices.js';
 import { fieldPathProblem, schemaProblems } from './structured.js';
 import { withJsonSchemas } from './typed.js';
+import { checkMapReduce, implicitDeps } from './mapreduce.js';
 
 /** One problem in a plan: where (`tasks[3].deps[0]`) and what. */
 export interface PlanIssue {
@@ -27,6 +28,8 @@ export interface ValidateOptions {
   env?: Record<string, string | undefined>;
   /** The known tool names. When given, a task naming any other tool is an issue. */
   tools?: Iterable<string>;
+  /** Where a map's relative `items.file` is read from (the plan file's folder). Default: the working directory. */
+  baseDir?: string;
 }
 
 export type ValidationResult = { ok: true; plan: Plan } | { ok: false; issues: PlanIssue[] };
@@ -75,6 +78,7 @@ export function validatePlan(input: unknown, opts: ValidateOptions = {}): Valida
     const servers = isRecord(raw.tools) && isRecord(raw.tools.servers) ? new Set(Object.keys(raw.tools.servers)) : new Set<string>();
     if (Array.isArray(raw.tasks)) {
       checkTasks(raw.tasks, models, opts.tools ? new Set(opts.tools) : undefined, servers, issues);
+      checkMapReduce(raw.tasks, issues, opts.baseDir);
     }
     if (isRecord(raw.compaction) && typeof raw.compaction.model === 'string' && models && !Object.hasOwn(models, raw.compaction.model)) {
       issues.push(issue(['compaction', 'model'], unknown('model', raw.compaction.model, Object.keys(models))));
@@ -246,6 +250,15 @@ export function checkTasks(
     }
     // A review task reads the task it reviews (it is added to its deps).
     if (t.kind === 'review' && typeof t.reviews === 'string') deps.add(t.reviews);
+    // A map reads its `items.from`, a reduce its `over` (added to deps; -3 marks the edge for paths).
+    for (const d of implicitDeps(t)) {
+      const target = indexOf.get(d);
+      if (target !== undefined && !deps.has(d) && d !== id) {
+        edges[i].push(target);
+        depAt[i].push(-3);
+      }
+      deps.add(d);
+    }
     if (models && typeof t.model === 'string' && t.model !== '' && !Object.hasOwn(models, t.model)) {
       out.push(issue(['tasks', i, 'model'], unknown('model', t.model, modelNames)));
     }
@@ -284,7 +297,7 @@ export function checkTasks(
     const j = depAt[start][cycle.firstEdge];
     // A negative index marks an edge a review adds: `reviews` itself (-1), or the wait of the
     // reviewed task's other dependents for the review (-2).
-    const path = j === -1 ? ['tasks', start, 'reviews'] : j === -2 ? ['tasks', start, 'deps'] : ['tasks', start, 'deps', j];
+    const path = j === -1 ? ['tasks', start, 'reviews'] : j === -2 ? ['tasks', start, 'deps'] : j === -3 ? ['tasks', start, (tasks[start] as Record<string, unknown>).kind === 'map' ? 'items' : 'over'] : ['tasks', start, 'deps', j];
     out.push(issue(path, `cycle: ${names}${note}${j === -2 ? ' (a task that depends on a reviewed task also waits for its review)' : ''}`));
   }
 }

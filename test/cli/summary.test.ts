@@ -124,4 +124,11 @@ describe('formatSummaryTable', () => {
     expect(text.split('\n').filter((l) => l.startsWith('failed '))).toHaveLength(10);
     expect(text.endsWith('... and 3 more failed')).toBe(true);
   });
+
+  it('says how many item outputs a map with dedupe dropped', () => {
+    const result = twoModelResult(true);
+    result.tasks.a = { ...result.tasks.a!, subtasks: ['a/0', 'a/1', 'a/2', 'a/3'], dropped: 3 };
+    expect(formatSummaryTable(result)).toMatch(/\nduplicates +a: 3 of 4 item outputs dropped as duplicates\nrequests /);
+    expect(formatSummaryTable(twoModelResult(true))).not.toContain('duplicates');
+  });
 });

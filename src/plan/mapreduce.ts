@@ -1,0 +1,268 @@
+/**
+ * Map and reduce tasks in the plan: their items (a file, a task's output, inline), the sub-tasks
+ * they expand into, and the checks `validate` makes of them. The runtime side is in
+ * machines/mapReduce.ts (what the supervisor does) and src/planner.ts (the expansion actor).
+ */
+import { readFileSync } from 'node:fs';
+import { extname, isAbsolute, resolve } from 'node:path';
+import type { Group } from '../../machines/mapReduce.js';
+import { issue } from './issues.js';
+import { TASK_ID_MAX_LENGTH, TASK_ID_PATTERN, type TaskSpec } from './schema.js';
+import type { PlanIssue } from './validate.js';
+
+export const DEFAULT_MAX_ITEMS = 1000;
+export const DEFAULT_FAN_IN = 8;
+
+type Items = { ok: true; items: unknown[] } | { ok: false; message: string };
+
+/** A map's items file: a JSON array, or JSONL (one JSON value a line; blank lines skipped). */
+export function loadItemsFile(file: string, baseDir: string = process.cwd()): Items {
+  const path = isAbsolute(file) ? file : resolve(baseDir, file);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return { ok: false, message: `cannot read items file ${path}: ${code === 'ENOENT' ? 'no such file' : ((error as Error).message ?? code)}` };
+  }
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  const lines = ['.jsonl', '.ndjson'].includes(extname(path).toLowerCase());
+  if (!lines) {
+    try {
+      const value = JSON.parse(text) as unknown;
+      return Array.isArray(value) ? { ok: true, items: value } : { ok: false, message: `items file ${path} holds JSON that is not an array (a map needs a JSON array, or JSONL: one item a line)` };
+    } catch {
+      // Not one JSON document: read it as JSONL.
+    }
+  }
+  const items: unknown[] = [];
+  const all = text.split('\n');
+  for (let i = 0; i < all.length; i++) {
+    const line = all[i]!.trim();
+    if (line === '') continue;
+    try {
+      items.push(JSON.parse(line));
+    } catch {
+      return { ok: false, message: `items file ${path}: line ${i + 1} is not JSON (a map needs a JSON array, or JSONL: one item a line)` };
+    }
+  }
+  return { ok: true, items };
+}
+
+/** The items a `from` task's output holds: its text must be a JSON array. */
+export function itemsOfOutput(from: string, text: string): Items {
+  let value: unknown;
+  try {
+    value = JSON.parse(text.trim());
+  } catch {
+    return { ok: false, message: `the output of "${from}" is not JSON, so it holds no list of items (give that task an output schema of type "array")` };
+  }
+  return Array.isArray(value) ? { ok: true, items: value } : { ok: false, message: `the output of "${from}" is JSON but not an array, so it holds no list of items` };
+}
+
+/** Checks a list of items against `maxItems` and `key`: the problems, each with its item's index. */
+export function itemProblems(items: readonly unknown[], spec: Pick<TaskSpec, 'id' | 'maxItems' | 'key'>): string[] {
+  const max = spec.maxItems ?? DEFAULT_MAX_ITEMS;
+  if (items.length > max) return [`${items.length} items, more than maxItems (${max}): raise maxItems or split the items`];
+  if (spec.key === undefined) return [];
+  const problems: string[] = [];
+  const seen = new Map<string, number>();
+  items.forEach((item, i) => {
+    const value = isRecord(item) && Object.hasOwn(item, spec.key!) ? item[spec.key!] : undefined;
+    const name = typeof value === 'string' || typeof value === 'number' ? String(value) : undefined;
+    if (name === undefined) problems.push(`item ${i} has no string or number field "${spec.key}" (key)`);
+    else if (!TASK_ID_PATTERN.test(name) || `${spec.id}/${name}`.length > TASK_ID_MAX_LENGTH) problems.push(`item ${i}: key "${name}" cannot name a task (letters, digits and _ . : / - only)`);
+    else if (seen.has(name)) problems.push(`item ${i}: key "${name}" is already item ${seen.get(name)}'s (keys must be unique)`);
+    else seen.set(name, i);
+  });
+  return problems.slice(0, 10);
+}
+
+const ITEM_PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_-]+)*)\s*\}\}/g;
+
+/** `{{item}}` and `{{item.a.b}}` filled with the item (strings as they are, anything else as JSON). */
+export function fillItem(text: string, as: string, item: unknown): { ok: true; text: string } | { ok: false; message: string } {
+  let missing: string | undefined;
+  const filled = text.replace(ITEM_PLACEHOLDER, (whole, name: string, path: string) => {
+    if (name !== as) return whole;
+    let value = item;
+    for (const part of path.split('.').slice(1)) {
+      if (!isRecord(value) || !Object.hasOwn(value, part)) {
+        missing ??= `{{${name}${path}}}: the item has no field "${part}"`;
+        return whole;
+      }
+      value = value[part];
+    }
+    return typeof value === 'string' ? value : JSON.stringify(value);
+  });
+  return missing === undefined ? { ok: true, text: filled } : { ok: false, message: missing };
+}
+
+/** Fields of a map or reduce spec that its sub-tasks do not inherit. */
+const OWN_FIELDS = ['kind', 'items', 'as', 'maxItems', 'key', 'dedupe', 'over', 'fanIn', 'budgetUsd', 'reviews', 'maxRounds'] as const;
+
+function inherited(spec: TaskSpec): Omit<TaskSpec, (typeof OWN_FIELDS)[number]> {
+  const copy = { ...spec } as Record<string, unknown>;
+  for (const f of OWN_FIELDS) delete copy[f];
+  return copy as Omit<TaskSpec, (typeof OWN_FIELDS)[number]>;
+}
+
+/**
+ * A map's sub-tasks: one plain task per item, its prompt and system (deps already placed) with
+ * the item filled in. They depend on nothing: the map's deps had completed when it expanded.
+ */
+export function mapSubtasks(spec: TaskSpec, items: readonly unknown[], prompt: string, system: string | undefined): { ok: true; tasks: TaskSpec[] } | { ok: false; issues: string[] } {
+  const problems = itemProblems(items, spec);
+  if (problems.length > 0) return { ok: false, issues: problems };
+  const as = spec.as ?? 'item';
+  const base = inherited(spec);
+  const tasks: TaskSpec[] = [];
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    const p = fillItem(prompt, as, item);
+    const s = system === undefined ? undefined : fillItem(system, as, item);
+    if (!p.ok || (s && !s.ok)) return { ok: false, issues: [`item ${i}: ${!p.ok ? p.message : (s as { message: string }).message}`] };
+    const name = spec.key === undefined ? String(i) : String((item as Record<string, unknown>)[spec.key]);
+    const task: TaskSpec = { ...base, id: `${spec.id}/${name}`, kind: 'task', deps: [], prompt: p.text };
+    if (s?.ok) task.system = s.text;
+    else delete task.system;
+    tasks.push(task);
+  }
+  return { ok: true, tasks };
+}
+
+/** A reduce's groups as tasks: each a reduce over exactly its inputs, waiting for them and for the reduce's other deps. */
+export function groupSubtasks(spec: TaskSpec, groups: readonly Group[]): TaskSpec[] {
+  const inputs = new Set(typeof spec.over === 'string' ? [spec.over] : (spec.over ?? []));
+  const others = spec.deps.filter((d) => !inputs.has(d));
+  const base = inherited(spec);
+  const fanIn = spec.fanIn ?? DEFAULT_FAN_IN;
+  return groups.map((g) => {
+    const tasks = [...new Set(g.inputs.map((r) => (r.includes('#') ? r.slice(0, r.indexOf('#')) : r)))];
+    return { ...base, id: g.id, kind: 'reduce', over: g.inputs, fanIn, deps: [...new Set([...tasks, ...others])] };
+  });
+}
+
+/** The tasks a map or reduce reads without listing them in deps: `items.from`, `over`. */
+export function implicitDeps(t: Record<string, unknown>): string[] {
+  if (t.kind === 'map' && isRecord(t.items) && typeof t.items.from === 'string') return [t.items.from];
+  // A group's inputs may be elements of a task's array output (`<id>#<n>`): it depends on the task.
+  if (t.kind === 'reduce') return typeof t.over === 'string' ? [t.over] : Array.isArray(t.over) ? [...new Set(t.over.filter((x): x is string => typeof x === 'string').map((x) => x.split('#')[0]!))] : [];
+  return [];
+}
+
+const MAP_FIELDS = ['items', 'as', 'maxItems', 'key', 'dedupe'] as const;
+const REDUCE_FIELDS = ['over', 'fanIn'] as const;
+const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.:/-]+)\s*\}\}/g;
+
+/**
+ * The plan's map and reduce tasks: fields only where they belong, items that exist and are a
+ * list within `maxItems`, `from` and `over` naming tasks that can give what they read, and
+ * `{{item...}}` / `{{inputs}}` only where they are filled.
+ */
+export function checkMapReduce(tasks: unknown[], out: PlanIssue[], baseDir?: string): void {
+  const byId = new Map<string, Record<string, unknown>>();
+  for (const t of tasks) if (isRecord(t) && typeof t.id === 'string') byId.set(t.id, t);
+  tasks.forEach((t, i) => {
+    if (!isRecord(t)) return;
+    const kind = t.kind ?? 'task';
+    const at = (...path: (string | number)[]) => ['tasks', i, ...path];
+    if (kind !== 'map') for (const f of MAP_FIELDS) if (t[f] !== undefined) out.push(issue(at(f), 'only a task with "kind": "map" has this field'));
+    if (kind !== 'reduce') for (const f of REDUCE_FIELDS) if (t[f] !== undefined) out.push(issue(at(f), 'only a task with "kind": "reduce" has this field'));
+    if ((kind === 'map' || kind === 'reduce') && t.budgetUsd !== undefined) {
+      out.push(issue(at('budgetUsd'), `a ${kind} calls no model itself: its sub-tasks' calls count against the run's and the models' budgets`));
+    }
+    checkPlaceholders(t, kind, byId, at, out);
+    if (kind === 'map') checkMap(t, byId, at, out, baseDir);
+    if (kind === 'reduce') checkReduce(t, byId, at, out);
+  });
+}
+
+function checkMap(t: Record<string, unknown>, byId: Map<string, Record<string, unknown>>, at: (...p: (string | number)[]) => (string | number)[], out: PlanIssue[], baseDir?: string): void {
+  const items = t.items;
+  if (items === undefined) {
+    out.push(issue(at('items'), 'required: {"file": "items.jsonl"}, {"from": "<task id>"} or {"values": [...]}'));
+    return;
+  }
+  if (!isRecord(items)) return;
+  const spec = { id: typeof t.id === 'string' ? t.id : '', ...(typeof t.maxItems === 'number' ? { maxItems: t.maxItems } : {}), ...(typeof t.key === 'string' ? { key: t.key } : {}) };
+  let list: unknown[] | undefined;
+  if (typeof items.file === 'string') {
+    const loaded = loadItemsFile(items.file, baseDir);
+    if (!loaded.ok) out.push(issue(at('items', 'file'), loaded.message));
+    else list = loaded.items;
+  } else if (Array.isArray(items.values)) list = items.values;
+  if (list) for (const problem of itemProblems(list, spec)) out.push(issue(at('items'), problem));
+  if (typeof items.from === 'string') {
+    const source = byId.get(items.from);
+    if (!source) out.push(issue(at('items', 'from'), `unknown task "${items.from}"`));
+    else if (!givesArray(source)) out.push(issue(at('items', 'from'), `task "${items.from}" cannot give a list of items: ${whyNoArray(source)}`));
+  }
+}
+
+function checkReduce(t: Record<string, unknown>, byId: Map<string, Record<string, unknown>>, at: (...p: (string | number)[]) => (string | number)[], out: PlanIssue[]): void {
+  const over = t.over;
+  if (over === undefined) {
+    out.push(issue(at('over'), 'required: the map (or task with a JSON array output, or list of tasks) whose outputs this reduce merges'));
+    return;
+  }
+  if (Array.isArray(over) && over.length === 0) {
+    out.push(issue(at('over'), 'a reduce over nothing: name a map, a task with a JSON array output, or at least one task'));
+    return;
+  }
+  const ids = typeof over === 'string' ? [over] : Array.isArray(over) ? over : [];
+  ids.forEach((id, j) => {
+    if (typeof id !== 'string' || id === '') return;
+    const path = typeof over === 'string' ? at('over') : at('over', j);
+    const source = byId.get(id);
+    if (id === t.id) out.push(issue(path, 'a reduce cannot merge its own output'));
+    else if (!source) out.push(issue(path, `unknown task "${id}"`));
+    else if (typeof over === 'string' && !givesArray(source)) out.push(issue(path, `task "${id}" cannot give a list of inputs: ${whyNoArray(source)} (to merge several tasks' outputs, list them: "over": ["a", "b"])`));
+  });
+}
+
+/** Whether a task's output can be a JSON array, as far as the plan tells. */
+function givesArray(t: Record<string, unknown>): boolean {
+  if (t.kind === 'map') return true;
+  if (t.kind === 'reduce' || t.kind === 'plan' || t.kind === 'review') return false;
+  const schema = isRecord(t.output) && isRecord(t.output.schema) ? t.output.schema : undefined;
+  return schema?.type === undefined || schema.type === 'array';
+}
+
+function whyNoArray(t: Record<string, unknown>): string {
+  if (t.kind === 'reduce') return 'a reduce gives one merged text';
+  if (t.kind === 'plan') return "a planner's output is its sub-tasks";
+  if (t.kind === 'review') return 'a review gives a verdict';
+  return 'its output schema is not of type "array"';
+}
+
+/** `{{item...}}` outside a map (or naming another name than the map's `as`), `{{inputs}}` outside a reduce. */
+function checkPlaceholders(t: Record<string, unknown>, kind: unknown, byId: Map<string, unknown>, at: (...p: (string | number)[]) => (string | number)[], out: PlanIssue[]): void {
+  const as = typeof t.as === 'string' ? t.as : 'item';
+  // What a map reads as items, or a reduce as inputs, is not placed whole in the prompt.
+  const read = new Set(kind === 'map' || kind === 'reduce' ? implicitDeps(t) : []);
+  for (const field of ['prompt', 'system'] as const) {
+    const text = t[field];
+    if (typeof text !== 'string' || !text.includes('{{')) continue;
+    const reported = new Set<string>();
+    for (const match of text.matchAll(PLACEHOLDER)) {
+      const root = match[1]!.split('.')[0]!;
+      if (read.has(match[1]!) && !reported.has(root)) {
+        reported.add(root);
+        out.push(issue(at(field), kind === 'map' ? `{{${match[1]}}} is where the items come from: write {{${as}}} for each item instead` : `{{${match[1]}}} is what this reduce merges: write {{inputs}} instead`));
+      }
+      if (reported.has(root) || byId.has(root)) continue;
+      if (root === 'item' && (kind !== 'map' || as !== 'item')) {
+        reported.add(root);
+        out.push(issue(at(field), kind === 'map' ? `{{${match[1]}}}: this map names its item "${as}" (as), so write {{${as}...}}` : `{{${match[1]}}} is filled only in a task with "kind": "map" (one sub-task per item)`));
+      } else if (root === 'inputs' && kind !== 'reduce') {
+        reported.add(root);
+        out.push(issue(at(field), '{{inputs}} is filled only in a task with "kind": "reduce"'));
+      }
+    }
+  }
+}
+
+function isRecord(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
