@@ -4,3 +4,4 @@ export * from './validate.js';
 export * from './ranks.js';
 export { formatPath } from './issues.js';
 export * from './subtasks.js';
+export { definePlan, type DefinedPlan, type TaskInput } from './define.js';
