@@ -407,6 +407,8 @@ export type RunEvent =
       resumed?: boolean;
       /** A resume: tasks that had completed before (they send no events of their own). */
       alreadyCompleted?: number;
+      /** A retry (`swarm.retry`): the tasks it sent back to pending (failed, skipped, cancelled, and what depends on them). */
+      retried?: number;
     }
   | { type: 'task:queued'; taskId: string }
   | { type: 'task:started'; taskId: string; attempt: number; model: string; route?: string }

@@ -39,7 +39,8 @@ import { decisionOf, loadHookModule, toolDecisionOf, type BeforeDispatch, type B
 import type { ToolDefinition } from './tools/local.js';
 import { RunTools } from './tools/registry.js';
 import { hasRedactions, inlineSecretPaths, redactPlan, refusalOf, restoreOf, RunJournal, settingSecrets, unredactPlan } from './durable.js';
-import { openStore, openStoreToRead, type AttemptRow, type RunSummary, type Spent, type Store, type StoreError, type TaskRow } from './store/index.js';
+import { openStore, openStoreToRead, type AttemptRow, type RunRecord, type RunSummary, type Spent, type Store, type StoreError, type TaskRow } from './store/index.js';
+import { RetryError, retryBasesOf, retrySessionsOf, tasksToRetry, type RetrySession } from './run/retry.js';
 import { readFileSync } from 'node:fs';
 import { RemoteCalls, unwrap } from './distributed/remote.js';
 import type { BatchJob, ModelJob, RunConfig, ToolJob } from './distributed/protocol.js';
@@ -103,6 +104,14 @@ export interface ResumeOptions {
   plan?: unknown;
 }
 
+export interface RetryOptions extends ResumeOptions {
+  /**
+   * Only these tasks (and what depends on them) run again; each must be one that did not
+   * complete. Default: every task of the run that did not complete.
+   */
+  tasks?: readonly string[];
+}
+
 /** Another process is running (or resuming) this run. */
 export class RunLockedError extends Error {
   readonly code = 'RUN_LOCKED';
@@ -143,6 +152,13 @@ export interface Swarm {
    * RunLockedError when another live process holds the run.
    */
   resume(runId: string, options?: ResumeOptions): RunHandle;
+  /**
+   * Runs the failed, skipped and cancelled tasks of a journaled run again, with fresh retries
+   * (and what depends on them), as the same run: completed tasks keep their outputs and are not
+   * sent again, budgets continue from what was spent. Throws RetryError (nothing to retry, a
+   * task named that is unknown or completed) and RunLockedError (the run is running).
+   */
+  retry(runId: string, options?: RetryOptions): RunHandle;
   /** The journaled runs, newest first (empty without a store). */
   runs(limit?: number): RunSummary[];
   /** Cancels runs still going and frees provider connections. */
@@ -181,7 +197,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   const remote = options.redis ? new RemoteCalls(options.redis) : undefined;
 
   /** Starts a run (new, or resumed from its journal); the plan is valid and the run locked. */
-  const start = (plan: Plan, runId: string, seed: number, restore: { rows: TaskRow[]; attempts: AttemptRow[]; spent: Spent } | undefined): RunHandle => {
+  const start = (plan: Plan, runId: string, seed: number, restore: JournaledState | undefined): RunHandle => {
     const events = createEmitter<RunEvents>();
     const durable = storeOf();
     runningHere.add(runId);
@@ -265,7 +281,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           journal ? (planner, specs) => journal.acceptSubtasks(planner, specs) : undefined,
         );
         if (restore) {
-          input.restore = restoreOf(restore.rows, restore.attempts, restore.spent.byTask, expander, new Set(plan.tasks.map((t) => t.id)));
+          input.restore = restoreOf(restore.rows, restore.attempts, restore.spent.byTask, expander, new Set(plan.tasks.map((t) => t.id)), restore.retryBases);
           if (input.budgets) input.budgets.spent = { runUsd: restore.spent.total, byTask: restore.spent.byTask, byModel: restore.spent.byModel };
         }
         const keyIdsOf = new Map(input.providers.map((p) => [p.name, p.keys.map((k) => k.keyId)]));
@@ -303,6 +319,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           keys: Object.fromEntries(input.providers.flatMap((p) => p.keys.map((k) => [k.keyId, k.limits]))),
           maxInFlight: input.maxInFlight,
           ...(input.restore ? { resumed: true, alreadyCompleted: input.restore.tasks.filter((t) => t.status === 'completed').length } : {}),
+          ...(restore?.retried !== undefined ? { retried: restore.retried } : {}),
         });
         started = true;
         actor.start();
@@ -362,6 +379,42 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     if (!got.ok) throw new RunLockedError(runId, got.holder);
   };
 
+  /** A journaled run that can be continued: it exists and was not refused at start. */
+  const journaledRun = (runId: string, what: 'resume' | 'retry') => {
+    const durable = storeOf();
+    if (!durable) {
+      const message = `this swarm has no store (store: false): there is nothing to ${what} from`;
+      throw what === 'retry' ? new RetryError('NO_STORE', message, runId) : new Error(message);
+    }
+    const record = durable.getRun(runId);
+    if (!record) {
+      const message = `no run "${runId}" in ${durable.path}`;
+      throw what === 'retry' ? new RetryError('RUN_NOT_FOUND', message, runId) : new Error(message);
+    }
+    const refused = refusalOf(record.result);
+    if (refused) {
+      throw new Error(`run ${runId} was refused at start and never ran (${refused.code}: ${refused.message}); there is nothing to ${what}: start it again once that is fixed`);
+    }
+    return { durable, record };
+  };
+
+  /** The journaled run's plan (its inline secrets put back) and seed. */
+  const planOf = (record: RunRecord, given: unknown): { plan: Plan; seed: number } => {
+    let raw = record.plan;
+    if (hasRedactions(raw)) {
+      const source = given ?? (record.source ? readPlanFile(record.source) : undefined);
+      if (source === undefined) {
+        throw new Error(`run ${record.id} was started with inline secrets in its plan, which are never stored: pass the plan again (resume(runId, { plan }) or --plan)`);
+      }
+      raw = unredactPlan(raw, source);
+    }
+    const plan = parsePlan(raw, { env, tools: tools.keys() });
+    if (remote) checkDistributable(plan, tools.size);
+    // The run's own seed, as it started: the same jitter and route draws as if never interrupted.
+    const recorded = (record.options as { seed?: unknown } | null)?.seed;
+    return { plan, seed: typeof recorded === 'number' ? recorded : (options.seed ?? 0) };
+  };
+
   return {
     run(raw, runOptions = {}) {
       const plan = parsePlan(raw, { env, tools: tools.keys() });
@@ -383,31 +436,35 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     },
 
     resume(runId, resumeOptions = {}) {
-      const durable = storeOf();
-      if (!durable) throw new Error('this swarm has no store (store: false): there is nothing to resume from');
-      const record = durable.getRun(runId);
-      if (!record) throw new Error(`no run "${runId}" in ${durable.path}`);
-      const refused = refusalOf(record.result);
-      if (refused) {
-        throw new Error(`run ${runId} was refused at start and never ran (${refused.code}: ${refused.message}); there is nothing to resume: start it again once that is fixed`);
-      }
+      const { durable, record } = journaledRun(runId, 'resume');
       if (FINISHED.has(record.status)) return finishedHandle(runId, record.result as RunResult);
-      let raw = record.plan;
-      if (hasRedactions(raw)) {
-        const source = resumeOptions.plan ?? (record.source ? readPlanFile(record.source) : undefined);
-        if (source === undefined) {
-          throw new Error(`run ${runId} was started with inline secrets in its plan, which are never stored: pass the plan again (resume(runId, { plan }) or --plan)`);
-        }
-        raw = unredactPlan(raw, source);
-      }
-      const plan = parsePlan(raw, { env, tools: tools.keys() });
-      if (remote) checkDistributable(plan, tools.size);
+      const { plan, seed } = planOf(record, resumeOptions.plan);
       lock(durable, runId);
       try {
-        // The run's own seed, as it started: the same jitter and route draws as if never interrupted.
-        const recorded = (record.options as { seed?: unknown } | null)?.seed;
-        const seed = typeof recorded === 'number' ? recorded : (options.seed ?? 0);
-        return start(plan, runId, seed, { rows: durable.loadTasks(runId), attempts: durable.loadAttempts(runId), spent: durable.spent(runId) });
+        return start(plan, runId, seed, stateOf(durable, runId, record.options));
+      } catch (error) {
+        durable.releaseLock(runId, owner.id);
+        throw error;
+      }
+    },
+
+    retry(runId, retryOptions = {}) {
+      const { durable, record } = journaledRun(runId, 'retry');
+      const { plan, seed } = planOf(record, retryOptions.plan);
+      // Taken first: a run that is running is refused for that, whatever else it is.
+      lock(durable, runId);
+      try {
+        const rows = durable.loadTasks(runId);
+        const tasks = tasksToRetry(runId, plan.tasks, rows, retryOptions.tasks);
+        // The journal first, durably: a crash from here on leaves a run that a resume finishes
+        // as this retry would (the tasks reopened, their earlier attempts not counted).
+        const attempts = new Map(rows.map((r) => [r.taskId, r.attempts]));
+        const session: RetrySession = { at: Date.now(), tasks, from: Object.fromEntries(tasks.map((id) => [id, attempts.get(id) ?? 0])) };
+        const options = { ...(record.options as Record<string, unknown> | null), retries: [...retrySessionsOf(record.options), session] };
+        durable.setRunOptions(runId, options);
+        durable.setRunStatus(runId, 'running');
+        for (const id of tasks) if (attempts.has(id)) durable.taskReopened(runId, id, null, session.at);
+        return start(plan, runId, seed, { ...stateOf(durable, runId, options), retried: tasks.length });
       } catch (error) {
         durable.releaseLock(runId, owner.id);
         throw error;
@@ -439,6 +496,21 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       await Promise.allSettled(Object.values(options.providers ?? {}).map((p) => p.close?.()));
     },
   };
+}
+
+/** What a resume (or a retry) restores a run from. */
+interface JournaledState {
+  rows: TaskRow[];
+  attempts: AttemptRow[];
+  spent: Spent;
+  /** Per task sent back by a retry: the attempts it had made before. */
+  retryBases: Map<string, number>;
+  /** A retry: how many tasks it sent back to pending. */
+  retried?: number;
+}
+
+function stateOf(store: Store, runId: string, runOptions: unknown): JournaledState {
+  return { rows: store.loadTasks(runId), attempts: store.loadAttempts(runId), spent: store.spent(runId), retryBases: retryBasesOf(runOptions) };
 }
 
 interface RunEffects {

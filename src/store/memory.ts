@@ -156,6 +156,14 @@ export class MemoryStore implements Store {
     run.updatedAt = this.now();
   }
 
+  setRunOptions(id: string, options: unknown): void {
+    this.open();
+    const run = this.runs.get(id);
+    if (run === undefined) return;
+    run.optionsJson = toJson(options);
+    run.updatedAt = this.now();
+  }
+
   // -------------------------------------------------------------------------------------------
   // Tasks
   // -------------------------------------------------------------------------------------------

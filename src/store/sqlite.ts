@@ -149,6 +149,12 @@ export class SqliteStore implements Store {
     });
   }
 
+  setRunOptions(id: string, options: unknown): void {
+    const json = toJson(options);
+    const at = this.now();
+    this.writes.durable('set run options', () => void this.st.setOptions.run(json, at, id));
+  }
+
   // -------------------------------------------------------------------------------------------
   // Tasks
   // -------------------------------------------------------------------------------------------

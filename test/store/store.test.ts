@@ -94,6 +94,17 @@ describe.each(makers)('%s', (_name, make) => {
     store.close();
   });
 
+  it('replaces the run options (a retry adds its session), leaving the rest of the run as it was', () => {
+    const { store, clock } = setup();
+    store.setRunStatus('r1', 'partial', { status: 'partial' });
+    clock.t = 7000;
+    store.setRunOptions('r1', { seed: 7, retries: [{ at: 7000, tasks: ['b'], from: { b: 1 } }] });
+    expect(store.getRun('r1')).toMatchObject({ status: 'partial', updatedAt: 7000, result: { status: 'partial' }, options: { seed: 7, retries: [{ at: 7000, tasks: ['b'], from: { b: 1 } }] } });
+    expect(store.listRuns()[0]!.options).toEqual({ seed: 7, retries: [{ at: 7000, tasks: ['b'], from: { b: 1 } }] });
+    store.setRunOptions('unknown', {}); // nothing to update, no error
+    store.close();
+  });
+
   it('journals a task through its attempts: started, failed (retry), started, completed', () => {
     const { store } = setup();
     const error = { code: 'rate_limited', message: '429', retryable: true };
