@@ -141,6 +141,8 @@ export interface ModelCallInput {
    * the supervisor (`CACHE.WARM`), which then releases the tasks held back behind it.
    */
   cacheLead?: boolean;
+  /** A compaction summary, not a turn of the task (its text is not the task's: no `task:delta`). */
+  summary?: true;
 }
 
 /** Sent to the supervisor (systemId `supervisor`) when a cache leader's response has started. */
@@ -415,6 +417,11 @@ export type RunEvent =
   | { type: 'task:retry'; taskId: string; attempt: number; retry: number; delayMs: number; error: ErrorInfo }
   /** `usage`: this attempt's. `requests`, `retries`: the task's, over all its attempts. */
   | { type: 'task:completed'; taskId: string; attempt: number; output: string; usage: Usage; requests?: number; retries?: number }
+  /**
+   * Opt-in (`createSwarm({ deltas: true })`), never journaled: a piece of a turn's text as it
+   * streams in, in order. A call retried within the attempt (`task:retry`) streams again from its start.
+   */
+  | { type: 'task:delta'; taskId: string; attempt: number; turn: number; text: string }
   | { type: 'task:failed'; taskId: string; attempt: number; error: ErrorInfo; willRetry: boolean }
   | { type: 'task:skipped'; taskId: string; reason: string }
   | { type: 'task:fallback'; taskId: string; attempt: number; from: string; to: string; reason: string }

@@ -58,6 +58,13 @@ export class Redactor {
 
   redact(text: string): string {
     if (this.forms.size === 0 || text === '') return text;
+    const pattern = this.patternOf();
+    pattern.lastIndex = 0;
+    if (!pattern.test(text)) return text;
+    return text.replace(pattern, (secret) => this.forms.get(secret)!);
+  }
+
+  private patternOf(): RegExp {
     // Longest first: a secret that contains another is replaced whole.
     this.pattern ??= new RegExp(
       [...this.forms.keys()]
@@ -66,9 +73,25 @@ export class Redactor {
         .join('|'),
       'g',
     );
-    this.pattern.lastIndex = 0;
-    if (!this.pattern.test(text)) return text;
-    return text.replace(this.pattern, (secret) => this.forms.get(secret)!);
+    return this.pattern;
+  }
+
+  /**
+   * How much of `text` (streamed text, more of it still to come) may be shown now: no secret
+   * runs past that point, and none can start before it and end in what is still to come (the
+   * last `longest - 1` characters wait). `text.length` when there is no secret.
+   */
+  settledLength(text: string): number {
+    if (this.forms.size === 0) return text.length;
+    let longest = 0;
+    for (const form of this.forms.keys()) longest = Math.max(longest, form.length);
+    const cut = Math.max(0, text.length - (longest - 1));
+    // A whole secret across the cut moves it back to where that secret starts.
+    const pattern = new RegExp(this.patternOf().source, 'g');
+    for (let m = pattern.exec(text); m !== null && m.index < cut; m = pattern.exec(text)) {
+      if (m.index + m[0].length > cut) return m.index;
+    }
+    return cut;
   }
 
   /** `value` with every string in it redacted; objects and arrays are copied only where something changed. */

@@ -40,6 +40,8 @@ import type { ToolDefinition } from './tools/local.js';
 import { RunTools } from './tools/registry.js';
 import { hasRedactions, inlineSecretPaths, redactPlan, refusalOf, restoreOf, RunJournal, settingSecrets, unredactPlan } from './durable.js';
 import { openStore, openStoreToRead, type AttemptRow, type RunRecord, type RunSummary, type Spent, type Store, type StoreError, type TaskRow } from './store/index.js';
+import { DeltaStream } from './run/deltas.js';
+import { textOf } from '../machines/tokens.js';
 import { RetryError, retryBasesOf, retrySessionsOf, tasksToRetry, type RetrySession } from './run/retry.js';
 import { readFileSync } from 'node:fs';
 import { RemoteCalls, unwrap } from './distributed/remote.js';
@@ -92,16 +94,26 @@ export interface SwarmOptions {
    * each worker reads its own. Without it, everything runs in this process.
    */
   redis?: string;
+  /**
+   * Stream each task's text as it arrives as `task:delta` events (for UIs): off by default, so
+   * a run's event volume does not change. Never journaled. `run`, `resume` and `retry` may say
+   * otherwise for one run.
+   */
+  deltas?: boolean;
 }
 
 export interface RunOptions {
   /** The plan file's path: recorded with the run, so a resume can read inline secrets from it again. */
   source?: string;
+  /** `task:delta` events for this run (default: the swarm's `deltas`). */
+  deltas?: boolean;
 }
 
 export interface ResumeOptions {
   /** The plan again, for a run whose plan had inline secrets (they are never stored) and whose file is gone. */
   plan?: unknown;
+  /** `task:delta` events for this run (default: the swarm's `deltas`). */
+  deltas?: boolean;
 }
 
 export interface RetryOptions extends ResumeOptions {
@@ -197,7 +209,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   const remote = options.redis ? new RemoteCalls(options.redis) : undefined;
 
   /** Starts a run (new, or resumed from its journal); the plan is valid and the run locked. */
-  const start = (plan: Plan, runId: string, seed: number, restore: JournaledState | undefined): RunHandle => {
+  const start = (plan: Plan, runId: string, seed: number, restore: JournaledState | undefined, deltas = options.deltas === true): RunHandle => {
     const events = createEmitter<RunEvents>();
     const durable = storeOf();
     runningHere.add(runId);
@@ -212,7 +224,8 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     const report = (_: unknown, raw: RunEvent) => {
       // Events go to the journal and to listeners (the CLI's --events, --json, the report): out.
       const event = redact(raw);
-      journal?.record(event);
+      // Streamed text is for the listeners of this life only: the output is journaled whole.
+      if (event.type !== 'task:delta') journal?.record(event);
       // Nobody listening: no stamped copy to make (the hot path of a big run).
       if (!events.all.has(event.type) && !events.all.has('*')) return;
       try {
@@ -303,6 +316,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           expander,
           journal,
           readOnly,
+          deltas,
           remote: remote ? { calls: remote, runId, config: { providers: plan.providers, tools: plan.tools } } : undefined,
         });
         actor = createActor(machine, { input, clock, systemId: 'supervisor', ...(options.inspect ? { inspect: options.inspect } : {}) });
@@ -432,7 +446,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         });
         lock(durable, runId);
       }
-      return start(plan, runId, options.seed ?? 0, undefined);
+      return start(plan, runId, options.seed ?? 0, undefined, runOptions.deltas ?? options.deltas === true);
     },
 
     resume(runId, resumeOptions = {}) {
@@ -441,7 +455,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       const { plan, seed } = planOf(record, resumeOptions.plan);
       lock(durable, runId);
       try {
-        return start(plan, runId, seed, stateOf(durable, runId, record.options));
+        return start(plan, runId, seed, stateOf(durable, runId, record.options), resumeOptions.deltas ?? options.deltas === true);
       } catch (error) {
         durable.releaseLock(runId, owner.id);
         throw error;
@@ -460,11 +474,11 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         // as this retry would (the tasks reopened, their earlier attempts not counted).
         const attempts = new Map(rows.map((r) => [r.taskId, r.attempts]));
         const session: RetrySession = { at: Date.now(), tasks, from: Object.fromEntries(tasks.map((id) => [id, attempts.get(id) ?? 0])) };
-        const options = { ...(record.options as Record<string, unknown> | null), retries: [...retrySessionsOf(record.options), session] };
-        durable.setRunOptions(runId, options);
+        const recorded = { ...(record.options as Record<string, unknown> | null), retries: [...retrySessionsOf(record.options), session] };
+        durable.setRunOptions(runId, recorded);
         durable.setRunStatus(runId, 'running');
         for (const id of tasks) if (attempts.has(id)) durable.taskReopened(runId, id, null, session.at);
-        return start(plan, runId, seed, { ...stateOf(durable, runId, options), retried: tasks.length });
+        return start(plan, runId, seed, { ...stateOf(durable, runId, recorded), retried: tasks.length }, retryOptions.deltas ?? options.deltas === true);
       } catch (error) {
         durable.releaseLock(runId, owner.id);
         throw error;
@@ -523,6 +537,8 @@ interface RunEffects {
   journal: RunJournal | undefined;
   /** Tools whose calls have no side effect (their results are not journaled). */
   readOnly: ReadonlySet<string>;
+  /** Turns stream their text as `task:delta` events. */
+  deltas: boolean;
   /** A distributed run: calls go to the workers as BullMQ jobs. */
   remote: { calls: RemoteCalls; runId: string; config: RunConfig } | undefined;
 }
@@ -615,7 +631,7 @@ function dispatchHook(hooks: BeforeDispatch[], plan: Plan, budgetLeft: () => num
  * The machines with this run's effects: a model call through the provider's adapter with the
  * lease's key, tool calls through the run's tools, and every report into the event stream.
  */
-function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, remote }: RunEffects) {
+function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, deltas, remote }: RunEffects) {
   const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal, system, self }) => {
     const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
     try {
@@ -624,6 +640,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
       const naming = toolNaming(call.tools);
       const wire = toWire(naming, call.tools.flatMap((name) => runTools.spec(name) ?? []), call.messages);
       const meta = { taskId: call.taskId, attempt: call.attempt, turn: call.turn };
+      const stream = deltas && !call.summary ? new DeltaStream(keyring.redactor, (text) => report(null, { type: 'task:delta', ...meta, text })) : undefined;
       if (remote) {
         // A distributed run: a worker makes the call with this lease's key (its secret from the
         // worker's own environment); the outcome comes back through the job.
@@ -646,6 +663,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
         // from when it really left (the worker's own measure of the call, so no clock is compared).
         // A margin keeps the estimate on the late side: a server counts arrivals by its own clock.
         if (outcome.callMs !== undefined) out.sentAt = nowOf(self) - outcome.callMs + SENT_AT_MARGIN_MS;
+        stream?.end(textOf(out.content));
         return keyring.redactor.redactDeep(out);
       }
       const reply = await adapters.get(call.provider)!.call({
@@ -658,13 +676,16 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
         signal,
         meta,
         ...(call.system !== undefined ? { system: call.system } : {}),
+        ...(stream ? { onText: (text: string) => stream.push(text) } : {}),
         // A cache leader's response has begun: its prefix is readable, the tasks held behind it can go.
         ...(call.cacheLead
           ? { onResponseStart: () => system.get('supervisor')?.send({ type: 'CACHE.WARM', taskId: call.taskId, attempt: call.attempt } satisfies CacheWarmEvent) }
           : {}),
       });
+      const out = fromWire(naming, reply);
+      stream?.end(textOf(out.content));
       // A reply that echoes a key (a hostile or broken endpoint) does not carry it into the run.
-      return keyring.redactor.redactDeep(fromWire(naming, reply));
+      return keyring.redactor.redactDeep(out);
     } catch (error) {
       const e = asProviderError(error, facts);
       // Servers echo keys back in error bodies: nothing leaves with a secret in it.
