@@ -116,6 +116,24 @@ describe('swarm.retry', () => {
     expect(result.tasks.x!.error?.message).toContain('[[sim:error 400]]');
   });
 
+  it('a retry cut short is finished by a resume, the retried task still with its full retries', async () => {
+    const file = join(dir, 'cut.db');
+    const swarm = createSwarm({ env, store: file });
+    const first = await swarm.run(planOf('cut')).result;
+    expect(first.tasks.b!.status).toBe('failed');
+    const retry = swarm.retry(first.runId);
+    retry.events.on('task:started', (e) => {
+      if (e.taskId === 'b') retry.cancel('cut short');
+    });
+    expect((await retry.result).status).toBe('cancelled');
+    // maxRetries is 0 and b failed once before the retry: only attempts since the retry count.
+    const resumed = await swarm.resume(first.runId).result;
+    await swarm.close();
+    expect(resumed.status).toBe('completed');
+    expect(resumed.tasks.b!.attempts).toBe(3);
+    expect(resumed.tasks.a!.output).toBe(first.tasks.a!.output);
+  });
+
   it('refuses what cannot be retried, with an error that says why', async () => {
     const file = join(dir, 'refused.db');
     const swarm = createSwarm({ env, store: file });
