@@ -475,9 +475,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         const attempts = new Map(rows.map((r) => [r.taskId, r.attempts]));
         const session: RetrySession = { at: Date.now(), tasks, from: Object.fromEntries(tasks.map((id) => [id, attempts.get(id) ?? 0])) };
         const recorded = { ...(record.options as Record<string, unknown> | null), retries: [...retrySessionsOf(record.options), session] };
-        durable.setRunOptions(runId, recorded);
-        durable.setRunStatus(runId, 'running');
-        for (const id of tasks) if (attempts.has(id)) durable.taskReopened(runId, id, null, session.at);
+        durable.reopenRun(runId, recorded, tasks, session.at);
         return start(plan, runId, seed, { ...stateOf(durable, runId, recorded), retried: tasks.length }, retryOptions.deltas ?? options.deltas === true);
       } catch (error) {
         durable.releaseLock(runId, owner.id);

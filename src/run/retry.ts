@@ -126,19 +126,23 @@ function graphOf(planTasks: readonly TaskSpec[], rows: readonly TaskRow[]): Map<
   };
   planTasks.forEach(add);
   const specs = new Map<string, TaskSpec>(planTasks.map((t) => [t.id, t]));
-  const subtasks = new Map<string, string[]>();
+  const subtasks = new Map<string, Set<string>>();
+  const accepted = new Map<string, Set<string> | undefined>();
   // Rows come in the order they were written: a planner's before its sub-tasks'. Only a planner
   // that completed has sub-tasks (those of its accepted answer), as in a restore.
   for (const row of rows) {
     if (row.parent === null || row.spec === null) continue;
     const planner = status.get(row.parent);
     if (planner?.status !== 'completed' || !nodes.has(row.parent)) continue;
-    const made = (planner.extra as Partial<PlannerExtra> | null)?.subtasks;
-    if (made && !made.includes(row.taskId)) continue;
+    if (!accepted.has(row.parent)) {
+      const made = (planner.extra as Partial<PlannerExtra> | null)?.subtasks;
+      accepted.set(row.parent, made ? new Set(made) : undefined);
+    }
+    if (accepted.get(row.parent)?.has(row.taskId) === false) continue;
     const spec = row.spec as TaskSpec;
     add(spec);
     specs.set(spec.id, spec);
-    (subtasks.get(row.parent) ?? subtasks.set(row.parent, []).get(row.parent)!).push(spec.id);
+    (subtasks.get(row.parent) ?? subtasks.set(row.parent, new Set()).get(row.parent)!).add(spec.id);
   }
   const dependentsOf = new Map<string, Node[]>();
   for (const node of nodes.values()) {
@@ -148,9 +152,10 @@ function graphOf(planTasks: readonly TaskSpec[], rows: readonly TaskRow[]): Map<
     const spec = specs.get(node.id)!;
     const waiting = (dependentsOf.get(node.id) ?? []).slice();
     // What depended on a planner also waits for its sub-tasks.
-    for (const sub of subtasks.get(node.id) ?? []) {
+    const made = subtasks.get(node.id);
+    for (const sub of made ?? []) {
       for (const after of dependentsOf.get(node.id) ?? []) {
-        if (after.id === sub || subtasks.get(node.id)!.includes(after.id)) continue;
+        if (made!.has(after.id)) continue;
         after.upstream.push(sub);
         nodes.get(sub)!.downstream.push(after);
       }
