@@ -30,6 +30,8 @@ export class Redactor {
   /** Each form a secret may appear in (as is, JSON-escaped) -> what replaces it. */
   private readonly forms = new Map<string, string>();
   private pattern: RegExp | null = null;
+  /** The length of the longest form. */
+  private longest = 0;
 
   /** Adds a secret, shown as `[redacted <label>]`. Empty ones are ignored. */
   add(secret: string, label: string): void {
@@ -39,6 +41,7 @@ export class Redactor {
     // Inside JSON text (an error body, a tool's JSON result) quotes and backslashes are escaped.
     const escaped = JSON.stringify(secret).slice(1, -1);
     if (escaped !== secret) this.forms.set(escaped, shown);
+    this.longest = Math.max(this.longest, secret.length, escaped.length);
     this.pattern = null;
   }
 
@@ -83,11 +86,10 @@ export class Redactor {
    */
   settledLength(text: string): number {
     if (this.forms.size === 0) return text.length;
-    let longest = 0;
-    for (const form of this.forms.keys()) longest = Math.max(longest, form.length);
-    const cut = Math.max(0, text.length - (longest - 1));
+    const cut = Math.max(0, text.length - (this.longest - 1));
     // A whole secret across the cut moves it back to where that secret starts.
-    const pattern = new RegExp(this.patternOf().source, 'g');
+    const pattern = this.patternOf();
+    pattern.lastIndex = 0;
     for (let m = pattern.exec(text); m !== null && m.index < cut; m = pattern.exec(text)) {
       if (m.index + m[0].length > cut) return m.index;
     }
