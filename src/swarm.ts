@@ -463,6 +463,10 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     },
 
     retry(runId, retryOptions = {}) {
+      const only: unknown = retryOptions.tasks;
+      if (only !== undefined && !(Array.isArray(only) && only.every((t) => typeof t === 'string'))) {
+        throw new TypeError(`retry(runId, { tasks }): tasks must be an array of task ids (strings), got ${JSON.stringify(only)?.slice(0, 80) ?? typeof only}`);
+      }
       const { durable, record } = journaledRun(runId, 'retry');
       const { plan, seed } = planOf(record, retryOptions.plan);
       // Taken first: a run that is running is refused for that, whatever else it is.

@@ -147,6 +147,7 @@ describe('swarm.retry', () => {
       throw new Error('not refused');
     };
     expect(refused(() => swarm.retry('nosuchrun'))).toMatchObject({ code: 'RUN_NOT_FOUND', message: `no run "nosuchrun" in ${file}` });
+    expect(() => swarm.retry(first.runId, { tasks: 'b' as never })).toThrow('retry(runId, { tasks }): tasks must be an array of task ids (strings), got "b"');
     const completed = refused(() => swarm.retry(first.runId, { tasks: ['a'] }));
     expect(completed).toBeInstanceOf(RetryError);
     expect(completed).toMatchObject({ code: 'TASK_COMPLETED', taskId: 'a' });
