@@ -74,7 +74,7 @@ Options:
                      $SWARMSTATE_STORE, else .swarmstate/runs.db in the working directory.
   --tasks <ids>      retry: only these tasks (comma-separated) and what depends on them.
   --plan <file>      resume, retry: the plan file again, for a run whose plan had inline keys (never stored).
-  --redis <url>      run/resume: coordinate a distributed run on this Redis (BullMQ): every model
+  --redis <url>      run/resume/retry: coordinate a distributed run on this Redis (BullMQ): every model
                      and tool call goes to \`swarmstate worker\` processes. Keys from the environment only.
                      run, resume and worker wait at most 10 s for Redis to answer
                      ($SWARMSTATE_REDIS_CONNECT_MS, in ms), then exit 2.
