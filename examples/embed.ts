@@ -2,9 +2,10 @@
  * Embedding swarmstate in a Node app: a three-task plan on a scripted in-process provider.
  * Run: npx tsx examples/embed.ts   (CI runs it through test/examples.test.ts)
  */
-import { createScriptedProvider, createSwarm } from 'swarmstate';
+import { createScriptedProvider, createSwarm, definePlan } from 'swarmstate';
 
-const plan = {
+// definePlan types the plan as it is written (a misspelt field is a compile error) and keeps its task ids.
+const plan = definePlan({
   providers: { llm: { type: 'sim', keys: [] } },
   models: { fast: { provider: 'llm', model: 'small-model', maxTokens: 256 } },
   tasks: [
@@ -12,7 +13,7 @@ const plan = {
     { id: 'poem', model: 'fast', prompt: 'Write a haiku from these facts: {{facts}}', deps: ['facts'] },
     { id: 'title', model: 'fast', prompt: 'Give the poem a title: {{poem}}', deps: ['poem'] },
   ],
-};
+});
 
 // Any object with `call(request)` is a provider; this one answers from a function.
 const llm = createScriptedProvider((req) => `(${req.meta.taskId}) answer to: ${req.messages.at(-1)?.content.length} block(s)`);

@@ -235,7 +235,10 @@ export function callInputOf(context: AgentContext): ModelCallInput {
     tools: summary ? [] : context.input.tools,
     maxTokens: target.maxTokens,
   };
-  if (summary) call.system = SUMMARY_SYSTEM;
+  if (summary) {
+    call.system = SUMMARY_SYSTEM;
+    call.summary = true;
+  }
   else if (context.input.system !== undefined) call.system = context.input.system;
   // Only a call on the task's own route warms its group's cache (a fallback writes another one).
   if (context.input.cacheLead && !summary && context.routeIndex === 0 && !context.override?.target) call.cacheLead = true;

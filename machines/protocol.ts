@@ -149,6 +149,8 @@ export interface ModelCallInput {
   cacheLead?: boolean;
   /** The task's output checks: a schema is also sent natively; a final answer comes back with a `verdict`. */
   output?: OutputCheckSpec;
+  /** A compaction summary, not a turn of the task (its text is not the task's: no `task:delta`). */
+  summary?: true;
 }
 
 /** What a task's answer must meet (src/plan/structured.ts checks it, src/swarm.ts on each final answer). */
@@ -432,12 +434,19 @@ export type RunEvent =
       resumed?: boolean;
       /** A resume: tasks that had completed before (they send no events of their own). */
       alreadyCompleted?: number;
+      /** A retry (`swarm.retry`): the tasks it sent back to pending (failed, skipped, cancelled, and what depends on them). */
+      retried?: number;
     }
   | { type: 'task:queued'; taskId: string }
   | { type: 'task:started'; taskId: string; attempt: number; model: string; route?: string }
   | { type: 'task:retry'; taskId: string; attempt: number; retry: number; delayMs: number; error: ErrorInfo }
   /** `usage`: this attempt's. `requests`, `retries`: the task's, over all its attempts. */
   | { type: 'task:completed'; taskId: string; attempt: number; output: string; usage: Usage; requests?: number; retries?: number }
+  /**
+   * Opt-in (`createSwarm({ deltas: true })`), never journaled: a piece of a turn's text as it
+   * streams in, in order. A call retried within the attempt (`task:retry`) streams again from its start.
+   */
+  | { type: 'task:delta'; taskId: string; attempt: number; turn: number; text: string }
   | { type: 'task:failed'; taskId: string; attempt: number; error: ErrorInfo; willRetry: boolean }
   | { type: 'task:skipped'; taskId: string; reason: string }
   | { type: 'task:fallback'; taskId: string; attempt: number; from: string; to: string; reason: string }

@@ -279,12 +279,15 @@ export function restoreOf(
   spentByTask: Record<string, number>,
   expander: PlanExpander,
   planTaskIds: ReadonlySet<string>,
+  /** Per task sent back by a retry (src/run/retry.ts): the attempts it had made before. */
+  retryBases: ReadonlyMap<string, number> = new Map(),
 ): RunRestore {
   // What the task rows do not keep for an unfinished task: its failed (retried) attempts, and
-  // those a crash interrupted. Both count against its retries.
+  // those a crash interrupted. Both count against its retries (those since its last retry only).
   const interrupted = new Map<string, number>();
   const failed = new Map<string, number>();
   for (const a of attempts) {
+    if (a.attempt <= (retryBases.get(a.taskId) ?? 0)) continue;
     if (a.endedAt === null) interrupted.set(a.taskId, (interrupted.get(a.taskId) ?? 0) + 1);
     else if (a.status === 'failed') failed.set(a.taskId, (failed.get(a.taskId) ?? 0) + 1);
   }
@@ -321,14 +324,18 @@ export function restoreOf(
       attempts: row.attempts,
       // Attempts a crash interrupted count against the task's retries: a task that takes the
       // process down each time it runs is not dispatched forever.
-      retries: row.status === 'completed' ? row.retries : Math.max(row.retries, failed.get(row.taskId) ?? 0) + (interrupted.get(row.taskId) ?? 0),
+      retries:
+        row.status === 'completed'
+          ? row.retries
+          : (retryBases.has(row.taskId) ? (failed.get(row.taskId) ?? 0) : Math.max(row.retries, failed.get(row.taskId) ?? 0)) + (interrupted.get(row.taskId) ?? 0),
       requests: row.requests,
       usage: (row.usage as Usage | null) ?? ZERO_USAGE,
       // Own entries only: a task named `constructor` must not read the prototype's.
       costUsd: (Object.hasOwn(spentByTask, row.taskId) ? spentByTask[row.taskId] : undefined) ?? row.costUsd ?? 0,
     };
     if (row.output !== null) task.output = row.output;
-    if (row.error) task.error = row.error as ErrorInfo;
+    // A task a retry sent back starts clean: the old error is not its own until it fails again.
+    if (row.error && !(retryBases.has(row.taskId) && task.status === 'pending')) task.error = row.error as ErrorInfo;
     if (extra.rounds !== undefined) task.rounds = extra.rounds;
     if (extra.approved !== undefined) task.approved = extra.approved;
     if (extra.feedback && task.status === 'pending') {

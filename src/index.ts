@@ -7,10 +7,12 @@
  * const swarm = createSwarm();
  * const result = await swarm.run(plan).result;
  */
-export { createSwarm, RunLockedError, type ResumeOptions, type RunEvents, type RunHandle, type RunOptions, type Swarm, type SwarmOptions, type TimedRunEvent } from './swarm.js';
+export { createSwarm, RunLockedError, type ResumeOptions, type RetryOptions, type RunEvents, type RunHandle, type RunOptions, type Swarm, type SwarmOptions, type TimedRunEvent } from './swarm.js';
 export { openStore, MemoryStore, SqliteStore, StoreError, type Store, type RunSummary, type RunRecord } from './store/index.js';
 export { PlanValidationError, parsePlan, validatePlan, type Plan, type PlanInput, type PlanIssue } from './plan/index.js';
 export type { OutputOf, OutputsOf, ResultOf, TypedRunResult } from './plan/typed.js';
+export { RetryError, type RetryErrorCode, type RetrySession } from './run/retry.js';
+export { definePlan, type DefinedPlan, type TaskInput } from './plan/define.js';
 export { ProviderError } from './providers/errors.js';
 export { createScriptedProvider, type ScriptReply, type ScriptedProvider, type ScriptedProviderOptions } from './providers/scripted.js';
 export { createAnthropicProvider, type AnthropicProviderOptions } from './providers/anthropic.js';

@@ -30,6 +30,8 @@ export class Redactor {
   /** Each form a secret may appear in (as is, JSON-escaped) -> what replaces it. */
   private readonly forms = new Map<string, string>();
   private pattern: RegExp | null = null;
+  /** The length of the longest form. */
+  private longest = 0;
 
   /** Adds a secret, shown as `[redacted <label>]`. Empty ones are ignored. */
   add(secret: string, label: string): void {
@@ -39,6 +41,7 @@ export class Redactor {
     // Inside JSON text (an error body, a tool's JSON result) quotes and backslashes are escaped.
     const escaped = JSON.stringify(secret).slice(1, -1);
     if (escaped !== secret) this.forms.set(escaped, shown);
+    this.longest = Math.max(this.longest, secret.length, escaped.length);
     this.pattern = null;
   }
 
@@ -58,6 +61,13 @@ export class Redactor {
 
   redact(text: string): string {
     if (this.forms.size === 0 || text === '') return text;
+    const pattern = this.patternOf();
+    pattern.lastIndex = 0;
+    if (!pattern.test(text)) return text;
+    return text.replace(pattern, (secret) => this.forms.get(secret)!);
+  }
+
+  private patternOf(): RegExp {
     // Longest first: a secret that contains another is replaced whole.
     this.pattern ??= new RegExp(
       [...this.forms.keys()]
@@ -66,9 +76,24 @@ export class Redactor {
         .join('|'),
       'g',
     );
-    this.pattern.lastIndex = 0;
-    if (!this.pattern.test(text)) return text;
-    return text.replace(this.pattern, (secret) => this.forms.get(secret)!);
+    return this.pattern;
+  }
+
+  /**
+   * How much of `text` (streamed text, more of it still to come) may be shown now: no secret
+   * runs past that point, and none can start before it and end in what is still to come (the
+   * last `longest - 1` characters wait). `text.length` when there is no secret.
+   */
+  settledLength(text: string): number {
+    if (this.forms.size === 0) return text.length;
+    const cut = Math.max(0, text.length - (this.longest - 1));
+    // A whole secret across the cut moves it back to where that secret starts.
+    const pattern = this.patternOf();
+    pattern.lastIndex = 0;
+    for (let m = pattern.exec(text); m !== null && m.index < cut; m = pattern.exec(text)) {
+      if (m.index + m[0].length > cut) return m.index;
+    }
+    return cut;
   }
 
   /** `value` with every string in it redacted; objects and arrays are copied only where something changed. */

@@ -41,7 +41,9 @@ import { decisionOf, loadHookModule, toolDecisionOf, type BeforeDispatch, type B
 import type { ToolDefinition } from './tools/local.js';
 import { RunTools } from './tools/registry.js';
 import { hasRedactions, inlineSecretPaths, redactPlan, refusalOf, restoreOf, RunJournal, settingSecrets, unredactPlan } from './durable.js';
-import { openStore, openStoreToRead, type AttemptRow, type RunSummary, type Spent, type Store, type StoreError, type TaskRow } from './store/index.js';
+import { openStore, openStoreToRead, type AttemptRow, type RunRecord, type RunSummary, type Spent, type Store, type StoreError, type TaskRow } from './store/index.js';
+import { DeltaStream } from './run/deltas.js';
+import { RetryError, retryBasesOf, retrySessionsOf, tasksToRetry, type RetrySession } from './run/retry.js';
 import { readFileSync } from 'node:fs';
 import { RemoteCalls, unwrap } from './distributed/remote.js';
 import type { BatchJob, ModelJob, RunConfig, ToolJob } from './distributed/protocol.js';
@@ -94,16 +96,34 @@ export interface SwarmOptions {
    * each worker reads its own. Without it, everything runs in this process.
    */
   redis?: string;
+  /**
+   * Stream each task's text as it arrives as `task:delta` events (for UIs): off by default, so
+   * a run's event volume does not change. Never journaled. `run`, `resume` and `retry` may say
+   * otherwise for one run.
+   */
+  deltas?: boolean;
 }
 
 export interface RunOptions {
   /** The plan file's path: recorded with the run, so a resume can read inline secrets from it again. */
   source?: string;
+  /** `task:delta` events for this run (default: the swarm's `deltas`). */
+  deltas?: boolean;
 }
 
 export interface ResumeOptions {
   /** The plan again, for a run whose plan had inline secrets (they are never stored) and whose file is gone. */
   plan?: unknown;
+  /** `task:delta` events for this run (default: the swarm's `deltas`). */
+  deltas?: boolean;
+}
+
+export interface RetryOptions extends ResumeOptions {
+  /**
+   * Only these tasks (and what depends on them) run again; each must be one that did not
+   * complete. Default: every task of the run that did not complete.
+   */
+  tasks?: readonly string[];
 }
 
 /** Another process is running (or resuming) this run. */
@@ -150,6 +170,13 @@ export interface Swarm {
    * RunLockedError when another live process holds the run.
    */
   resume(runId: string, options?: ResumeOptions): RunHandle;
+  /**
+   * Runs the failed, skipped and cancelled tasks of a journaled run again, with fresh retries
+   * (and what depends on them), as the same run: completed tasks keep their outputs and are not
+   * sent again, budgets continue from what was spent. Throws RetryError (nothing to retry, a
+   * task named that is unknown or completed) and RunLockedError (the run is running).
+   */
+  retry(runId: string, options?: RetryOptions): RunHandle;
   /** The journaled runs, newest first (empty without a store). */
   runs(limit?: number): RunSummary[];
   /** Cancels runs still going and frees provider connections. */
@@ -188,7 +215,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   const remote = options.redis ? new RemoteCalls(options.redis) : undefined;
 
   /** Starts a run (new, or resumed from its journal); the plan is valid and the run locked. */
-  const start = (plan: Plan, runId: string, seed: number, restore: { rows: TaskRow[]; attempts: AttemptRow[]; spent: Spent } | undefined, baseDir?: string): RunHandle => {
+  const start = (plan: Plan, runId: string, seed: number, restore: JournaledState | undefined, deltas = options.deltas === true, baseDir?: string): RunHandle => {
     const events = createEmitter<RunEvents>();
     const durable = storeOf();
     runningHere.add(runId);
@@ -203,7 +230,8 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     const report = (_: unknown, raw: RunEvent) => {
       // Events go to the journal and to listeners (the CLI's --events, --json, the report): out.
       const event = redact(raw);
-      journal?.record(event);
+      // Streamed text is for the listeners of this life only: the output is journaled whole.
+      if (event.type !== 'task:delta') journal?.record(event);
       // Nobody listening: no stamped copy to make (the hot path of a big run).
       if (!events.all.has(event.type) && !events.all.has('*')) return;
       try {
@@ -272,7 +300,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           journal ? (planner, specs) => journal.acceptSubtasks(planner, specs) : undefined,
         );
         if (restore) {
-          input.restore = restoreOf(restore.rows, restore.attempts, restore.spent.byTask, expander, new Set(plan.tasks.map((t) => t.id)));
+          input.restore = restoreOf(restore.rows, restore.attempts, restore.spent.byTask, expander, new Set(plan.tasks.map((t) => t.id)), restore.retryBases);
           if (input.budgets) input.budgets.spent = { runUsd: restore.spent.total, byTask: restore.spent.byTask, byModel: restore.spent.byModel };
         }
         const keyIdsOf = new Map(input.providers.map((p) => [p.name, p.keys.map((k) => k.keyId)]));
@@ -294,6 +322,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           expander,
           journal,
           readOnly,
+          deltas,
           remote: remote ? { calls: remote, runId, config: { providers: plan.providers, tools: plan.tools } } : undefined,
         });
         actor = createActor(machine, { input, clock, systemId: 'supervisor', ...(options.inspect ? { inspect: options.inspect } : {}) });
@@ -311,6 +340,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           maxInFlight: input.maxInFlight,
           ...(plan.budget?.usd !== undefined ? { budgetUsd: plan.budget.usd } : {}),
           ...(input.restore ? { resumed: true, alreadyCompleted: input.restore.tasks.filter((t) => t.status === 'completed').length } : {}),
+          ...(restore?.retried !== undefined ? { retried: restore.retried } : {}),
         });
         started = true;
         actor.start();
@@ -370,6 +400,44 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     if (!got.ok) throw new RunLockedError(runId, got.holder);
   };
 
+  /** A journaled run that can be continued: it exists and was not refused at start. */
+  const journaledRun = (runId: string, what: 'resume' | 'retry') => {
+    const durable = storeOf();
+    if (!durable) {
+      const message = `this swarm has no store (store: false): there is nothing to ${what} from`;
+      throw what === 'retry' ? new RetryError('NO_STORE', message, runId) : new Error(message);
+    }
+    const record = durable.getRun(runId);
+    if (!record) {
+      const message = `no run "${runId}" in ${durable.path}`;
+      throw what === 'retry' ? new RetryError('RUN_NOT_FOUND', message, runId) : new Error(message);
+    }
+    const refused = refusalOf(record.result);
+    if (refused) {
+      throw new Error(`run ${runId} was refused at start and never ran (${refused.code}: ${refused.message}); there is nothing to ${what}: start it again once that is fixed`);
+    }
+    return { durable, record };
+  };
+
+  /** The journaled run's plan (its inline secrets put back) and seed. */
+  const planOf = (record: RunRecord, given: unknown): { plan: Plan; seed: number; baseDir?: string } => {
+    let raw = record.plan;
+    if (hasRedactions(raw)) {
+      const source = given ?? (record.source ? readPlanFile(record.source) : undefined);
+      if (source === undefined) {
+        throw new Error(`run ${record.id} was started with inline secrets in its plan, which are never stored: pass the plan again (resume(runId, { plan }) or --plan)`);
+      }
+      raw = unredactPlan(raw, source);
+    }
+    // A map's items file is read relative to the plan file the run was started from.
+    const baseDir = record.source ? dirname(record.source) : undefined;
+    const plan = parsePlan(raw, { env, tools: tools.keys(), ...(baseDir !== undefined ? { baseDir } : {}) });
+    if (remote) checkDistributable(plan, tools.size);
+    // The run's own seed, as it started: the same jitter and route draws as if never interrupted.
+    const recorded = (record.options as { seed?: unknown } | null)?.seed;
+    return { plan, seed: typeof recorded === 'number' ? recorded : (options.seed ?? 0), ...(baseDir !== undefined ? { baseDir } : {}) };
+  };
+
   return {
     run(raw, runOptions = {}) {
       // A map's items file is read relative to the plan file (else the working directory).
@@ -390,36 +458,41 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         lock(durable, runId);
       }
       // The result's outputs are typed from the plan as written (structured ones are parsed values).
-      return start(plan, runId, options.seed ?? 0, undefined, baseDir) as RunHandle<never>;
+      return start(plan, runId, options.seed ?? 0, undefined, runOptions.deltas ?? options.deltas === true, baseDir) as RunHandle<never>;
     },
 
     resume(runId, resumeOptions = {}) {
-      const durable = storeOf();
-      if (!durable) throw new Error('this swarm has no store (store: false): there is nothing to resume from');
-      const record = durable.getRun(runId);
-      if (!record) throw new Error(`no run "${runId}" in ${durable.path}`);
-      const refused = refusalOf(record.result);
-      if (refused) {
-        throw new Error(`run ${runId} was refused at start and never ran (${refused.code}: ${refused.message}); there is nothing to resume: start it again once that is fixed`);
-      }
+      const { durable, record } = journaledRun(runId, 'resume');
       if (FINISHED.has(record.status)) return finishedHandle(runId, record.result as RunResult);
-      let raw = record.plan;
-      if (hasRedactions(raw)) {
-        const source = resumeOptions.plan ?? (record.source ? readPlanFile(record.source) : undefined);
-        if (source === undefined) {
-          throw new Error(`run ${runId} was started with inline secrets in its plan, which are never stored: pass the plan again (resume(runId, { plan }) or --plan)`);
-        }
-        raw = unredactPlan(raw, source);
-      }
-      const baseDir = record.source ? dirname(record.source) : undefined;
-      const plan = parsePlan(raw, { env, tools: tools.keys(), ...(baseDir !== undefined ? { baseDir } : {}) });
-      if (remote) checkDistributable(plan, tools.size);
+      const { plan, seed, baseDir } = planOf(record, resumeOptions.plan);
       lock(durable, runId);
       try {
-        // The run's own seed, as it started: the same jitter and route draws as if never interrupted.
-        const recorded = (record.options as { seed?: unknown } | null)?.seed;
-        const seed = typeof recorded === 'number' ? recorded : (options.seed ?? 0);
-        return start(plan, runId, seed, { rows: durable.loadTasks(runId), attempts: durable.loadAttempts(runId), spent: durable.spent(runId) }, baseDir);
+        return start(plan, runId, seed, stateOf(durable, runId, record.options), resumeOptions.deltas ?? options.deltas === true, baseDir);
+      } catch (error) {
+        durable.releaseLock(runId, owner.id);
+        throw error;
+      }
+    },
+
+    retry(runId, retryOptions = {}) {
+      const only: unknown = retryOptions.tasks;
+      if (only !== undefined && !(Array.isArray(only) && only.every((t) => typeof t === 'string'))) {
+        throw new TypeError(`retry(runId, { tasks }): tasks must be an array of task ids (strings), got ${JSON.stringify(only)?.slice(0, 80) ?? typeof only}`);
+      }
+      const { durable, record } = journaledRun(runId, 'retry');
+      const { plan, seed, baseDir } = planOf(record, retryOptions.plan);
+      // Taken first: a run that is running is refused for that, whatever else it is.
+      lock(durable, runId);
+      try {
+        const rows = durable.loadTasks(runId);
+        const tasks = tasksToRetry(runId, plan.tasks, rows, retryOptions.tasks);
+        // The journal first, durably: a crash from here on leaves a run that a resume finishes
+        // as this retry would (the tasks reopened, their earlier attempts not counted).
+        const attempts = new Map(rows.map((r) => [r.taskId, r.attempts]));
+        const session: RetrySession = { at: Date.now(), tasks, from: Object.fromEntries(tasks.map((id) => [id, attempts.get(id) ?? 0])) };
+        const recorded = { ...(record.options as Record<string, unknown> | null), retries: [...retrySessionsOf(record.options), session] };
+        durable.reopenRun(runId, recorded, tasks, session.at);
+        return start(plan, runId, seed, { ...stateOf(durable, runId, recorded), retried: tasks.length }, retryOptions.deltas ?? options.deltas === true, baseDir);
       } catch (error) {
         durable.releaseLock(runId, owner.id);
         throw error;
@@ -453,6 +526,21 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   };
 }
 
+/** What a resume (or a retry) restores a run from. */
+interface JournaledState {
+  rows: TaskRow[];
+  attempts: AttemptRow[];
+  spent: Spent;
+  /** Per task sent back by a retry: the attempts it had made before. */
+  retryBases: Map<string, number>;
+  /** A retry: how many tasks it sent back to pending. */
+  retried?: number;
+}
+
+function stateOf(store: Store, runId: string, runOptions: unknown): JournaledState {
+  return { rows: store.loadTasks(runId), attempts: store.loadAttempts(runId), spent: store.spent(runId), retryBases: retryBasesOf(runOptions) };
+}
+
 interface RunEffects {
   keyring: Keyring;
   adapters: Map<string, Provider>;
@@ -463,6 +551,8 @@ interface RunEffects {
   journal: RunJournal | undefined;
   /** Tools whose calls have no side effect (their results are not journaled). */
   readOnly: ReadonlySet<string>;
+  /** Turns stream their text as `task:delta` events. */
+  deltas: boolean;
   /** A distributed run: calls go to the workers as BullMQ jobs. */
   remote: { calls: RemoteCalls; runId: string; config: RunConfig } | undefined;
 }
@@ -555,7 +645,7 @@ function dispatchHook(hooks: BeforeDispatch[], plan: Plan, budgetLeft: () => num
  * The machines with this run's effects: a model call through the provider's adapter with the
  * lease's key, tool calls through the run's tools, and every report into the event stream.
  */
-function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, remote }: RunEffects) {
+function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, deltas, remote }: RunEffects) {
   const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal, system, self }) => {
     const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
     try {
@@ -565,6 +655,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
       const wire = toWire(naming, call.tools.flatMap((name) => runTools.spec(name) ?? []), call.messages);
       const meta = { taskId: call.taskId, attempt: call.attempt, turn: call.turn };
       const output = call.output?.schema ? { output: { name: outputFormatName(call.taskId), schema: call.output.schema } } : {};
+      const stream = deltas && !call.summary ? new DeltaStream(keyring.redactor, (text) => report(null, { type: 'task:delta', ...meta, text })) : undefined;
       if (remote) {
         // A distributed run: a worker makes the call with this lease's key (its secret from the
         // worker's own environment); the outcome comes back through the job.
@@ -588,6 +679,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
         // from when it really left (the worker's own measure of the call, so no clock is compared).
         // A margin keeps the estimate on the late side: a server counts arrivals by its own clock.
         if (outcome.callMs !== undefined) out.sentAt = nowOf(self) - outcome.callMs + SENT_AT_MARGIN_MS;
+        stream?.end(textOf(out.content));
         return withVerdict(call, keyring.redactor.redactDeep(out));
       }
       const reply = await adapters.get(call.provider)!.call({
@@ -601,13 +693,16 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
         meta,
         ...output,
         ...(call.system !== undefined ? { system: call.system } : {}),
+        ...(stream ? { onText: (text: string) => stream.push(text) } : {}),
         // A cache leader's response has begun: its prefix is readable, the tasks held behind it can go.
         ...(call.cacheLead
           ? { onResponseStart: () => system.get('supervisor')?.send({ type: 'CACHE.WARM', taskId: call.taskId, attempt: call.attempt } satisfies CacheWarmEvent) }
           : {}),
       });
+      const out = fromWire(naming, reply);
+      stream?.end(textOf(out.content));
       // A reply that echoes a key (a hostile or broken endpoint) does not carry it into the run.
-      return withVerdict(call, keyring.redactor.redactDeep(fromWire(naming, reply)));
+      return withVerdict(call, keyring.redactor.redactDeep(out));
     } catch (error) {
       const e = asProviderError(error, facts);
       // Servers echo keys back in error bodies: nothing leaves with a secret in it.

@@ -6,7 +6,7 @@
 import { readFile, writeFile, appendFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { dirname, join, resolve } from 'node:path';
-import { createSwarm, RunLockedError } from '../swarm.js';
+import { createSwarm, RunLockedError, type Swarm } from '../swarm.js';
 import { StoreError } from '../store/index.js';
 import { PlanValidationError, validatePlan } from '../plan/index.js';
 import type { RunResult } from '../../machines/runTable.js';
@@ -33,6 +33,7 @@ Usage:
   swarmstate run <plan.json> [--json] [--events <file.ndjson>] [--report <file.html>] [--seed <n>]
                  [--quiet] [--inspect [--inspect-url <ws://...>]] [--real]
   swarmstate resume <runId> [--store <file>] [--plan <plan.json>] [--json] [--events <file>] [--report <file>] [--quiet]
+  swarmstate retry <runId> [--tasks <id,id>] [--store <file>] [--plan <plan.json>] [--json] [--events <file>] [--report <file>] [--quiet]
   swarmstate runs [--store <file>] [--json]
   swarmstate worker --redis <redis://host:6379> [--concurrency 8] [--lock-ms 30000]
   swarmstate validate <plan.json>
@@ -48,6 +49,9 @@ Commands:
   resume     Continue a run that was interrupted (a crash, Ctrl-C, a full disk) from its journal:
              completed tasks are not run again, budgets continue from what was spent. A run that
              had finished prints its result.
+  retry      Run the failed, skipped and cancelled tasks of a finished run again (and what depends
+             on them), with fresh retries, as the same run: completed tasks keep their outputs and
+             are not sent again, the budget continues from what was spent.
   runs       List the journaled runs: id, status, progress, cost.
   worker     Make the model and tool calls of distributed runs (run --redis): start as many as
              you like, on any machine with the keys' environment variables; stop them any time.
@@ -69,8 +73,9 @@ Options:
   --seed <n>         Seed of every random choice (retry jitter, the simulator). Default 0.
   --store <file>     The run journal: a SQLite file, or "memory" (no journal kept). Default
                      $SWARMSTATE_STORE, else .swarmstate/runs.db in the working directory.
-  --plan <file>      resume: the plan file again, for a run whose plan had inline keys (never stored).
-  --redis <url>      run/resume: coordinate a distributed run on this Redis (BullMQ): every model
+  --tasks <ids>      retry: only these tasks (comma-separated) and what depends on them.
+  --plan <file>      resume, retry: the plan file again, for a run whose plan had inline keys (never stored).
+  --redis <url>      run/resume/retry: coordinate a distributed run on this Redis (BullMQ): every model
                      and tool call goes to \`swarmstate worker\` processes. Keys from the environment only.
                      run, resume and worker wait at most 10 s for Redis to answer
                      ($SWARMSTATE_REDIS_CONNECT_MS, in ms), then exit 2.
@@ -104,6 +109,7 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
         quiet: { type: 'boolean', default: false },
         store: { type: 'string' },
         plan: { type: 'string' },
+        tasks: { type: 'string' },
         redis: { type: 'string' },
         concurrency: { type: 'string' },
         'lock-ms': { type: 'string' },
@@ -148,10 +154,20 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
       return listRuns(values.store, values.json, io);
     case 'worker':
       return workerCommand(values.redis, values.concurrency, values['lock-ms'], io);
-    case 'resume': {
+    case 'resume':
+    case 'retry': {
       const runId = rest[0];
       if (!runId) {
-        io.err.write('swarmstate: a run id is required (swarmstate resume <runId>; `swarmstate runs` lists them)\n');
+        io.err.write(`swarmstate: a run id is required (swarmstate ${command} <runId>; \`swarmstate runs\` lists them)\n`);
+        return EXIT.invalid;
+      }
+      if (values.tasks !== undefined && command !== 'retry') {
+        io.err.write('swarmstate: --tasks is for retry (swarmstate retry <runId> --tasks a,b)\n');
+        return EXIT.invalid;
+      }
+      const tasks = values.tasks?.split(',').map((t) => t.trim()).filter((t) => t !== '');
+      if (tasks !== undefined && tasks.length === 0) {
+        io.err.write('swarmstate: --tasks needs task ids, comma-separated (swarmstate retry <runId> --tasks a,b)\n');
         return EXIT.invalid;
       }
       let planAgain: unknown;
@@ -160,7 +176,7 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
         if (planAgain === undefined) return EXIT.invalid;
       }
       return runPlan(
-        { resume: runId, ...(planAgain !== undefined ? { plan: planAgain, planFile: resolve(values.plan!) } : {}) },
+        { resume: runId, ...(command === 'retry' ? { retry: tasks ?? 'all' } : {}), ...(planAgain !== undefined ? { plan: planAgain, planFile: resolve(values.plan!) } : {}) },
         { seed, json: values.json, quiet: values.quiet, events: values.events, report: values.report, inspect: undefined, store: values.store, redis: values.redis },
         io,
       );
@@ -237,8 +253,8 @@ interface RunFlags {
   redis: string | undefined;
 }
 
-/** A new run of a plan (from its file), or a journaled run to resume. */
-type RunTarget = { plan: unknown; source: string } | { resume: string; plan?: unknown; planFile?: string };
+/** A new run of a plan (from its file), or a journaled run to resume (or to retry: its failures, or these tasks). */
+type RunTarget = { plan: unknown; source: string } | { resume: string; retry?: string[] | 'all'; plan?: unknown; planFile?: string };
 
 async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
   const plan = 'resume' in target ? undefined : target.plan;
@@ -290,7 +306,7 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
   }
   let run;
   try {
-    run = 'resume' in target ? swarm.resume(target.resume, target.plan !== undefined ? { plan: target.plan } : {}) : swarm.run(target.plan, { source: target.source });
+    run = 'resume' in target ? continued(swarm, target) : swarm.run(target.plan, { source: target.source });
   } catch (error) {
     await swarm.close();
     if (error instanceof PlanValidationError) {
@@ -306,7 +322,7 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
   }
   // A journal kept in memory ends with the process: there is nothing to resume from.
   const resumeHint = journal === undefined ? '' : ` (if interrupted: ${resumeCommand(run.id, flags)})`;
-  if (!flags.quiet && !flags.json) io.err.write(`${'resume' in target ? 'resuming' : 'run'} ${run.id}${resumeHint}\n`);
+  if (!flags.quiet && !flags.json) io.err.write(`${'resume' in target ? (target.retry ? 'retrying' : 'resuming') : 'run'} ${run.id}${resumeHint}\n`);
   // Every event is kept for the summary and the report, and written to --events as it comes.
   const seen: TimedRunEvent[] = [];
   run.events.on('*', (_type, event) => void seen.push(event as TimedRunEvent));
@@ -367,6 +383,13 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
   if (flags.json) io.out.write(jsonForTerminal(result) + '\n');
   else io.out.write(formatSummaryTable(result, seen) + '\n');
   return result.status === 'completed' ? EXIT.ok : EXIT.incomplete;
+}
+
+/** A journaled run resumed, or its failures retried. */
+function continued(swarm: Swarm, target: Extract<RunTarget, { resume: string }>) {
+  const again = target.plan !== undefined ? { plan: target.plan } : {};
+  if (!target.retry) return swarm.resume(target.resume, again);
+  return swarm.retry(target.resume, { ...again, ...(target.retry !== 'all' ? { tasks: target.retry } : {}) });
 }
 
 /** The command that resumes a run, with the flags that find its journal and queue again. */

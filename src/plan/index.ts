@@ -7,3 +7,4 @@ export * from './subtasks.js';
 export { parsedOutput } from './structured.js';
 export type { OutputOf, OutputsOf, ResultOf, TypedRunResult } from './typed.js';
 export { DEFAULT_FAN_IN, DEFAULT_MAX_ITEMS } from './mapreduce.js';
+export { definePlan, type DefinedPlan, type TaskInput } from './define.js';

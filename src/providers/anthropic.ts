@@ -30,7 +30,7 @@ import type { ContentBlock, Message, ModelCallOutput, RateLimitHint, StopReason,
 import { type CallFacts, classifyStreamError, jsonObjectOf, malformedResponse, toolInputOf, truncatedStream } from './classify.js';
 import { exchange, HttpClient, type HttpResponse } from './http.js';
 import { MAX_REPLY_BLOCKS, ReplyGuard, readJsonBody } from './replyLimits.js';
-import { type Provider, type ProviderRequest, responseStartNotifier, callHeader } from './types.js';
+import { type Provider, type ProviderRequest, responseStartNotifier, callHeader, textNotifier } from './types.js';
 
 export interface AnthropicProviderOptions {
   /** Default https://api.anthropic.com */
@@ -180,6 +180,7 @@ async function readStream(
   started: () => void,
 ): Promise<ModelCallOutput> {
   const guard = new ReplyGuard(request.maxTokens, facts, rateLimit);
+  const onText = textNotifier(request);
   const blocks = new Map<number, BlockState>();
   const usage: Usage = { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0 };
   let stopReason: StopReason = 'other';
@@ -210,6 +211,7 @@ async function readStream(
         const index = guard.index(data.index, 'content block');
         const block = blockStateOf((data.content_block ?? {}) as Record<string, unknown>);
         guard.text(block.text);
+        if (block.type === 'text') onText?.(block.text);
         blocks.set(index, block);
         break;
       }
@@ -217,7 +219,10 @@ async function readStream(
         const block = blocks.get(Number(data.index));
         const delta = (data.delta ?? {}) as Record<string, unknown>;
         if (!block) throw malformedResponse(facts, `content_block_delta for unknown block ${String(data.index).slice(0, 40)}`, rateLimit);
-        if (delta.type === 'text_delta' && typeof delta.text === 'string') block.text += guard.text(delta.text);
+        if (delta.type === 'text_delta' && typeof delta.text === 'string') {
+          block.text += guard.text(delta.text);
+          if (block.type === 'text') onText?.(delta.text);
+        }
         else if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string') block.json += guard.text(delta.partial_json);
         break;
       }

@@ -33,7 +33,7 @@ import { estimateRequestTokens, estimateTextTokens } from '../../machines/tokens
 import { type CallFacts, classifyStreamError, jsonObjectOf, malformedResponse, toolInputOf, truncatedStream } from './classify.js';
 import { exchange, HttpClient, type HttpResponse } from './http.js';
 import { MAX_REPLY_BLOCKS, ReplyGuard, readJsonBody } from './replyLimits.js';
-import { type Provider, type ProviderRequest, responseStartNotifier, callHeader } from './types.js';
+import { type Provider, type ProviderRequest, responseStartNotifier, callHeader, textNotifier } from './types.js';
 
 export interface OpenAIProviderOptions {
   /** Default https://api.openai.com/v1 */
@@ -215,6 +215,7 @@ function mergeToolCall(calls: StreamedCalls, delta: Record<string, unknown>, gua
 async function readStream(response: HttpResponse, request: ProviderRequest, facts: CallFacts, rateLimit: RateLimitHint | undefined, started: () => void): Promise<ModelCallOutput> {
   const guard = new ReplyGuard(request.maxTokens, facts, rateLimit);
   const reply: Reply = { text: '', refusal: '', calls: [] };
+  const onText = textNotifier(request);
   const calls: StreamedCalls = { byIndex: new Map(), byId: new Map(), last: 0, next: 0 };
   let done = false;
   for await (const event of guard.events(response.body, request.signal)) {
@@ -237,7 +238,10 @@ async function readStream(response: HttpResponse, request: ProviderRequest, fact
     for (const choice of (Array.isArray(chunk.choices) ? chunk.choices : []) as Record<string, unknown>[]) {
       if (!choice || (typeof choice.index === 'number' && choice.index !== 0)) continue;
       const delta = (choice.delta ?? {}) as Record<string, unknown>;
-      if (typeof delta.content === 'string') reply.text += guard.text(delta.content);
+      if (typeof delta.content === 'string') {
+        reply.text += guard.text(delta.content);
+        onText?.(delta.content);
+      }
       if (typeof delta.refusal === 'string') reply.refusal += guard.text(delta.refusal);
       if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) mergeToolCall(calls, (call ?? {}) as Record<string, unknown>, guard);
       if (choice.finish_reason != null) reply.finish = choice.finish_reason;

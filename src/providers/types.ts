@@ -53,6 +53,12 @@ export interface ProviderRequest {
    * for the prompt prefix it wrote is readable, so tasks that share that prefix can be released.
    */
   onResponseStart?: () => void;
+  /**
+   * Called with each piece of the reply's text as a streamed response delivers it, in order
+   * (Anthropic `text_delta`, OpenAI `delta.content`); not for tool arguments, not for a reply
+   * that is not streamed. What it throws is caught and ignored. Absent: nothing is done per piece.
+   */
+  onText?: (text: string) => void;
 }
 
 export interface Provider {
@@ -80,6 +86,20 @@ export function responseStartNotifier(request: Pick<ProviderRequest, 'onResponse
     pending = undefined;
     try {
       callback();
+    } catch {
+      // The callback belongs to the caller: its failure must not fail the model call.
+    }
+  };
+}
+
+/** The request's `onText` made safe to call with every piece (what it throws is swallowed), or undefined when nobody listens. */
+export function textNotifier(request: Pick<ProviderRequest, 'onText'>): ((text: string) => void) | undefined {
+  const callback = request.onText;
+  if (!callback) return undefined;
+  return (text) => {
+    if (text === '') return;
+    try {
+      callback(text);
     } catch {
       // The callback belongs to the caller: its failure must not fail the model call.
     }

@@ -156,6 +156,24 @@ export class MemoryStore implements Store {
     run.updatedAt = this.now();
   }
 
+  reopenRun(id: string, options: unknown, taskIds: readonly string[], at: number): void {
+    this.open();
+    const run = this.runs.get(id);
+    if (run === undefined) return;
+    run.optionsJson = toJson(options);
+    run.status = 'running';
+    run.updatedAt = at;
+    const tasks = this.data.get(id)?.tasks;
+    for (const taskId of taskIds) {
+      const task = tasks?.get(taskId);
+      if (task === undefined) continue;
+      if (task.status === 'completed') run.tasksDone -= 1;
+      task.status = 'queued';
+      task.extraJson = null;
+      task.updatedAt = at;
+    }
+  }
+
   // -------------------------------------------------------------------------------------------
   // Tasks
   // -------------------------------------------------------------------------------------------

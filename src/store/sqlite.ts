@@ -149,6 +149,20 @@ export class SqliteStore implements Store {
     });
   }
 
+  reopenRun(id: string, options: unknown, taskIds: readonly string[], at: number): void {
+    const json = toJson(options);
+    this.writes.durable('reopen run', () => {
+      this.st.setOptions.run(json, at, id);
+      this.st.setStatus.run('running', at, id);
+      for (const taskId of taskIds) {
+        const before = this.st.taskStatus.get(id, taskId);
+        if (before === undefined) continue;
+        this.st.taskReopen.run(null, at, id, taskId);
+        if (before === 'completed') this.st.runUndone.run(at, id);
+      }
+    });
+  }
+
   // -------------------------------------------------------------------------------------------
   // Tasks
   // -------------------------------------------------------------------------------------------

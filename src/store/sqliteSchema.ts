@@ -111,6 +111,7 @@ export function prepare(db: Database.Database) {
     listRuns: p(`SELECT ${SUMMARY_COLUMNS} FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?`),
     setStatus: p('UPDATE runs SET status = ?, updated_at = ? WHERE id = ?'),
     setStatusResult: p('UPDATE runs SET status = ?, result_json = ?, updated_at = ? WHERE id = ?'),
+    setOptions: p('UPDATE runs SET options_json = ?, updated_at = ? WHERE id = ?'),
     /** tasks_done + 1 unless the task is completed already (run before the task's row is updated). */
     runDoneOnce: p(
       `UPDATE runs SET tasks_done = tasks_done + 1, updated_at = ? WHERE id = ?

@@ -12,7 +12,7 @@
  * are "durable now": they commit at once, together with anything pending, before they return.
  * Each method says which kind it is:
  *
- *   durable now: createRun, setRunStatus, taskFailed with final = true, addTasks, taskReopened,
+ *   durable now: createRun, setRunStatus, reopenRun, taskFailed with final = true, addTasks, taskReopened,
  *                recordToolResult, acquireLock, heartbeat, releaseLock
  *   batched:     taskStarted, taskCompleted, taskFailed with final = false, taskFinal,
  *                setTaskExtra, recordSpend
@@ -184,6 +184,12 @@ export interface Store {
   listRuns(limit?: number): RunSummary[];
   /** Durable now. `result`, when given, is stored as JSON and replaces the previous one. */
   setRunStatus(id: string, status: StoredRunStatus, result?: unknown): void;
+  /**
+   * A retry: the run goes back to `running` with these options (its retry sessions), and each of
+   * these tasks that has a row to `queued`, its extra cleared, no longer done (as `taskReopened`).
+   * One transaction, durable now: a crash leaves the run as it was or wholly reopened.
+   */
+  reopenRun(id: string, options: unknown, taskIds: readonly string[], at: number): void;
 
   /** Task row -> `running`, attempts = attempt; a new attempt row. Batched. */
   taskStarted(runId: string, taskId: string, attempt: number, route: string, at: number): void;

@@ -94,6 +94,34 @@ describe.each(makers)('%s', (_name, make) => {
     store.close();
   });
 
+  it('reopens a run for a retry in one write: running, its options replaced, the tasks queued', () => {
+    const { store } = setup();
+    store.taskStarted('r1', 'a', 1, 'p/m', 110);
+    store.taskCompleted('r1', 'a', 1, 'out', usage(1, 1), 0.1, 1, 0, 111);
+    store.taskStarted('r1', 'b', 1, 'p/m', 112);
+    store.taskFailed('r1', 'b', 1, { code: 'bad_request', message: 'no', retryable: false }, true, 113);
+    store.setTaskExtra('r1', 'b', { rounds: 1 });
+    store.taskFinal('r1', 'c', 'skipped', 'depends on "b", which failed', 114);
+    store.setRunStatus('r1', 'partial', { status: 'partial' });
+    const options = { seed: 7, retries: [{ at: 7000, tasks: ['b', 'c', 'd'], from: { b: 1, c: 0, d: 0 } }] };
+    store.reopenRun('r1', options, ['b', 'c', 'd'], 7000);
+    expect(store.getRun('r1')).toMatchObject({ status: 'running', updatedAt: 7000, result: { status: 'partial' }, options, tasksDone: 1 });
+    expect(store.listRuns()[0]!.options).toEqual(options);
+    const rows = store.loadTasks('r1');
+    // `d` has no row (it never started): none is made.
+    expect(rows.map((t) => [t.taskId, t.status, t.extra, t.attempts])).toEqual([
+      ['a', 'completed', null, 1],
+      ['b', 'queued', null, 1],
+      ['c', 'queued', null, 0],
+    ]);
+    // A completed task reopened no longer counts as done.
+    store.reopenRun('r1', options, ['a'], 8000);
+    expect(store.getRun('r1')!.tasksDone).toBe(0);
+    store.reopenRun('unknown', {}, ['a'], 9000); // nothing to update, no error
+    expect(store.getRun('unknown')).toBeUndefined();
+    store.close();
+  });
+
   it('journals a task through its attempts: started, failed (retry), started, completed', () => {
     const { store } = setup();
     const error = { code: 'rate_limited', message: '429', retryable: true };

@@ -1,0 +1,174 @@
+/**
+ * Re-running the failures of a journaled run (`swarm.retry`, `swarmstate retry`): which tasks go
+ * back to pending, and what the journal keeps of each retry.
+ *
+ * A retry is a resume with a journal edit first: the chosen tasks' rows are reopened (`queued`)
+ * and a retry session is added to the run's options, then the run is restored as a resume does.
+ * The session says, per task, how many attempts it had before: a later resume (the retry itself
+ * crashed) counts only the attempts after that against the task's retries, so every retried
+ * task starts with its full `maxRetries` again, however often it failed before.
+ *
+ * Which tasks: every task that did not complete (failed, skipped, cancelled, or left unfinished),
+ * or with `tasks` only those and what depends on them, failed and skipped tasks not named staying
+ * so (cancelled and unfinished ones run again in any case, as on a resume). Completed tasks keep their outputs and
+ * are never sent again. A planner that completed keeps its sub-tasks (it does not plan again);
+ * its failed sub-tasks are retried like any task (`<planner>/<id>`). A planner that failed plans
+ * again from scratch.
+ */
+import type { TaskSpec } from '../plan/index.js';
+import type { PlannerExtra, TaskRow } from '../store/index.js';
+
+export type RetryErrorCode = 'RUN_NOT_FOUND' | 'NOTHING_TO_RETRY' | 'UNKNOWN_TASK' | 'TASK_COMPLETED' | 'DEPENDENCY_NOT_RETRIED' | 'NO_STORE';
+
+/** A retry that cannot be made: the run, or a task named, is not one that can run again. */
+export class RetryError extends Error {
+  constructor(
+    readonly code: RetryErrorCode,
+    message: string,
+    readonly runId: string,
+    readonly taskId?: string,
+  ) {
+    super(message);
+    this.name = 'RetryError';
+  }
+}
+
+/** One retry, as the run's options keep it. */
+export interface RetrySession {
+  /** ms since the epoch, when the retry started. */
+  at: number;
+  /** The tasks it sent back to pending. */
+  tasks: string[];
+  /** Per task: the attempts it had made before (later attempts count against its retries). */
+  from: Record<string, number>;
+}
+
+/** The retries a run's options record, oldest first. */
+export function retrySessionsOf(options: unknown): RetrySession[] {
+  const list = (options as { retries?: unknown } | null)?.retries;
+  return Array.isArray(list) ? (list as RetrySession[]) : [];
+}
+
+/** Per task, the attempt its last retry started after (0 when none): what a restore counts from. */
+export function retryBasesOf(options: unknown): Map<string, number> {
+  const bases = new Map<string, number>();
+  for (const session of retrySessionsOf(options)) {
+    for (const [id, n] of Object.entries(session.from ?? {})) bases.set(id, n);
+  }
+  return bases;
+}
+
+interface Node {
+  id: string;
+  completed: boolean;
+  /** Failed or skipped: it stays so unless retried. Anything else unfinished runs again anyway, as on a resume. */
+  ended: boolean;
+  deps: readonly string[];
+  /** Tasks that wait for this one beyond its spec's deps (a planner's sub-tasks, a reviewer). */
+  upstream: string[];
+  downstream: Node[];
+}
+
+/**
+ * The tasks a retry sends back to pending, in the journal's order. Throws RetryError when there
+ * is nothing to retry, or `only` names a task that is unknown, completed, or that waits for a
+ * task which did not complete and is not retried with it.
+ */
+export function tasksToRetry(runId: string, planTasks: readonly TaskSpec[], rows: readonly TaskRow[], only?: readonly string[]): string[] {
+  const nodes = graphOf(planTasks, rows);
+  let chosen: Node[];
+  if (only === undefined) {
+    chosen = [...nodes.values()].filter((n) => !n.completed);
+    if (chosen.length === 0) throw new RetryError('NOTHING_TO_RETRY', `run ${runId}: every task completed; there is nothing to retry`, runId);
+  } else {
+    if (only.length === 0) throw new RetryError('UNKNOWN_TASK', `run ${runId}: --tasks names no task`, runId);
+    chosen = [];
+    for (const id of only) {
+      const node = nodes.get(id);
+      if (!node) throw new RetryError('UNKNOWN_TASK', `run ${runId} has no task "${id}" (a planner's sub-task is named <planner>/<id>)`, runId, id);
+      if (node.completed) throw new RetryError('TASK_COMPLETED', `task "${id}" of run ${runId} completed: a retry runs only tasks that did not complete (its output is kept)`, runId, id);
+      chosen.push(node);
+    }
+  }
+  // What depends on a retried task runs again after it (it was skipped, or never ran); so does
+  // whatever the run left unfinished (cancelled, interrupted), as a resume would run it.
+  const reset = new Set<Node>();
+  const stack = [...chosen, ...[...nodes.values()].filter((n) => !n.completed && !n.ended)];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    if (node.completed || reset.has(node)) continue;
+    reset.add(node);
+    stack.push(...node.downstream);
+  }
+  for (const node of reset) {
+    for (const up of [...node.deps, ...node.upstream]) {
+      const dep = nodes.get(up);
+      if (dep && !dep.completed && !reset.has(dep)) {
+        throw new RetryError(
+          'DEPENDENCY_NOT_RETRIED',
+          `task "${node.id}" of run ${runId} waits for "${dep.id}", which did not complete and is not among the tasks retried: name it too (or retry without --tasks)`,
+          runId,
+          node.id,
+        );
+      }
+    }
+  }
+  return [...nodes.values()].filter((n) => reset.has(n)).map((n) => n.id);
+}
+
+/** The run's tasks as a restore knows them (the plan's, and the sub-tasks of completed planners), with every edge a wait follows. */
+function graphOf(planTasks: readonly TaskSpec[], rows: readonly TaskRow[]): Map<string, Node> {
+  const status = new Map(rows.map((r) => [r.taskId, r]));
+  const nodes = new Map<string, Node>();
+  const add = (spec: TaskSpec) => {
+    const was = status.get(spec.id)?.status;
+    nodes.set(spec.id, { id: spec.id, completed: was === 'completed', ended: was === 'failed' || was === 'skipped', deps: spec.deps, upstream: [], downstream: [] });
+  };
+  planTasks.forEach(add);
+  const specs = new Map<string, TaskSpec>(planTasks.map((t) => [t.id, t]));
+  const subtasks = new Map<string, Set<string>>();
+  const accepted = new Map<string, Set<string> | undefined>();
+  // Rows come in the order they were written: a planner's before its sub-tasks'. Only a planner
+  // that completed has sub-tasks (those of its accepted answer), as in a restore.
+  for (const row of rows) {
+    if (row.parent === null || row.spec === null) continue;
+    const planner = status.get(row.parent);
+    if (planner?.status !== 'completed' || !nodes.has(row.parent)) continue;
+    if (!accepted.has(row.parent)) {
+      const made = (planner.extra as Partial<PlannerExtra> | null)?.subtasks;
+      accepted.set(row.parent, made ? new Set(made) : undefined);
+    }
+    if (accepted.get(row.parent)?.has(row.taskId) === false) continue;
+    const spec = row.spec as TaskSpec;
+    add(spec);
+    specs.set(spec.id, spec);
+    (subtasks.get(row.parent) ?? subtasks.set(row.parent, new Set()).get(row.parent)!).add(spec.id);
+  }
+  const dependentsOf = new Map<string, Node[]>();
+  for (const node of nodes.values()) {
+    for (const dep of node.deps) (dependentsOf.get(dep) ?? dependentsOf.set(dep, []).get(dep)!).push(node);
+  }
+  for (const node of nodes.values()) {
+    const spec = specs.get(node.id)!;
+    const waiting = (dependentsOf.get(node.id) ?? []).slice();
+    // What depended on a planner also waits for its sub-tasks.
+    const made = subtasks.get(node.id);
+    for (const sub of made ?? []) {
+      for (const after of dependentsOf.get(node.id) ?? []) {
+        if (made!.has(after.id)) continue;
+        after.upstream.push(sub);
+        nodes.get(sub)!.downstream.push(after);
+      }
+    }
+    // A reviewer holds back the other dependents of the task it reviews.
+    if (spec.kind === 'review' && spec.reviews !== undefined) {
+      for (const other of dependentsOf.get(spec.reviews) ?? []) {
+        if (other === node) continue;
+        other.upstream.push(node.id);
+        node.downstream.push(other);
+      }
+    }
+    node.downstream.push(...waiting);
+  }
+  return nodes;
+}
