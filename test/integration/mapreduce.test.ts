@@ -94,7 +94,7 @@ describe('map', () => {
       ],
     });
     expect(result.status).toBe('partial');
-    expect(result.tasks.each!.output).toBe('["done-x","done-y"]');
+    expect(result.tasks.each!.output).toEqual(['done-x', 'done-y']);
     // The items' prompts do not carry the list they came from.
     expect(result.tasks.bad).toMatchObject({ status: 'failed', error: { code: 'invalid_plan', message: expect.stringContaining('the output of "prose" is not JSON') } });
     expect(result.tasks.after!.status).toBe('skipped');
