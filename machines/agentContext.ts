@@ -222,32 +222,24 @@ export function reportOf(ctx: AgentContext): AttemptReport {
 export function callInputOf(context: AgentContext): ModelCallInput {
   const target = targetOf(context);
   const summary = context.call === 'summary';
-  if (context.call === 'judge') return judgeCallOf(context, target);
-  const call: ModelCallInput = {
-    taskId: context.input.taskId,
-    attempt: context.input.attempt,
-    turn: context.turn,
-    provider: target.provider,
-    model: target.model,
-    keyId: context.lease!.keyId,
-    leaseId: context.lease!.leaseId,
-    messages: context.override?.messages ?? (summary ? summaryMessages(context.messages, keepLastOf(context)) : context.messages),
-    tools: summary ? [] : context.input.tools,
-    maxTokens: target.maxTokens,
-  };
+  if (context.call === 'judge') {
+    // The judge's call: its criteria and the answer, nothing of the task's conversation or tools.
+    return { ...baseCallOf(context, target, context.override?.messages ?? judgeMessagesOf(context), []), system: JUDGE_SYSTEM };
+  }
+  const messages = context.override?.messages ?? (summary ? summaryMessages(context.messages, keepLastOf(context)) : context.messages);
+  const call = baseCallOf(context, target, messages, summary ? [] : context.input.tools);
   if (summary) {
     call.system = SUMMARY_SYSTEM;
     call.summary = true;
-  }
-  else if (context.input.system !== undefined) call.system = context.input.system;
+  } else if (context.input.system !== undefined) call.system = context.input.system;
   // Only a call on the task's own route warms its group's cache (a fallback writes another one).
   if (context.input.cacheLead && !summary && context.routeIndex === 0 && !context.override?.target) call.cacheLead = true;
   if (!summary && context.input.output) call.output = context.input.output;
   return call;
 }
 
-/** The judge's call: its criteria and the answer, nothing of the task's conversation or tools. */
-function judgeCallOf(context: AgentContext, target: CallTarget): ModelCallInput {
+/** What every call of an attempt says: whose it is, where it goes, with which lease. */
+function baseCallOf(context: AgentContext, target: CallTarget, messages: ModelCallInput['messages'], tools: ModelCallInput['tools']): ModelCallInput {
   return {
     taskId: context.input.taskId,
     attempt: context.input.attempt,
@@ -256,10 +248,9 @@ function judgeCallOf(context: AgentContext, target: CallTarget): ModelCallInput 
     model: target.model,
     keyId: context.lease!.keyId,
     leaseId: context.lease!.leaseId,
-    messages: context.override?.messages ?? judgeMessagesOf(context),
-    tools: [],
+    messages,
+    tools,
     maxTokens: target.maxTokens,
-    system: JUDGE_SYSTEM,
   };
 }
 
