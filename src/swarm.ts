@@ -41,7 +41,7 @@ import { RunTools } from './tools/registry.js';
 import { hasRedactions, inlineSecretPaths, redactPlan, refusalOf, restoreOf, RunJournal, settingSecrets, unredactPlan } from './durable.js';
 import { openStore, openStoreToRead, type AttemptRow, type RunSummary, type Spent, type Store, type StoreError, type TaskRow } from './store/index.js';
 import { readFileSync } from 'node:fs';
-import { RemoteCalls, unwrap } from './distributed/remote.js';
+import { lazyRemote, unwrap, type Remote } from './distributed/lazy.js';
 import type { BatchJob, ModelJob, RunConfig, ToolJob } from './distributed/protocol.js';
 import { hostname } from 'node:os';
 
@@ -178,7 +178,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   const journals = new Set<{ failWith(e: StoreError): void }>();
   const owner = { id: nanoid(10), pid: process.pid, host: hostname() };
   /** Distributed runs: one connection to the call queue for every run of the swarm. */
-  const remote = options.redis ? new RemoteCalls(options.redis) : undefined;
+  const remote = options.redis ? lazyRemote(options.redis) : undefined;
 
   /** Starts a run (new, or resumed from its journal); the plan is valid and the run locked. */
   const start = (plan: Plan, runId: string, seed: number, restore: { rows: TaskRow[]; attempts: AttemptRow[]; spent: Spent } | undefined): RunHandle => {
@@ -452,7 +452,7 @@ interface RunEffects {
   /** Tools whose calls have no side effect (their results are not journaled). */
   readOnly: ReadonlySet<string>;
   /** A distributed run: calls go to the workers as BullMQ jobs. */
-  remote: { calls: RemoteCalls; runId: string; config: RunConfig } | undefined;
+  remote: { calls: Remote; runId: string; config: RunConfig } | undefined;
 }
 
 /** Run ids: letters and digits only (a leading "-" would read as an option on the command line). */

@@ -19,6 +19,7 @@ import { demoIntro, demoPlanPath, packageRoot, planJson, withPlanFolder } from '
 import { realPlan } from './real.js';
 import { errorText, jsonForTerminal, visible } from './terminal.js';
 import { missingJournal, outputConflict, storeFileOf, storeSpecOf } from './paths.js';
+import { importOptional } from '../util/optional.js';
 import { redisForDisplay } from '../distributed/redis.js';
 
 import { EXIT } from './exit.js';
@@ -271,10 +272,17 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
     const reached = await connectRedis(flags.redis, io);
     if (reached !== 'ready') return reached === 'interrupted' ? EXIT.incomplete : EXIT.invalid;
   }
-  // Loaded only when asked for: the inspector is a dependency most runs never touch.
-  const inspector = flags.inspect
-    ? (await import('./inspect.js')).attachInspector({ url: flags.inspect, onError: (e: Error) => void io.err.write(`inspect: ${errorText(e)}\n`) })
-    : undefined;
+  // Loaded only when asked for: the inspector is an optional package most runs never touch.
+  let inspector;
+  if (flags.inspect) {
+    try {
+      const { attachInspector } = await importOptional(() => import('./inspect.js'), ['@statelyai/inspect'], '--inspect');
+      inspector = attachInspector({ url: flags.inspect, onError: (e: Error) => void io.err.write(`inspect: ${errorText(e)}\n`) });
+    } catch (error) {
+      io.err.write(`swarmstate: ${errorText(error)}\n`);
+      return EXIT.invalid;
+    }
+  }
   let swarm;
   try {
     swarm = createSwarm({

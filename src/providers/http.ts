@@ -7,8 +7,7 @@
  * answer into a classified ProviderError, let the adapter read a 2xx one, and make sure that
  * whatever escapes is a ProviderError with the call's facts and without the key.
  */
-import { Pool } from 'undici';
-import type { Dispatcher } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
 import type { RateLimitHint } from '../../machines/protocol.js';
 import { type CallFacts, classifyHttpError, classifyTransportError, redactSecret, scrubbed } from './classify.js';
 import { rateLimitOf } from './ratelimit.js';
@@ -57,6 +56,9 @@ export class HttpClientClosedError extends Error {
   }
 }
 
+/** undici, loaded by the first request: a quarter of a second that `import 'swarmstate'` need not pay. */
+let undici: Promise<typeof import('undici')> | undefined;
+
 /**
  * A keep-alive HTTP client for one provider.
  *
@@ -79,7 +81,9 @@ export class HttpClient {
   async post(request: HttpRequest): Promise<HttpResponse> {
     if (this.closed) throw new HttpClientClosedError();
     const url = new URL(request.url);
-    const response = await this.poolFor(url.origin).request({
+    const { Pool: PoolClass } = await (undici ??= import('undici'));
+    if (this.closed) throw new HttpClientClosedError();
+    const response = await this.poolFor(url.origin, PoolClass).request({
       method: 'POST',
       path: url.pathname + url.search,
       headers: request.headers,
@@ -99,10 +103,10 @@ export class HttpClient {
     await Promise.all(pools.map((pool) => pool.close()));
   }
 
-  private poolFor(origin: string): Pool {
+  private poolFor(origin: string, PoolClass: typeof Pool): Pool {
     let pool = this.pools.get(origin);
     if (!pool) {
-      pool = new Pool(origin, {
+      pool = new PoolClass(origin, {
         connections: this.options.connections ?? null,
         headersTimeout: this.options.headersTimeoutMs,
         bodyTimeout: this.options.bodyTimeoutMs,
