@@ -227,6 +227,7 @@ export function callInputOf(context: AgentContext): ModelCallInput {
     tools: summary ? [] : context.input.tools,
     maxTokens: target.maxTokens,
   };
+  if (target.modelName !== undefined) call.modelName = target.modelName;
   if (summary) call.system = SUMMARY_SYSTEM;
   else if (context.input.system !== undefined) call.system = context.input.system;
   // Only a call on the task's own route warms its group's cache (a fallback writes another one).

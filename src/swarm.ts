@@ -34,7 +34,7 @@ import { ProviderError, asProviderError } from './providers/errors.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { fromWire, toolNaming, toWire } from './providers/toolNames.js';
 import type { Provider, ToolSpec } from './providers/types.js';
-import { resolveRun, targetOfModel, type BreakerOptions } from './resolve.js';
+import { resolveRun, samplingOf, targetOfModel, type BreakerOptions, type Sampling } from './resolve.js';
 import { decisionOf, loadHookModule, toolDecisionOf, type BeforeDispatch, type BeforeToolCall, type Hooks } from './hooks.js';
 import type { ToolDefinition } from './tools/local.js';
 import { RunTools } from './tools/registry.js';
@@ -287,6 +287,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           expander,
           journal,
           readOnly,
+          sampling: (name) => samplingOf(name === undefined ? undefined : plan.models[name]),
           remote: remote ? { calls: remote, runId, config: { providers: plan.providers, tools: plan.tools } } : undefined,
         });
         actor = createActor(machine, { input, clock, systemId: 'supervisor', ...(options.inspect ? { inspect: options.inspect } : {}) });
@@ -453,6 +454,8 @@ interface RunEffects {
   readOnly: ReadonlySet<string>;
   /** A distributed run: calls go to the workers as BullMQ jobs. */
   remote: { calls: Remote; runId: string; config: RunConfig } | undefined;
+  /** The sampling settings of a plan model, by its name. */
+  sampling: (modelName: string | undefined) => Sampling;
 }
 
 /** Run ids: letters and digits only (a leading "-" would read as an option on the command line). */
@@ -543,7 +546,7 @@ function dispatchHook(hooks: BeforeDispatch[], plan: Plan, budgetLeft: () => num
  * The machines with this run's effects: a model call through the provider's adapter with the
  * lease's key, tool calls through the run's tools, and every report into the event stream.
  */
-function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, remote }: RunEffects) {
+function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, remote, sampling }: RunEffects) {
   const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal, system, self }) => {
     const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
     try {
@@ -564,6 +567,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
           messages: wire.messages,
           tools: wire.tools,
           maxTokens: call.maxTokens,
+          ...sampling(call.modelName),
           keyId: call.keyId,
           meta,
           ...(call.system !== undefined ? { system: call.system } : {}),
@@ -582,6 +586,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
         messages: wire.messages,
         tools: wire.tools,
         maxTokens: call.maxTokens,
+        ...sampling(call.modelName),
         key: keyring.get(call.keyId),
         signal,
         meta,
