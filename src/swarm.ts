@@ -88,7 +88,8 @@ export interface SwarmOptions {
    * Distributed runs: this process coordinates (the DAG, the journal, the budget, the key and
    * breaker actors) and every model and tool call goes to `swarmstate worker` processes through
    * BullMQ on this Redis (`redis://host:6379`). Keys must come from the environment (`{ env }`):
-   * each worker reads its own. Without it, everything runs in this process.
+   * each worker reads its own. Without it, everything runs in this process. Needs the optional
+   * packages bullmq and ioredis: without them createSwarm throws MissingPackageError.
    */
   redis?: string;
 }

@@ -5,7 +5,7 @@
  * install if they are missing.
  */
 import { ProviderError } from '../providers/errors.js';
-import { importOptional } from '../util/optional.js';
+import { assertInstalled, importOptional } from '../util/optional.js';
 import type { CallJob, CallOutcome } from './protocol.js';
 
 /** What a run uses of RemoteCalls. */
@@ -17,7 +17,9 @@ export interface Remote {
 
 export const DISTRIBUTED_PACKAGES = ['bullmq', 'ioredis'] as const;
 
+/** @throws MissingPackageError (code OPTIONAL_PACKAGE_MISSING) when bullmq or ioredis is not installed. */
 export function lazyRemote(url: string): Remote {
+  assertInstalled(DISTRIBUTED_PACKAGES, 'a distributed run (redis)');
   let loaded: Remote | undefined;
   const loading = importOptional(() => import('./remote.js'), DISTRIBUTED_PACKAGES, 'a distributed run (--redis)').then((m) => {
     loaded = new m.RemoteCalls(url);

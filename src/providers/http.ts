@@ -56,8 +56,16 @@ export class HttpClientClosedError extends Error {
   }
 }
 
-/** undici, loaded by the first request: a quarter of a second that `import 'swarmstate'` need not pay. */
+/**
+ * undici, loaded when the first client is made (not on `import 'swarmstate'`: a quarter of a
+ * second most imports need not pay), so it is there by the first request.
+ */
 let undici: Promise<typeof import('undici')> | undefined;
+
+/** Starts loading undici now: for a process that will make calls later (a worker), sooner is better. */
+export function preloadHttp(): Promise<typeof import('undici')> {
+  return (undici ??= import('undici'));
+}
 
 /**
  * A keep-alive HTTP client for one provider.
@@ -76,12 +84,13 @@ export class HttpClient {
   constructor(options: HttpClientOptions = {}) {
     // The defaults of every adapter, in one place.
     this.options = { ...options, headersTimeoutMs: options.headersTimeoutMs ?? 60_000, bodyTimeoutMs: options.bodyTimeoutMs ?? 120_000 };
+    void preloadHttp().catch(() => {}); // a failed load is the first request's error
   }
 
   async post(request: HttpRequest): Promise<HttpResponse> {
     if (this.closed) throw new HttpClientClosedError();
     const url = new URL(request.url);
-    const { Pool: PoolClass } = await (undici ??= import('undici'));
+    const { Pool: PoolClass } = await preloadHttp();
     if (this.closed) throw new HttpClientClosedError();
     const response = await this.poolFor(url.origin, PoolClass).request({
       method: 'POST',

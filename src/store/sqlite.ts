@@ -17,7 +17,7 @@
  */
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { openDatabase, type SqlDatabase, type SqliteDriverName } from './driver.js';
+import { openDatabase, SqliteDriverError, type SqlDatabase, type SqliteDriverName } from './driver.js';
 import type { Usage } from '../../machines/protocol.js';
 import { fromJson, mayTake, toJson, type HeldLock } from './shared.js';
 import { BUSY_LIMIT_MS, BUSY_TIMEOUT_MS, retryBusy } from './busy.js';
@@ -102,6 +102,8 @@ export class SqliteStore implements Store {
         // Closing a half-open handle: nothing more to report than the first error.
       }
       if (error instanceof StoreError) throw error;
+      // Said in full: what to install is the point of it.
+      if (error instanceof SqliteDriverError) throw new StoreError(`run journal ${this.path}: ${error.message}`, this.path, error.code);
       throw new StoreError(
         `run journal ${this.path}: cannot open: ${codeOf(error)} (${reasonOf(error)})`,
         this.path,

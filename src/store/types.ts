@@ -286,6 +286,7 @@ export class StoreError extends Error {
       return 'other processes kept the journal busy (runs sharing the file); try again when fewer run at once, or give this run a journal of its own (--store)';
     }
     if (this.sqliteCode === 'foreign') return 'give the journal a file of its own (--store)';
+    if (this.sqliteCode === 'sqlite_driver_missing') return 'npm install better-sqlite3, or use Node >= 22.13, or run without a journal (--store memory)';
     return 'fix the disk (space, permissions)';
   }
 }

@@ -4,6 +4,9 @@
  * and a plain run load none of them. Without the package, the feature fails with an error that
  * says what to install, not with Node's bare "Cannot find package".
  */
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
 
 /** The feature needs packages that are not installed. */
 export class MissingPackageError extends Error {
@@ -37,4 +40,20 @@ export async function importOptional<T>(load: () => Promise<T>, packages: readon
     if (isMissingPackage(error, packages)) throw new MissingPackageError(packages, feature);
     throw error;
   }
+}
+
+/**
+ * Throws a MissingPackageError now when one of `packages` cannot be found, for a caller that must
+ * fail at once (createSwarm) rather than when the feature is first used. Loads nothing.
+ */
+export function assertInstalled(packages: readonly string[], feature: string): void {
+  const missing = packages.filter((name) => {
+    try {
+      require.resolve(name);
+      return false;
+    } catch (error) {
+      return isMissingPackage(error, [name]);
+    }
+  });
+  if (missing.length > 0) throw new MissingPackageError(missing, feature);
 }
