@@ -94,13 +94,19 @@ export function chooseDriver(asked?: SqliteDriverName): SqliteDriverName {
     return wanted;
   }
   for (const name of SQLITE_DRIVERS) if (load(name).ok) return name;
-  const whys = SQLITE_DRIVERS.map((name) => `${name}: ${(load(name) as { why: string }).why}`).join('; ');
-  throw new SqliteDriverError(`no SQLite driver can be loaded (${whys}); ${INSTALL_HINT}`);
+  const why = (name: SqliteDriverName) => (load(name) as { why: string }).why;
+  const whys = SQLITE_DRIVERS.map((name) => `${name}: ${why(name)}`).join('; ');
+  // Installed but not loading: built for another Node, or its install script never ran.
+  const hint = /Cannot find module/.test(why('better-sqlite3')) ? INSTALL_HINT : REBUILD_HINT;
+  throw new SqliteDriverError(`no SQLite driver can be loaded (${whys}); ${hint}`);
 }
 
 const INSTALL_HINT =
   'the SQLite journal needs Node >= 22.13 (built-in node:sqlite) or the better-sqlite3 package (npm install better-sqlite3); ' +
   'or run without a journal file (--store memory)';
+const REBUILD_HINT =
+  'better-sqlite3 is installed but not built for this Node: npm rebuild better-sqlite3 (its install script must be allowed to run); ' +
+  'or use Node >= 22.13 (built-in node:sqlite), or run without a journal file (--store memory)';
 
 export function openDatabase(file: string, options: OpenOptions = {}): SqlDatabase {
   const entry = load(chooseDriver(options.driver)) as Extract<Loaded, { ok: true }>;
