@@ -22,8 +22,11 @@ afterAll(() => sim.close());
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** `lookup`: read-only (so shareable), ~20 ms; `record`: a side effect. Both count their executions. */
-function countingTools() {
+/**
+ * `lookup`: read-only (so shareable), ~20 ms, after `gate` when given; `record`: a side effect.
+ * Both count their executions.
+ */
+function countingTools(gate?: () => Promise<void>) {
   const lookups = new Map<string, number>();
   const records: number[] = [];
   const lookup: ToolDefinition<{ key: string }> = {
@@ -33,6 +36,7 @@ function countingTools() {
     annotations: { readOnlyHint: true },
     handler: async ({ key }) => {
       lookups.set(key, (lookups.get(key) ?? 0) + 1);
+      await gate?.();
       await delay(20);
       return `value of ${key}`;
     },
@@ -92,10 +96,17 @@ function hundredAgents() {
 
 describe('shared tools across 100 agents', () => {
   it('runs each distinct read-only lookup once (shared in flight, then cached) and every write each time', async () => {
-    const counting = countingTools();
+    // The lookups hold until a call has joined one in flight: on a loaded machine the readers'
+    // calls may otherwise arrive so spread out that every repeat finds the cache instead.
+    let release!: () => void;
+    const firstShare = new Promise<void>((resolve) => (release = resolve));
+    const counting = countingTools(() => firstShare);
     const swarm = createSwarm({ tools: counting.tools });
     const { tasks, lookupCalls, recordCalls } = hundredAgents();
     const run = swarm.run(simPlan(tasks));
+    run.events.on('tool:called', (e) => {
+      if (e.shared) release();
+    });
     const events = recordEvents(run);
     const result = await run.result;
     await swarm.close();
