@@ -251,6 +251,7 @@ function baseCallOf(context: AgentContext, target: CallTarget, messages: ModelCa
     messages,
     tools,
     maxTokens: target.maxTokens,
+    ...(target.modelName !== undefined ? { modelName: target.modelName } : {}),
   };
 }
 

@@ -142,6 +142,8 @@ export interface ModelCallInput {
   messages: Message[];
   tools: string[];
   maxTokens: number;
+  /** The plan's name of the model the call is on (its sampling settings are looked up by it). */
+  modelName?: string;
   /**
    * This call leads a cache group (cache-aware fan-out): when its response starts, `src/` tells
    * the supervisor (`CACHE.WARM`), which then releases the tasks held back behind it.

@@ -27,4 +27,6 @@ export type { ErrorCode, ErrorInfo, RunEvent, RunStatus, TaskStatus, Usage, Mess
 export { realClock, type TimedClock } from '../machines/clock.js';
 export { buildReport, readEvents } from './report/index.js';
 export { RunTools, ToolSetupError } from './tools/registry.js';
-export { connectMcpServer } from './tools/mcp.js';
+export { connectMcpServer } from './tools/connect.js';
+export { MissingPackageError } from './util/optional.js';
+export { SqliteDriverError, type SqliteDriverName } from './store/driver.js';

@@ -6,8 +6,9 @@
 import type { SupervisorInput } from '../machines/supervisor.machine.js';
 import type { SupervisedTask } from '../machines/runTable.js';
 import type { Keyring } from './keys.js';
-import { criticalPathRanks, type Plan, type TaskSpec } from './plan/index.js';
+import { criticalPathRanks, type ModelSpec, type Plan, type TaskSpec } from './plan/index.js';
 import { DEFAULT_FAN_IN, implicitDeps } from './plan/mapreduce.js';
+import type { ProviderRequest } from './providers/types.js';
 import { contextWindowOf, minCacheTokensOf } from './models.js';
 import type { BusTool } from '../machines/protocol.js';
 import type { CallTarget } from '../machines/agentContext.js';
@@ -247,4 +248,15 @@ function targetOfModel(plan: Plan, name: string, maxTokens: number | undefined):
   const m = plan.models[name]!;
   const price = priceOf(m.model, m.price);
   return { provider: m.provider, model: m.model, maxTokens: maxTokens ?? m.maxTokens, modelName: name, ...(price ? { price } : {}) };
+}
+
+/** A plan model's sampling settings, as a ProviderRequest carries them (only those it sets). */
+export type Sampling = Pick<ProviderRequest, 'temperature' | 'topP' | 'stopSequences'>;
+
+export function samplingOf(model: Pick<ModelSpec, 'temperature' | 'topP' | 'stopSequences'> | undefined): Sampling {
+  const out: Sampling = {};
+  if (model?.temperature !== undefined) out.temperature = model.temperature;
+  if (model?.topP !== undefined) out.topP = model.topP;
+  if (model?.stopSequences !== undefined) out.stopSequences = [...model.stopSequences];
+  return out;
 }

@@ -36,7 +36,7 @@ import { ProviderError, asProviderError } from './providers/errors.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { fromWire, toolNaming, toWire } from './providers/toolNames.js';
 import type { Provider, ToolSpec } from './providers/types.js';
-import { resolveRun, targetOfModel, type BreakerOptions } from './resolve.js';
+import { resolveRun, samplingOf, targetOfModel, type BreakerOptions, type Sampling } from './resolve.js';
 import { decisionOf, loadHookModule, toolDecisionOf, type BeforeDispatch, type BeforeToolCall, type Hooks } from './hooks.js';
 import type { ToolDefinition } from './tools/local.js';
 import { RunTools } from './tools/registry.js';
@@ -45,7 +45,7 @@ import { openStore, openStoreToRead, type AttemptRow, type RunRecord, type RunSu
 import { DeltaStream } from './run/deltas.js';
 import { RetryError, retryBasesOf, retrySessionsOf, tasksToRetry, type RetrySession } from './run/retry.js';
 import { readFileSync } from 'node:fs';
-import { RemoteCalls, unwrap } from './distributed/remote.js';
+import { lazyRemote, unwrap, type Remote } from './distributed/lazy.js';
 import type { BatchJob, ModelJob, RunConfig, ToolJob } from './distributed/protocol.js';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
@@ -93,7 +93,8 @@ export interface SwarmOptions {
    * Distributed runs: this process coordinates (the DAG, the journal, the budget, the key and
    * breaker actors) and every model and tool call goes to `swarmstate worker` processes through
    * BullMQ on this Redis (`redis://host:6379`). Keys must come from the environment (`{ env }`):
-   * each worker reads its own. Without it, everything runs in this process.
+   * each worker reads its own. Without it, everything runs in this process. Needs the optional
+   * packages bullmq and ioredis: without them createSwarm throws MissingPackageError.
    */
   redis?: string;
   /**
@@ -212,7 +213,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   const journals = new Set<{ failWith(e: StoreError): void }>();
   const owner = { id: nanoid(10), pid: process.pid, host: hostname() };
   /** Distributed runs: one connection to the call queue for every run of the swarm. */
-  const remote = options.redis ? new RemoteCalls(options.redis) : undefined;
+  const remote = options.redis ? lazyRemote(options.redis) : undefined;
 
   /** Starts a run (new, or resumed from its journal); the plan is valid and the run locked. */
   const start = (plan: Plan, runId: string, seed: number, restore: JournaledState | undefined, deltas = options.deltas === true, baseDir?: string): RunHandle => {
@@ -323,6 +324,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           journal,
           readOnly,
           deltas,
+          sampling: (name) => samplingOf(name === undefined ? undefined : plan.models[name]),
           remote: remote ? { calls: remote, runId, config: { providers: plan.providers, tools: plan.tools } } : undefined,
         });
         actor = createActor(machine, { input, clock, systemId: 'supervisor', ...(options.inspect ? { inspect: options.inspect } : {}) });
@@ -554,7 +556,9 @@ interface RunEffects {
   /** Turns stream their text as `task:delta` events. */
   deltas: boolean;
   /** A distributed run: calls go to the workers as BullMQ jobs. */
-  remote: { calls: RemoteCalls; runId: string; config: RunConfig } | undefined;
+  remote: { calls: Remote; runId: string; config: RunConfig } | undefined;
+  /** The sampling settings of a plan model, by its name. */
+  sampling: (modelName: string | undefined) => Sampling;
 }
 
 /** Run ids: letters and digits only (a leading "-" would read as an option on the command line). */
@@ -645,7 +649,7 @@ function dispatchHook(hooks: BeforeDispatch[], plan: Plan, budgetLeft: () => num
  * The machines with this run's effects: a model call through the provider's adapter with the
  * lease's key, tool calls through the run's tools, and every report into the event stream.
  */
-function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, deltas, remote }: RunEffects) {
+function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, deltas, remote, sampling }: RunEffects) {
   const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal, system, self }) => {
     const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
     try {
@@ -668,6 +672,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
           messages: wire.messages,
           tools: wire.tools,
           maxTokens: call.maxTokens,
+          ...sampling(call.modelName),
           keyId: call.keyId,
           meta,
           ...output,
@@ -688,6 +693,7 @@ function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring
         messages: wire.messages,
         tools: wire.tools,
         maxTokens: call.maxTokens,
+        ...sampling(call.modelName),
         key: keyring.get(call.keyId),
         signal,
         meta,

@@ -4,7 +4,7 @@
  * retries, the keys visibly saturated), and `realPlan` turns it into a plan for a real provider.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -139,6 +139,21 @@ describe('realPlan', () => {
     const plan = await demo();
     expect(() => realPlan(plan, {})).toThrow(MissingApiKeyError);
     expect(() => realPlan(plan, { ANTHROPIC_API_KEY: '' })).toThrow(/ANTHROPIC_API_KEY[\s\S]*OPENAI_API_KEY/);
+  });
+
+  it('has a real stand-in for every simulated model id of the example plans, on both providers', () => {
+    const dir = join(packageRoot(), 'examples/plans');
+    const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
+    expect(files.length).toBeGreaterThan(3);
+    for (const file of files) {
+      const plan = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Record<string, unknown>;
+      for (const env of [{ ANTHROPIC_API_KEY: 'k' }, { OPENAI_API_KEY: 'k' }]) {
+        const { plan: real } = realPlan(plan, env);
+        const ids = Object.values(real.models as Record<string, { model: string }>).map((m) => m.model);
+        expect(ids.filter((id) => id.startsWith('sim-')), `${file} on ${Object.keys(env)[0]}`).toEqual([]);
+        expect(validatePlan(real, { env: { ...env } }).ok, file).toBe(true);
+      }
+    }
   });
 
   it('refuses a simulated model it has no real stand-in for', () => {

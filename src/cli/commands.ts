@@ -4,6 +4,8 @@
  */
 import { createSwarm } from '../swarm.js';
 import { redisForDisplay } from '../distributed/redis.js';
+import { DISTRIBUTED_PACKAGES } from '../distributed/lazy.js';
+import { importOptional } from '../util/optional.js';
 import { EXIT } from './exit.js';
 import { missingJournal, storeSpecOf } from './paths.js';
 import { errorText, jsonForTerminal, visible } from './terminal.js';
@@ -15,7 +17,7 @@ type IO = { out: NodeJS.WritableStream; err: NodeJS.WritableStream };
  * $SWARMSTATE_REDIS_CONNECT_MS (default 10 s). SIGINT or SIGTERM during the wait ends it.
  * `ready`, or how the command ends: `interrupted`, or `failed` (the reason printed).
  */
-export async function connectRedis(url: string, io: IO, env: Record<string, string | undefined> = process.env): Promise<'ready' | 'interrupted' | 'failed'> {
+export async function connectRedis(url: string, io: IO, env: Record<string, string | undefined> = process.env, feature = 'a distributed run (--redis)'): Promise<'ready' | 'interrupted' | 'failed'> {
   const given = env.SWARMSTATE_REDIS_CONNECT_MS;
   const timeoutMs = given === undefined || given === '' ? undefined : Number(given);
   if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) {
@@ -27,9 +29,10 @@ export async function connectRedis(url: string, io: IO, env: Record<string, stri
   // Listening before the line goes out: whoever reacts to it with a signal finds it handled.
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-  io.err.write(`connecting to ${visible(redisForDisplay(url))} …\n`);
   try {
-    const { reachRedis } = await import('../distributed/reach.js');
+    // Before the first line: without bullmq and ioredis there is nothing to connect with.
+    const { reachRedis } = await importOptional(() => import('../distributed/reach.js'), DISTRIBUTED_PACKAGES, feature);
+    io.err.write(`connecting to ${visible(redisForDisplay(url))} …\n`);
     if (await reachRedis(url, { signal: controller.signal, ...(timeoutMs !== undefined ? { timeoutMs } : {}) })) return 'ready';
     io.err.write('swarmstate: interrupted while connecting to Redis; nothing was started\n');
     return 'interrupted';
@@ -58,14 +61,14 @@ export async function workerCommand(redis: string | undefined, concurrency: stri
     io.err.write(`swarmstate: --lock-ms must be an integer of at least 500, got "${lockMs}"\n`);
     return EXIT.invalid;
   }
-  const reached = await connectRedis(redis, io);
+  const reached = await connectRedis(redis, io, process.env, 'swarmstate worker');
   // Stopped before it took any call: as a stop by signal later would, that is a clean exit.
   if (reached === 'interrupted') return EXIT.ok;
   if (reached === 'failed') return EXIT.invalid;
-  const { startWorker } = await import('../distributed/worker.js');
   let worker;
   let calls = 0;
   try {
+    const { startWorker } = await importOptional(() => import('../distributed/worker.js'), DISTRIBUTED_PACKAGES, 'swarmstate worker');
     worker = await startWorker({ redis, concurrency: n, lockMs: lock, onJob: () => void (calls += 1) });
   } catch (error) {
     io.err.write(`swarmstate: ${errorText(error)}\n`);

@@ -20,6 +20,7 @@ import { demoIntro, demoPlanPath, packageRoot, planJson, withPlanFolder } from '
 import { realPlan } from './real.js';
 import { errorText, jsonForTerminal, visible } from './terminal.js';
 import { missingJournal, outputConflict, storeFileOf, storeSpecOf } from './paths.js';
+import { importOptional } from '../util/optional.js';
 import { redisForDisplay } from '../distributed/redis.js';
 
 import { EXIT } from './exit.js';
@@ -27,7 +28,8 @@ import { connectRedis, listRuns, workerCommand } from './commands.js';
 
 export { EXIT };
 
-const HELP = `swarmstate: run many LLM sub-agents in parallel, reliably and within budget
+/** The help; `docs` is where the installed package's docs are (they ship with it). */
+const helpText = (docs: string, schema: string) => `swarmstate: run many LLM sub-agents in parallel, reliably and within budget
 
 Usage:
   swarmstate run <plan.json> [--json] [--events <file.ndjson>] [--report <file.html>] [--seed <n>]
@@ -60,13 +62,14 @@ Commands:
   demo       Run the catalog swarm (examples/catalog-swarm: 841 tasks, 3 keys with limits, faults,
              an MCP tool) on the embedded simulated provider: no key, no network, under a minute.
   sim        Start the simulated provider server (Anthropic and OpenAI wire protocols) on
-             127.0.0.1 until Ctrl-C; see docs/sim.md for its flags.
+             127.0.0.1 until Ctrl-C; see ${join(docs, 'sim.md')} for its flags.
 
 Options:
   --json             Print one JSON object (the run result) to stdout at the end; progress off.
   --events <file>    Write every run event to <file> (emptied first), one JSON object per line.
   --report <file>    Write a self-contained HTML report of the run (demo: swarmstate-report.html).
-  --inspect          Send every actor's events to a Stately inspector over WebSocket (docs/cli.md).
+  --inspect          Send every actor's events to a Stately inspector over WebSocket (needs the
+                     optional package @statelyai/inspect; see cli.md).
   --inspect-url <u>  Where the inspector listens. Default ws://localhost:8080.
   --real             Run a simulator plan on real keys: ANTHROPIC_API_KEY, or OPENAI_API_KEY
                      (and OPENAI_BASE_URL); the sim settings and [[sim:...]] directives are dropped.
@@ -78,7 +81,8 @@ Options:
   --redis <url>      run/resume/retry: coordinate a distributed run on this Redis (BullMQ): every model
                      and tool call goes to \`swarmstate worker\` processes. Keys from the environment only.
                      run, resume and worker wait at most 10 s for Redis to answer
-                     ($SWARMSTATE_REDIS_CONNECT_MS, in ms), then exit 2.
+                     ($SWARMSTATE_REDIS_CONNECT_MS, in ms), then exit 2. Needs the optional
+                     packages bullmq and ioredis (npm install bullmq ioredis).
   --concurrency <n>  worker: calls at once. Default 8.
   --lock-ms <n>      worker: how soon another worker takes over the jobs of a worker that died. Default 30000.
   --quiet            No progress (on a terminal a live view, elsewhere one line per notable event).
@@ -87,7 +91,18 @@ Options:
 
 Exit codes: 0 all tasks completed, 1 partial/failed/cancelled/budget_exceeded, 2 invalid plan or usage,
 3 the run is held by another process, 4 the journal could not be written (resume once fixed).
-Docs: docs/cli.md, docs/plan-format.md`;
+Docs (in this package): ${join(docs, 'cli.md')}, ${join(docs, 'plan-format.md')}
+  also at ${DOCS_URL}
+Plan JSON Schema (for editors, as "$schema"): ${schema}`;
+
+const DOCS_URL = 'https://github.com/swarmstate/swarmstate/tree/main/docs';
+
+let help: string | undefined;
+/** The help text, with the docs' paths in the package this command runs from. */
+function HELP(): string {
+  const root = packageRoot();
+  return (help ??= helpText(join(root, 'docs'), join(root, 'schema', 'plan.schema.json')));
+}
 
 export async function main(argv: string[], io = { out: process.stdout, err: process.stderr }): Promise<number> {
   // `sim` and `report` have flags of their own: hand them everything after the command.
@@ -118,7 +133,7 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
       },
     });
   } catch (error) {
-    io.err.write(`swarmstate: ${errorText(error)}\n\n${HELP}\n`);
+    io.err.write(`swarmstate: ${errorText(error)}\n\n${HELP()}\n`);
     return EXIT.invalid;
   }
   const { values, positionals } = parsed;
@@ -128,7 +143,7 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
   }
   const [command, ...rest] = positionals;
   if (values.help || !command) {
-    io.out.write(`${HELP}\n`);
+    io.out.write(`${HELP()}\n`);
     return values.help ? EXIT.ok : EXIT.invalid;
   }
   const seed = values.seed === undefined ? 0 : Number(values.seed);
@@ -213,7 +228,7 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
       );
     }
     default:
-      io.err.write(`swarmstate: unknown command "${command}"\n\n${HELP}\n`);
+      io.err.write(`swarmstate: unknown command "${command}"\n\n${HELP()}\n`);
       return EXIT.invalid;
   }
 }
@@ -288,10 +303,17 @@ async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.Wri
     const reached = await connectRedis(flags.redis, io);
     if (reached !== 'ready') return reached === 'interrupted' ? EXIT.incomplete : EXIT.invalid;
   }
-  // Loaded only when asked for: the inspector is a dependency most runs never touch.
-  const inspector = flags.inspect
-    ? (await import('./inspect.js')).attachInspector({ url: flags.inspect, onError: (e: Error) => void io.err.write(`inspect: ${errorText(e)}\n`) })
-    : undefined;
+  // Loaded only when asked for: the inspector is an optional package most runs never touch.
+  let inspector;
+  if (flags.inspect) {
+    try {
+      const { attachInspector } = await importOptional(() => import('./inspect.js'), ['@statelyai/inspect'], '--inspect');
+      inspector = attachInspector({ url: flags.inspect, onError: (e: Error) => void io.err.write(`inspect: ${errorText(e)}\n`) });
+    } catch (error) {
+      io.err.write(`swarmstate: ${errorText(error)}\n`);
+      return EXIT.invalid;
+    }
+  }
   let swarm;
   try {
     swarm = createSwarm({

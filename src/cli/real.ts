@@ -16,20 +16,30 @@ interface RealModel {
 type RealType = 'anthropic' | 'openai';
 
 /**
- * The real model for each model id the demo uses on the simulator (cheap, mid, strong tier).
- * OpenAI's are non-reasoning models: a reasoning model spends a small `max_tokens` on thinking.
+ * The simulated model ids of the demo and of examples/plans, by tier. `sim-strong` is priced as
+ * a mid-tier model in the examples, and stands for one here.
+ */
+const TIER_IDS = {
+  cheap: ['claude-haiku-4-5', 'sim-fast', 'sim-haiku'],
+  mid: ['claude-sonnet-4-5', 'sim-sonnet', 'sim-strong'],
+  strong: ['claude-opus-4-5'],
+} as const;
+
+function tiers(cheap: RealModel, mid: RealModel, strong: RealModel): Record<string, RealModel> {
+  const real = { cheap, mid, strong };
+  const table: Record<string, RealModel> = {};
+  for (const tier of ['cheap', 'mid', 'strong'] as const) for (const id of TIER_IDS[tier]) table[id] = real[tier];
+  return table;
+}
+
+/**
+ * The real model for each model id the demo and the example plans use on the simulator (cheap,
+ * mid, strong tier). OpenAI's are non-reasoning models: a reasoning model spends a small
+ * `max_tokens` on thinking.
  */
 export const REAL_MODELS: Record<RealType, Record<string, RealModel>> = {
-  anthropic: {
-    'claude-haiku-4-5': { model: 'claude-haiku-4-5', price: { input: 1, output: 5 } },
-    'claude-sonnet-4-5': { model: 'claude-sonnet-4-5', price: { input: 3, output: 15 } },
-    'claude-opus-4-5': { model: 'claude-opus-4-5', price: { input: 5, output: 25 } },
-  },
-  openai: {
-    'claude-haiku-4-5': { model: 'gpt-4.1-nano', price: { input: 0.1, output: 0.4 } },
-    'claude-sonnet-4-5': { model: 'gpt-4.1-mini', price: { input: 0.4, output: 1.6 } },
-    'claude-opus-4-5': { model: 'gpt-4.1', price: { input: 2, output: 8 } },
-  },
+  anthropic: tiers({ model: 'claude-haiku-4-5', price: { input: 1, output: 5 } }, { model: 'claude-sonnet-4-5', price: { input: 3, output: 15 } }, { model: 'claude-opus-4-5', price: { input: 5, output: 25 } }),
+  openai: tiers({ model: 'gpt-4.1-nano', price: { input: 0.1, output: 0.4 } }, { model: 'gpt-4.1-mini', price: { input: 0.4, output: 1.6 } }, { model: 'gpt-4.1', price: { input: 2, output: 8 } }),
 };
 
 /** A real provider is slower than the simulator and the opus-class report writes 1000 tokens. */

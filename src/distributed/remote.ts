@@ -162,10 +162,3 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal, onAbort: () =
     );
   });
 }
-
-/** Turns a job's outcome back into what the call's actor resolves with, or its error. */
-export function unwrap(outcome: CallOutcome): CallOutcome & { ok: true } {
-  if (outcome.ok) return outcome;
-  const { code, message, ...facts } = outcome.error;
-  throw new ProviderError(code, message, facts as ConstructorParameters<typeof ProviderError>[2]);
-}

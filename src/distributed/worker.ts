@@ -9,6 +9,7 @@ import { Worker, type Job } from 'bullmq';
 import { Keyring } from '../keys.js';
 import { asProviderError } from '../providers/errors.js';
 import { ProviderRegistry } from '../providers/registry.js';
+import { preloadHttp } from '../providers/http.js';
 import type { Provider } from '../providers/types.js';
 import type { Plan } from '../plan/index.js';
 import { RunTools } from '../tools/registry.js';
@@ -37,6 +38,8 @@ interface RunSide {
 
 export async function startWorker(options: WorkerOptions): Promise<{ close(): Promise<void> }> {
   const env = options.env ?? process.env;
+  // Loaded before the first job, not while its deadline runs.
+  await preloadHttp();
   const registry = new ProviderRegistry({ now: () => Date.now(), seed: 0 });
   const runs = new Map<string, RunSide>();
 

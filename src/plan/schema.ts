@@ -100,6 +100,12 @@ export interface ModelSpec {
   routes: { provider: string; model: string; weight: number; price?: ModelPrice }[];
   /** Context window in tokens: a request that would not fit is compacted first. Default: built in per model (src/models.ts). */
   contextTokens?: number;
+  /** Sampling temperature sent with every call on this model, 0 to 2 (Anthropic takes at most 1). Default: the provider's. */
+  temperature?: number;
+  /** Nucleus sampling: the probability mass to sample from, above 0 and at most 1. Default: the provider's. */
+  topP?: number;
+  /** Texts that end the answer where they appear (at most 4, as OpenAI allows). Default: none. */
+  stopSequences?: string[];
 }
 
 export type OnFailure = 'continue' | 'fail-fast';
@@ -407,6 +413,13 @@ export const ModelSchema = z.strictObject({
   contextTokens: positiveInt().optional(),
   maxInFlight: positiveInt().optional(),
   weight: z.number().gt(0, { error: 'must be greater than 0' }).default(100),
+  temperature: z.number().min(0, { error: 'must be 0 or more' }).max(2, { error: 'must be at most 2' }).optional(),
+  topP: z.number().gt(0, { error: 'must be greater than 0' }).max(1, { error: 'must be at most 1' }).optional(),
+  stopSequences: z
+    .array(z.string().min(1, { error: 'must not be empty' }))
+    .min(1, { error: 'must list at least one sequence (or leave the field out)' })
+    .max(4, { error: 'at most 4 stop sequences' })
+    .optional(),
   routes: z
     .array(
       z.strictObject({

@@ -59,10 +59,19 @@ export function formatIssue(issue: PlanIssue): string {
  * if (!result.ok) for (const issue of result.issues) console.error(formatIssue(issue));
  */
 export function validatePlan(input: unknown, opts: ValidateOptions = {}): ValidationResult {
+  const issues: PlanIssue[] = [];
+  // `$schema` points an editor at the plan's JSON Schema (schema/plan.schema.json): it is for the
+  // editor, and the run never sees it.
+  let raw = input;
+  if (isRecord(input) && Object.hasOwn(input, '$schema')) {
+    const { $schema: ref, ...rest } = input;
+    if (typeof ref !== 'string') issues.push(issue(['$schema'], "must be a string: the URL or path of the plan's JSON Schema"));
+    raw = rest;
+  }
   // A plan written in code may give a zod schema as a task's output.schema.
-  const raw = withJsonSchemas(input);
+  raw = withJsonSchemas(raw);
   const parsed = PlanSchema.safeParse(raw, { error: plainMessages });
-  const issues: PlanIssue[] = parsed.success ? [] : structuralIssues(parsed.error.issues);
+  if (!parsed.success) issues.push(...structuralIssues(parsed.error.issues));
   if (isRecord(raw)) {
     const env = opts.env ?? process.env;
     const providers = isRecord(raw.providers) ? raw.providers : undefined;
@@ -175,6 +184,11 @@ function checkModels(
           out.push(issue(['models', name, 'routes', j, 'provider'], unknown('provider', r.provider, Object.keys(providers))));
         }
       });
+    }
+    // Anthropic's scale ends at 1; the schema allows OpenAI's 2.
+    const provider = providers && typeof m.provider === 'string' && Object.hasOwn(providers, m.provider) ? providers[m.provider] : undefined;
+    if (typeof m.temperature === 'number' && m.temperature > 1 && isRecord(provider) && provider.type === 'anthropic') {
+      out.push(issue(['models', name, 'temperature'], `must be at most 1 on an Anthropic provider ("${m.provider}"), got ${m.temperature}`));
     }
     if (Array.isArray(m.fallback)) {
       m.fallback.forEach((f: unknown, j: number) => {

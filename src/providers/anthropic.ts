@@ -70,6 +70,9 @@ export function anthropicRequestBody(request: ProviderRequest, options: { stream
   }
 
   const body: Record<string, unknown> = { model: request.model, max_tokens: request.maxTokens };
+  if (request.temperature !== undefined) body.temperature = request.temperature;
+  if (request.topP !== undefined) body.top_p = request.topP;
+  if (request.stopSequences !== undefined) body.stop_sequences = request.stopSequences;
   if (request.system) {
     body.system = options.cache ? [{ type: 'text', text: request.system, cache_control: EPHEMERAL }] : request.system;
   }

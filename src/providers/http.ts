@@ -7,8 +7,7 @@
  * answer into a classified ProviderError, let the adapter read a 2xx one, and make sure that
  * whatever escapes is a ProviderError with the call's facts and without the key.
  */
-import { Pool } from 'undici';
-import type { Dispatcher } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
 import type { RateLimitHint } from '../../machines/protocol.js';
 import { type CallFacts, classifyHttpError, classifyTransportError, redactSecret, scrubbed } from './classify.js';
 import { rateLimitOf } from './ratelimit.js';
@@ -58,6 +57,17 @@ export class HttpClientClosedError extends Error {
 }
 
 /**
+ * undici, loaded when the first client is made (not on `import 'swarmstate'`: a quarter of a
+ * second most imports need not pay), so it is there by the first request.
+ */
+let undici: Promise<typeof import('undici')> | undefined;
+
+/** Starts loading undici now: for a process that will make calls later (a worker), sooner is better. */
+export function preloadHttp(): Promise<typeof import('undici')> {
+  return (undici ??= import('undici'));
+}
+
+/**
  * A keep-alive HTTP client for one provider.
  *
  * @example
@@ -74,12 +84,15 @@ export class HttpClient {
   constructor(options: HttpClientOptions = {}) {
     // The defaults of every adapter, in one place.
     this.options = { ...options, headersTimeoutMs: options.headersTimeoutMs ?? 60_000, bodyTimeoutMs: options.bodyTimeoutMs ?? 120_000 };
+    void preloadHttp().catch(() => {}); // a failed load is the first request's error
   }
 
   async post(request: HttpRequest): Promise<HttpResponse> {
     if (this.closed) throw new HttpClientClosedError();
     const url = new URL(request.url);
-    const response = await this.poolFor(url.origin).request({
+    const { Pool: PoolClass } = await preloadHttp();
+    if (this.closed) throw new HttpClientClosedError();
+    const response = await this.poolFor(url.origin, PoolClass).request({
       method: 'POST',
       path: url.pathname + url.search,
       headers: request.headers,
@@ -99,10 +112,10 @@ export class HttpClient {
     await Promise.all(pools.map((pool) => pool.close()));
   }
 
-  private poolFor(origin: string): Pool {
+  private poolFor(origin: string, PoolClass: typeof Pool): Pool {
     let pool = this.pools.get(origin);
     if (!pool) {
-      pool = new Pool(origin, {
+      pool = new PoolClass(origin, {
         connections: this.options.connections ?? null,
         headersTimeout: this.options.headersTimeoutMs,
         bodyTimeout: this.options.bodyTimeoutMs,

@@ -64,6 +64,9 @@ export function openAIRequestBody(
   for (const message of request.messages) messages.push(...toWireMessages(message));
   const body: Record<string, unknown> = { model: request.model, messages };
   body[options.maxTokensField ?? 'max_completion_tokens'] = request.maxTokens;
+  if (request.temperature !== undefined) body.temperature = request.temperature;
+  if (request.topP !== undefined) body.top_p = request.topP;
+  if (request.stopSequences !== undefined) body.stop = request.stopSequences;
   if (request.tools.length > 0) {
     body.tools = request.tools.map((tool) => ({
       type: 'function',

@@ -32,6 +32,10 @@ export interface ProviderRequest {
   messages: Message[];
   tools: ToolSpec[];
   maxTokens: number;
+  /** The plan model's sampling settings (`temperature`, `topP`, `stopSequences`): absent, the provider's defaults. */
+  temperature?: number;
+  topP?: number;
+  stopSequences?: string[];
   key: ProviderKey;
   /** Aborted when the attempt is cancelled or passes its deadline. */
   signal: AbortSignal;

@@ -13,6 +13,7 @@ import {
   isRecord,
   messageUnit,
   optionalBoolean,
+  checkSampling,
   optionalPositiveInt,
   pieces,
   requireRecord,
@@ -127,6 +128,7 @@ function parseRequest(raw: unknown): SimRequest {
   const model = requireString(body.model, 'model', true);
   const maxTokens = optionalPositiveInt(body.max_tokens, 'max_tokens');
   if (maxTokens === undefined) throw invalid('max_tokens: Field required');
+  checkSampling(body, 'anthropic');
   if (!Array.isArray(body.messages) || body.messages.length === 0) throw invalid('messages: at least one message is required');
   const stream = optionalBoolean(body.stream, 'stream');
   let breakpoints = 0;

@@ -14,6 +14,7 @@ import {
   isRecord,
   messageUnit,
   optionalBoolean,
+  checkSampling,
   optionalPositiveInt,
   pieces,
   requireRecord,
@@ -171,6 +172,7 @@ function parseRequest(raw: unknown): SimRequest {
   const model = requireString(body.model, 'model', true);
   if (!Array.isArray(body.messages) || body.messages.length === 0) throw invalid("Invalid 'messages': empty array. Expected an array with minimum length 1.");
   const maxTokens = optionalPositiveInt(body.max_completion_tokens, 'max_completion_tokens') ?? optionalPositiveInt(body.max_tokens, 'max_tokens') ?? OPENAI_DEFAULT_MAX_TOKENS;
+  checkSampling(body, 'openai');
   const stream = optionalBoolean(body.stream, 'stream');
   const includeUsage = isRecord(body.stream_options) && body.stream_options.include_usage === true;
   if (body.n !== undefined && body.n !== null && body.n !== 1) throw invalid("sim: only 'n': 1 is supported");

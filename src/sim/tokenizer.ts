@@ -5,10 +5,11 @@
  * it does not know, as they are against a real provider. Anthropic publishes no tokenizer for
  * current models; a byte-level BPE of the same family is the closest stand-in.
  *
- * The ranks take about half a second to load, so they load on the first count, not on import.
+ * The ranks take about half a second to load, so they (and the tokenizer's code) load on the
+ * first count, not on import: `import 'swarmstate'` does not pay for them.
  */
 import { createRequire } from 'node:module';
-import { Tiktoken } from 'js-tiktoken/lite';
+import type { Tiktoken } from 'js-tiktoken/lite';
 
 const require = createRequire(import.meta.url);
 let encoder: Tiktoken | undefined;
@@ -21,8 +22,9 @@ const MEMO_TEXT_MAX = 64 * 1024;
 
 function encoderOf(): Tiktoken {
   if (encoder === undefined) {
+    const { Tiktoken: Encoder } = require('js-tiktoken/lite') as { Tiktoken: typeof Tiktoken };
     const ranks = require('js-tiktoken/ranks/cl100k_base') as { default?: unknown };
-    encoder = new Tiktoken((ranks.default ?? ranks) as ConstructorParameters<typeof Tiktoken>[0]);
+    encoder = new Encoder((ranks.default ?? ranks) as ConstructorParameters<typeof Tiktoken>[0]);
   }
   return encoder;
 }

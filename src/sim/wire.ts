@@ -74,6 +74,25 @@ export function optionalPositiveInt(value: unknown, path: string): number | unde
   return value;
 }
 
+/**
+ * The sampling fields, checked as the real APIs check them (the simulator's answers do not depend
+ * on them): `temperature` (0-1 on Anthropic, 0-2 on OpenAI), `top_p` (0-1), and
+ * `stop_sequences` (Anthropic: strings) or `stop` (OpenAI: a string or at most 4).
+ */
+export function checkSampling(body: Record<string, unknown>, protocol: 'anthropic' | 'openai'): void {
+  const inRange = (value: unknown, path: string, max: number) => {
+    if (value === undefined || value === null) return;
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > max) throw invalid(`${path}: expected a number from 0 to ${max}`);
+  };
+  inRange(body.temperature, 'temperature', protocol === 'anthropic' ? 1 : 2);
+  inRange(body.top_p, 'top_p', 1);
+  const stops = protocol === 'anthropic' ? body.stop_sequences : body.stop;
+  const path = protocol === 'anthropic' ? 'stop_sequences' : 'stop';
+  if (stops === undefined || stops === null || (protocol === 'openai' && typeof stops === 'string')) return;
+  if (!Array.isArray(stops) || !stops.every((s) => typeof s === 'string')) throw invalid(`${path}: expected a list of strings`);
+  if (protocol === 'openai' && stops.length > 4) throw invalid(`${path}: at most 4 sequences`);
+}
+
 export function optionalBoolean(value: unknown, path: string): boolean {
   if (value === undefined || value === null) return false;
   if (typeof value !== 'boolean') throw invalid(`${path}: expected a boolean`);

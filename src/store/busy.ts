@@ -7,6 +7,7 @@
  * at every poll for longer than any single timeout. Trying again with a fresh timeout until a
  * deadline bounds the wait by time, not by luck.
  */
+import { sqliteCodeOf } from './driver.js';
 
 /** SQLite's own wait for the write lock, per try (`busy_timeout`). Short: the deadline below bounds the whole wait. */
 export const BUSY_TIMEOUT_MS = 250;
@@ -16,8 +17,7 @@ export const BUSY_LIMIT_MS = 60_000;
 
 /** True for SQLITE_BUSY and its extended codes (SQLITE_BUSY_RECOVERY, SQLITE_BUSY_SNAPSHOT...). */
 export function isBusy(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+  return sqliteCodeOf(error)?.startsWith('SQLITE_BUSY') === true;
 }
 
 const pause = new Int32Array(new SharedArrayBuffer(4));

@@ -1,6 +1,6 @@
 /**
- * `SqliteStore`: the run journal in one SQLite file (better-sqlite3, synchronous), by default
- * `.swarmstate/runs.db`. See `types.ts` for the contract (batches, durable-now writes, failure).
+ * `SqliteStore`: the run journal in one SQLite file, by default `.swarmstate/runs.db`, on
+ * better-sqlite3 or Node's built-in node:sqlite (driver.ts: both synchronous, the same code). See `types.ts` for the contract (batches, durable-now writes, failure).
  *
  * Why these settings: WAL lets `swarmstate runs` read while a run writes; `synchronous=NORMAL`
  * in WAL mode never corrupts the file, and a power cut loses at most the last commits, which the
@@ -17,7 +17,7 @@
  */
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import Database from 'better-sqlite3';
+import { openDatabase, SqliteDriverError, type SqlDatabase, type SqliteDriverName } from './driver.js';
 import type { Usage } from '../../machines/protocol.js';
 import { fromJson, mayTake, toJson, type HeldLock } from './shared.js';
 import { BUSY_LIMIT_MS, BUSY_TIMEOUT_MS, retryBusy } from './busy.js';
@@ -60,7 +60,9 @@ function summaryOf(row: SummaryRow): RunSummary {
 
 export class SqliteStore implements Store {
   readonly path: string;
-  private readonly db: Database.Database;
+  /** The SQLite driver this store runs on. */
+  readonly driver: SqliteDriverName;
+  private readonly db: SqlDatabase;
   private readonly st: Statements;
   private readonly now: () => number;
   private readonly writes: SqliteWrites;
@@ -70,7 +72,7 @@ export class SqliteStore implements Store {
     this.now = options.now ?? Date.now;
     const readOnly = options.readOnly === true;
     const busyLimitMs = options.busyLimitMs ?? BUSY_LIMIT_MS;
-    let db: Database.Database | undefined;
+    let db: SqlDatabase | undefined;
     try {
       if (this.path !== ':memory:' && !readOnly) {
         mkdirSync(dirname(this.path), { recursive: true });
@@ -80,7 +82,7 @@ export class SqliteStore implements Store {
           throw Object.assign(new Error('the file is read-only'), { code: 'SQLITE_READONLY' });
         }
       }
-      db = new Database(this.path, { timeout: BUSY_TIMEOUT_MS, ...(readOnly ? { readonly: true, fileMustExist: true } : {}) });
+      db = openDatabase(this.path, { timeoutMs: BUSY_TIMEOUT_MS, readOnly, driver: options.driver });
       const opened = db;
       // Before anything is written (WAL, the schema): another program's database stays as it was.
       const kind = retryBusy(() => recognise(opened, this.path), busyLimitMs);
@@ -100,6 +102,8 @@ export class SqliteStore implements Store {
         // Closing a half-open handle: nothing more to report than the first error.
       }
       if (error instanceof StoreError) throw error;
+      // Said in full: what to install is the point of it.
+      if (error instanceof SqliteDriverError) throw new StoreError(`run journal ${this.path}: ${error.message}`, this.path, error.code);
       throw new StoreError(
         `run journal ${this.path}: cannot open: ${codeOf(error)} (${reasonOf(error)})`,
         this.path,
@@ -107,11 +111,12 @@ export class SqliteStore implements Store {
       );
     }
     this.db = db;
+    this.driver = db.driver;
     this.writes = new SqliteWrites(db, this.st, { path: this.path, readOnly, busyLimitMs, onError: options.onError });
   }
 
   /** The connection, for tests and diagnostics (pragmas, a look at the tables). Not for writes. */
-  get database(): Database.Database {
+  get database(): SqlDatabase {
     return this.db;
   }
 

@@ -4,7 +4,7 @@
  * version i to i + 1), every statement the store runs (prepared once per connection), and the
  * row shapes SQLite hands back.
  */
-import type Database from 'better-sqlite3';
+import type { SqlDatabase, SqlStatement } from './driver.js';
 import { StoreError, type AttemptRow, type StoredRunStatus, type StoredTaskStatus } from './types.js';
 
 /** `MIGRATIONS[i]` takes the schema from version i to i + 1. The last index + 1 is the version. */
@@ -88,17 +88,12 @@ const TASK_COLUMNS =
 const ATTEMPT_COLUMNS = 'task_id, attempt, route, started_at, ended_at, status, requests, usage_json, cost_usd';
 const SUMMARY_COLUMNS = 'id, status, created_at, updated_at, source, options_json, tasks_total, tasks_done, cost_usd';
 
-/** Every statement, prepared once. */
-/** The part of a prepared statement the store uses (declared here, so declaration files can name it). */
-export interface Stmt {
-  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
-  get(...params: unknown[]): unknown;
-  all(...params: unknown[]): unknown[];
-  pluck(toggle?: boolean): Stmt;
-}
+/** The part of a prepared statement the store uses (driver.ts). */
+export type Stmt = SqlStatement;
 
-export function prepare(db: Database.Database) {
-  const p = (sql: string): Stmt => db.prepare(sql) as unknown as Stmt;
+/** Every statement, prepared once. */
+export function prepare(db: SqlDatabase) {
+  const p = (sql: string): Stmt => db.prepare(sql);
   return {
     begin: p('BEGIN IMMEDIATE'),
     commit: p('COMMIT'),
@@ -258,10 +253,10 @@ const OUR_TABLES = ['attempts', 'locks', 'runs', 'spend', 'tasks', 'tool_results
  * What the file holds: `new` (an empty database: ours to set up), `ours`, or it throws a
  * StoreError (code `foreign`) for any other database. Reads only: a refused file is left as it was.
  */
-export function recognise(db: Database.Database, path: string): 'new' | 'ours' {
-  const appId = db.pragma('application_id', { simple: true }) as number;
+export function recognise(db: SqlDatabase, path: string): 'new' | 'ours' {
+  const appId = db.pragma('application_id') as number;
   if (appId === APPLICATION_ID) return 'ours';
-  const version = db.pragma('user_version', { simple: true }) as number;
+  const version = db.pragma('user_version') as number;
   const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").pluck().all() as string[]).sort();
   if (appId === 0 && version === 0 && tables.length === 0) return 'new';
   if (appId === 0 && version >= 1 && OUR_TABLES.every((t) => tables.includes(t))) return 'ours';
@@ -274,8 +269,8 @@ export function recognise(db: Database.Database, path: string): 'new' | 'ours' {
 }
 
 /** Throws unless the file's schema is the one this swarmstate reads (a read-only store cannot migrate it). */
-export function checkVersion(db: Database.Database, path: string): void {
-  const version = db.pragma('user_version', { simple: true }) as number;
+export function checkVersion(db: SqlDatabase, path: string): void {
+  const version = db.pragma('user_version') as number;
   if (version === SCHEMA_VERSION) return;
   const older = version < SCHEMA_VERSION;
   throw new StoreError(
@@ -286,9 +281,9 @@ export function checkVersion(db: Database.Database, path: string): void {
 }
 
 /** Brings the file's schema to SCHEMA_VERSION and marks it as ours, in one write transaction (idempotent). */
-export function migrate(db: Database.Database, path: string): void {
-  const versionOf = () => db.pragma('user_version', { simple: true }) as number;
-  const marked = () => db.pragma('application_id', { simple: true }) === APPLICATION_ID;
+export function migrate(db: SqlDatabase, path: string): void {
+  const versionOf = () => db.pragma('user_version') as number;
+  const marked = () => db.pragma('application_id') === APPLICATION_ID;
   if (versionOf() === SCHEMA_VERSION && marked()) return;
   db.exec('BEGIN IMMEDIATE');
   try {

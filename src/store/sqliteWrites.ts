@@ -9,15 +9,15 @@
  * several processes can share the file. A lock held by another process is waited for (busy.ts):
  * a durable write blocks, within a limit; a batch committing by itself tries again on a timer.
  */
-import type Database from 'better-sqlite3';
+import { sqliteCodeOf, type SqlDatabase } from './driver.js';
 import { backoffMs, isBusy, retryBusy } from './busy.js';
 import type { Stmt } from './sqliteSchema.js';
 import { StoreError } from './types.js';
 
-/** A SQLite error's code (`SQLITE_FULL`...), or what else failed, for the message. */
+/** A SQLite error's code (`SQLITE_FULL`...) from either driver, or what else failed (`EACCES`), for the message. */
 export function codeOf(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : 'internal';
+  return sqliteCodeOf(error) ?? (typeof code === 'string' ? code : 'internal');
 }
 
 /** The error's own words, short: SQLite's messages describe the failure, never the data bound. */
@@ -51,7 +51,7 @@ export class SqliteWrites {
   private readonly onError: ((error: StoreError) => void) | undefined;
 
   constructor(
-    private readonly db: Database.Database,
+    private readonly db: SqlDatabase,
     private readonly st: { begin: Stmt; commit: Stmt },
     options: WriteOptions,
   ) {

@@ -41,6 +41,7 @@
  * writing; the store never adds any to its messages.
  */
 import type { Usage } from '../../machines/protocol.js';
+import type { SqliteDriverName } from './driver.js';
 
 /** A run's status in the journal: `running` while it runs, `interrupted` when found dead. */
 export type StoredRunStatus =
@@ -171,6 +172,11 @@ export interface StoreOptions {
   readOnly?: boolean;
   /** How long a write waits in all for a write lock another process holds. Default 60000 ms. */
   busyLimitMs?: number;
+  /**
+   * The SQLite driver (SqliteStore only): `better-sqlite3` or `node:sqlite`. Default: the
+   * `SWARMSTATE_SQLITE` environment variable, else better-sqlite3 when it loads, else node:sqlite.
+   */
+  driver?: SqliteDriverName;
 }
 
 export interface Store {
@@ -286,6 +292,7 @@ export class StoreError extends Error {
       return 'other processes kept the journal busy (runs sharing the file); try again when fewer run at once, or give this run a journal of its own (--store)';
     }
     if (this.sqliteCode === 'foreign') return 'give the journal a file of its own (--store)';
+    if (this.sqliteCode === 'sqlite_driver_missing') return 'npm install better-sqlite3, or use Node >= 22.13, or run without a journal (--store memory)';
     return 'fix the disk (space, permissions)';
   }
 }

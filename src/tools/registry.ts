@@ -11,7 +11,6 @@ import type { BusTool, ToolResult } from '../../machines/protocol.js';
 import type { Plan, PlanIssue } from '../plan/index.js';
 import type { ToolSpec } from '../providers/types.js';
 import { isShareable, toolOutputText, type ToolDefinition } from './local.js';
-import { connectMcpServer } from './mcp.js';
 import type { McpServerConfig, ToolInfo, ToolSource } from './types.js';
 import { createArgsValidator } from './validate.js';
 
@@ -52,10 +51,12 @@ export class RunTools {
       });
     }
     const servers = Object.entries(plan.tools.servers);
+    // The MCP client loads only for a plan with servers: it is a third of a second of imports.
+    const { connectMcpServer } = servers.length > 0 ? await import('./mcp.js') : { connectMcpServer: undefined };
     const settled = await Promise.allSettled(servers.map(([name, spec]) =>
         // The bus owns the per-call deadline (plan.tools.callTimeoutMs); the connection only bounds
         // how many calls run at once on the server.
-        connectMcpServer(name, configOf(spec, env), { concurrency: plan.tools.serverConcurrency, callTimeoutMs: Infinity }),
+        connectMcpServer!(name, configOf(spec, env), { concurrency: plan.tools.serverConcurrency, callTimeoutMs: Infinity }),
       ));
     const sources: ToolSource[] = [];
     const failures: string[] = [];

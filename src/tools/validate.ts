@@ -2,9 +2,27 @@
  * Checks a tool call's arguments against the tool's JSON Schema before it goes out, so a model
  * that got them wrong hears why in words it can act on, without a round trip to the server.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { Ajv2019 } from 'ajv/dist/2019.js';
-import { Ajv2020 } from 'ajv/dist/2020.js';
+import { createRequire } from 'node:module';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
+import type { Ajv2019 } from 'ajv/dist/2019.js';
+import type { Ajv2020 } from 'ajv/dist/2020.js';
+
+// ajv loads with the first schema compiled, not with `import 'swarmstate'` (a tenth of a second).
+const require = createRequire(import.meta.url);
+const ajv = {
+  draft07: (): Ajv => {
+    const { Ajv: Draft07 } = require('ajv') as { Ajv: typeof Ajv };
+    return new Draft07(options);
+  },
+  draft2019: (): Ajv2019 => {
+    const { Ajv2019: Draft2019 } = require('ajv/dist/2019.js') as { Ajv2019: typeof Ajv2019 };
+    return new Draft2019(options);
+  },
+  draft2020: (): Ajv2020 => {
+    const { Ajv2020: Draft2020 } = require('ajv/dist/2020.js') as { Ajv2020: typeof Ajv2020 };
+    return new Draft2020(options);
+  },
+};
 
 /** Returns a readable message when the arguments are invalid, undefined when they are fine. */
 export type ArgsValidator = ((args: unknown) => string | undefined) & {
@@ -46,7 +64,7 @@ export function createArgsValidator(schema: unknown, name = 'tool'): ArgsValidat
 /** A compiled schema (cached by schema object), or why it does not compile. */
 export function compile(schema: unknown): ValidateFunction | { error: string } {
   // `true` / `false` are whole JSON Schemas (accept all / nothing); a WeakMap cannot hold them.
-  if (typeof schema === 'boolean') return (draft07 ??= new Ajv(options)).compile(schema);
+  if (typeof schema === 'boolean') return (draft07 ??= ajv.draft07()).compile(schema);
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
     return { error: `schema must be a JSON Schema object, got ${schema === null ? 'null' : Array.isArray(schema) ? 'an array' : typeof schema}` };
   }
@@ -65,9 +83,9 @@ export function compile(schema: unknown): ValidateFunction | { error: string } {
 /** The ajv of the schema's draft: MCP servers send draft-07 (zod) and 2020-12 (the spec's default). */
 export function instanceFor(schema: Record<string, unknown>): Ajv | Ajv2019 | Ajv2020 {
   const meta = typeof schema.$schema === 'string' ? schema.$schema : '';
-  if (meta.includes('2020-12')) return (draft2020 ??= new Ajv2020(options));
-  if (meta.includes('2019-09')) return (draft2019 ??= new Ajv2019(options));
-  return (draft07 ??= new Ajv(options));
+  if (meta.includes('2020-12')) return (draft2020 ??= ajv.draft2020());
+  if (meta.includes('2019-09')) return (draft2019 ??= ajv.draft2019());
+  return (draft07 ??= ajv.draft07());
 }
 
 /** Drops a `$schema` ajv has no meta-schema for (draft-04, typos): it would refuse the whole schema. */

@@ -43,7 +43,7 @@ describe('resume through the API', () => {
     run.events.on('task:completed', () => {
       // A real SQLITE_FULL: the database may not grow past the pages it has now.
       if (++completed === 12) {
-        const pages = store.database.pragma('page_count', { simple: true }) as number;
+        const pages = store.database.pragma('page_count') as number;
         store.database.pragma(`max_page_count = ${pages}`);
       }
     });
@@ -59,7 +59,7 @@ describe('resume through the API', () => {
 
     // What was committed is consistent: every task the journal calls completed has its output.
     const check = new SqliteStore(file);
-    expect(check.database.pragma('integrity_check', { simple: true })).toBe('ok');
+    expect(check.database.pragma('integrity_check')).toBe('ok');
     const rows = check.loadTasks(run.id);
     const done = rows.filter((r) => r.status === 'completed');
     expect(done.length).toBeGreaterThanOrEqual(10);

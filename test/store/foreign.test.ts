@@ -8,10 +8,10 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore, StoreError } from '../../src/store/index.js';
 import { ROOT, tempDir } from './helpers.js';
+import { DRIVERS, rawDb } from '../helpers/sqlite.js';
 
 const exec = promisify(execFile);
 const BIN = path.join(ROOT, 'bin/swarmstate.js');
@@ -28,107 +28,109 @@ function dir(): string {
 
 const hash = (file: string) => createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 
-async function cli(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await exec(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, SWARMSTATE_STORE: '' } });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
-
-/** Another program's database, in its own (rollback journal) mode. */
-function foreignDb(file: string, tables = "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('keep me');"): void {
-  const db = new Database(file);
-  db.exec(tables);
-  db.pragma('user_version = 7');
-  db.close();
-}
-
-describe('runs on a file that is not a swarmstate journal', () => {
-  it('refuses another program\'s database, leaving it byte for byte as it was', async () => {
-    const d = dir();
-    const file = path.join(d, 'app.db');
-    foreignDb(file);
-    const before = hash(file);
-    const listed = await cli(['runs', '--store', file], d);
-    expect(listed.code).toBe(4);
-    expect(listed.stderr).toContain(`run journal ${file}: not a swarmstate journal`);
-    expect(listed.stderr).toContain('notes');
-    expect(hash(file)).toBe(before);
-    expect(fs.readdirSync(d)).toEqual(['app.db']);
-
-    // A run on it is refused the same way, before anything is written (no WAL switch, no tables).
-    fs.writeFileSync(path.join(d, 'plan.json'), JSON.stringify({
-      providers: { sim: { type: 'sim' } },
-      models: { m: { provider: 'sim', model: 'sim-fast', maxTokens: 16 } },
-      tasks: [{ id: 'a', model: 'm', prompt: 'hi' }],
-    }));
-    const run = await cli(['run', 'plan.json', '--store', file, '--quiet'], d);
-    expect(run.code).toBe(4);
-    expect(run.stderr).toContain('not a swarmstate journal');
-    expect(hash(file)).toBe(before);
-    expect(fs.readdirSync(d).sort()).toEqual(['app.db', 'plan.json']);
-  });
-
-  it('refuses a database marked by another application, and one with tables of ours missing', () => {
-    const d = dir();
-    const marked = path.join(d, 'marked.db');
-    const db = new Database(marked);
-    db.pragma('application_id = 1234');
-    db.close();
-    const partial = path.join(d, 'partial.db');
-    foreignDb(partial, 'CREATE TABLE runs (id TEXT); CREATE TABLE tasks (id TEXT);');
-    for (const file of [marked, partial]) {
-      const before = hash(file);
-      for (const readOnly of [true, false]) {
-        let caught: unknown;
-        try {
-          new SqliteStore(file, { readOnly }).close();
-        } catch (error) {
-          caught = error;
-        }
-        expect(caught).toBeInstanceOf(StoreError);
-        expect(caught).toMatchObject({ sqliteCode: 'foreign', path: file });
-      }
-      expect(hash(file)).toBe(before);
+describe.each(DRIVERS)('on %s', (driver) => {
+  async function cli(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+    try {
+      const { stdout, stderr } = await exec(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, SWARMSTATE_STORE: '', SWARMSTATE_SQLITE: driver } });
+      return { code: 0, stdout, stderr };
+    } catch (error) {
+      const e = error as { code: number; stdout: string; stderr: string };
+      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
     }
-  });
+  }
 
-  it('lists a journal without writing to it, and creates nothing where there is none', async () => {
-    const d = dir();
-    const file = path.join(d, 'runs.db');
-    const store = new SqliteStore(file);
-    store.createRun({ id: 'r1', plan: {}, options: {}, tasksTotal: 2, createdAt: Date.UTC(2026, 0, 1) });
-    store.setRunStatus('r1', 'completed', {});
-    store.close(); // the last connection: SQLite folds the WAL back into the file
-    const before = hash(file);
-    const listed = await cli(['runs', '--store', file, '--json'], d);
-    expect(listed.code).toBe(0);
-    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ id: 'r1', status: 'completed' })]);
-    expect(hash(file)).toBe(before);
+  /** Another program's database, in its own (rollback journal) mode. */
+  function foreignDb(file: string, tables = "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('keep me');"): void {
+    const db = rawDb(file, { driver });
+    db.exec(tables);
+    db.pragma('user_version = 7');
+    db.close();
+  }
 
-    const none = path.join(d, 'nothing', 'runs.db');
-    const empty = await cli(['runs', '--store', none], d);
-    expect(empty).toMatchObject({ code: 2, stdout: '' }); // a journal named that does not exist: a typo, said so
-    expect(empty.stderr).toMatch(/no run journal at/);
-    expect(fs.existsSync(path.dirname(none))).toBe(false);
-  });
+  describe('runs on a file that is not a swarmstate journal', () => {
+    it('refuses another program\'s database, leaving it byte for byte as it was', async () => {
+      const d = dir();
+      const file = path.join(d, 'app.db');
+      foreignDb(file);
+      const before = hash(file);
+      const listed = await cli(['runs', '--store', file], d);
+      expect(listed.code).toBe(4);
+      expect(listed.stderr).toContain(`run journal ${file}: not a swarmstate journal`);
+      expect(listed.stderr).toContain('notes');
+      expect(hash(file)).toBe(before);
+      expect(fs.readdirSync(d)).toEqual(['app.db']);
 
-  it('still opens a journal written before files were marked (the tables say it is ours), and marks it', () => {
-    const d = dir();
-    const file = path.join(d, 'old.db');
-    const store = new SqliteStore(file);
-    store.createRun({ id: 'r1', plan: {}, options: {}, tasksTotal: 1, createdAt: 1 });
-    store.database.pragma('application_id = 0'); // as an older swarmstate left it
-    store.close();
-    const reader = new SqliteStore(file, { readOnly: true });
-    expect(reader.listRuns().map((r) => r.id)).toEqual(['r1']);
-    expect(() => reader.setRunStatus('r1', 'failed')).toThrow(/opened read-only/);
-    reader.close();
-    const writer = new SqliteStore(file);
-    expect(writer.database.pragma('application_id', { simple: true })).not.toBe(0);
-    writer.close();
+      // A run on it is refused the same way, before anything is written (no WAL switch, no tables).
+      fs.writeFileSync(path.join(d, 'plan.json'), JSON.stringify({
+        providers: { sim: { type: 'sim' } },
+        models: { m: { provider: 'sim', model: 'sim-fast', maxTokens: 16 } },
+        tasks: [{ id: 'a', model: 'm', prompt: 'hi' }],
+      }));
+      const run = await cli(['run', 'plan.json', '--store', file, '--quiet'], d);
+      expect(run.code).toBe(4);
+      expect(run.stderr).toContain('not a swarmstate journal');
+      expect(hash(file)).toBe(before);
+      expect(fs.readdirSync(d).sort()).toEqual(['app.db', 'plan.json']);
+    });
+
+    it('refuses a database marked by another application, and one with tables of ours missing', () => {
+      const d = dir();
+      const marked = path.join(d, 'marked.db');
+      const db = rawDb(marked, { driver });
+      db.pragma('application_id = 1234');
+      db.close();
+      const partial = path.join(d, 'partial.db');
+      foreignDb(partial, 'CREATE TABLE runs (id TEXT); CREATE TABLE tasks (id TEXT);');
+      for (const file of [marked, partial]) {
+        const before = hash(file);
+        for (const readOnly of [true, false]) {
+          let caught: unknown;
+          try {
+            new SqliteStore(file, { readOnly, driver }).close();
+          } catch (error) {
+            caught = error;
+          }
+          expect(caught).toBeInstanceOf(StoreError);
+          expect(caught).toMatchObject({ sqliteCode: 'foreign', path: file });
+        }
+        expect(hash(file)).toBe(before);
+      }
+    });
+
+    it('lists a journal without writing to it, and creates nothing where there is none', async () => {
+      const d = dir();
+      const file = path.join(d, 'runs.db');
+      const store = new SqliteStore(file, { driver });
+      store.createRun({ id: 'r1', plan: {}, options: {}, tasksTotal: 2, createdAt: Date.UTC(2026, 0, 1) });
+      store.setRunStatus('r1', 'completed', {});
+      store.close(); // the last connection: SQLite folds the WAL back into the file
+      const before = hash(file);
+      const listed = await cli(['runs', '--store', file, '--json'], d);
+      expect(listed.code).toBe(0);
+      expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ id: 'r1', status: 'completed' })]);
+      expect(hash(file)).toBe(before);
+
+      const none = path.join(d, 'nothing', 'runs.db');
+      const empty = await cli(['runs', '--store', none], d);
+      expect(empty).toMatchObject({ code: 2, stdout: '' }); // a journal named that does not exist: a typo, said so
+      expect(empty.stderr).toMatch(/no run journal at/);
+      expect(fs.existsSync(path.dirname(none))).toBe(false);
+    });
+
+    it('still opens a journal written before files were marked (the tables say it is ours), and marks it', () => {
+      const d = dir();
+      const file = path.join(d, 'old.db');
+      const store = new SqliteStore(file, { driver });
+      store.createRun({ id: 'r1', plan: {}, options: {}, tasksTotal: 1, createdAt: 1 });
+      store.database.pragma('application_id = 0'); // as an older swarmstate left it
+      store.close();
+      const reader = new SqliteStore(file, { readOnly: true, driver });
+      expect(reader.listRuns().map((r) => r.id)).toEqual(['r1']);
+      expect(() => reader.setRunStatus('r1', 'failed')).toThrow(/opened read-only/);
+      reader.close();
+      const writer = new SqliteStore(file, { driver });
+      expect(writer.database.pragma('application_id')).not.toBe(0);
+      writer.close();
+    });
   });
 });

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../machines/protocol.js';
 import { Journal, MemoryStore, SqliteStore, type JournalEvent, type Store } from '../../src/store/index.js';
 import { tempDir, usage } from './helpers.js';
+import { DRIVERS } from '../helpers/sqlite.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -16,14 +17,14 @@ afterEach(() => {
 
 const makers: Array<[string, () => Store]> = [
   ['MemoryStore', () => new MemoryStore()],
-  [
-    'SqliteStore',
+  ...DRIVERS.map((driver): [string, () => Store] => [
+    `SqliteStore on ${driver}`,
     () => {
       const dir = tempDir();
       dirs.push(dir);
-      return new SqliteStore(path.join(dir, 'runs.db'));
+      return new SqliteStore(path.join(dir, 'runs.db'), { driver });
     },
-  ],
+  ]),
 ];
 
 const ERR = { code: 'server_error' as const, message: '500', retryable: true };

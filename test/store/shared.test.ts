@@ -6,10 +6,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore, StoreError } from '../../src/store/index.js';
 import { exited, lineReader, tempDir, tsChild } from './helpers.js';
+import { DRIVERS, rawDb } from '../helpers/sqlite.js';
 
 const dirs: string[] = [];
 const handles: Array<{ close(): void }> = [];
@@ -31,9 +31,9 @@ function dbFile(): string {
 const RUN_SCRIPT = `
   import { hostname } from 'node:os';
   import { SqliteStore } from './src/store/sqlite.ts';
-  const [file, runId, count] = process.argv.slice(1);
+  const [file, runId, count, driver] = process.argv.slice(1);
   const tasks = Number(count);
-  const store = new SqliteStore(file, { onError: (e) => { process.stderr.write(e.message + '\\n'); process.exit(4); } });
+  const store = new SqliteStore(file, { driver, onError: (e) => { process.stderr.write(e.message + '\\n'); process.exit(4); } });
   const owner = { id: runId, pid: process.pid, host: hostname() };
   const usage = { inputTokens: 1, outputTokens: 1, cacheWriteTokens: 0, cacheReadTokens: 0 };
   process.stdout.write('ready\\n');
@@ -63,81 +63,83 @@ const RUN_SCRIPT = `
   });
 `;
 
-describe('one journal shared by several runs', () => {
-  it('three processes writing at once all finish, with every row of every run', async () => {
-    const file = dbFile();
-    const runs = ['runA', 'runB', 'runC'];
-    const tasks = 200;
-    // A new file: the three also race to create the schema.
-    const children = runs.map((id) => tsChild(RUN_SCRIPT, [file, id, String(tasks)]));
-    const readers = children.map(lineReader);
-    const stderr = children.map((child) => {
-      let text = '';
-      child.stderr!.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      return () => text;
-    });
-    expect(await Promise.all(readers.map((read) => read()))).toEqual(['ready', 'ready', 'ready']);
-    for (const child of children) child.stdin!.write('go\n');
-    const codes = await Promise.all(children.map(exited));
-    expect(codes.map((code, i) => `${code} ${stderr[i]()}`)).toEqual(['0 ', '0 ', '0 ']);
+describe.each(DRIVERS)('on %s', (driver) => {
+  describe('one journal shared by several runs', () => {
+    it('three processes writing at once all finish, with every row of every run', async () => {
+      const file = dbFile();
+      const runs = ['runA', 'runB', 'runC'];
+      const tasks = 200;
+      // A new file: the three also race to create the schema.
+      const children = runs.map((id) => tsChild(RUN_SCRIPT, [file, id, String(tasks), driver]));
+      const readers = children.map(lineReader);
+      const stderr = children.map((child) => {
+        let text = '';
+        child.stderr!.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        return () => text;
+      });
+      expect(await Promise.all(readers.map((read) => read()))).toEqual(['ready', 'ready', 'ready']);
+      for (const child of children) child.stdin!.write('go\n');
+      const codes = await Promise.all(children.map(exited));
+      expect(codes.map((code, i) => `${code} ${stderr[i]()}`)).toEqual(['0 ', '0 ', '0 ']);
 
-    const db = new Database(file, { readonly: true });
-    handles.push(db);
-    for (const id of runs) {
-      expect(db.prepare('SELECT status, tasks_done FROM runs WHERE id = ?').get(id)).toEqual({ status: 'completed', tasks_done: tasks });
-      expect(db.prepare("SELECT count(*) FROM tasks WHERE run_id = ? AND status = 'completed'").pluck().get(id)).toBe(tasks);
-      expect(db.prepare('SELECT count(*) FROM attempts WHERE run_id = ?').pluck().get(id)).toBe(tasks);
-      expect(db.prepare('SELECT count(*) FROM spend WHERE run_id = ?').pluck().get(id)).toBe(tasks);
-      expect(db.prepare('SELECT count(*) FROM tool_results WHERE run_id = ?').pluck().get(id)).toBe(5);
-    }
-    expect(db.prepare('SELECT count(*) FROM locks').pluck().get()).toBe(0);
-    expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
-  }, 120_000);
+      const db = rawDb(file, { readOnly: true, driver });
+      handles.push(db);
+      for (const id of runs) {
+        expect(db.prepare('SELECT status, tasks_done FROM runs WHERE id = ?').get(id)).toEqual({ status: 'completed', tasks_done: tasks });
+        expect(db.prepare("SELECT count(*) FROM tasks WHERE run_id = ? AND status = 'completed'").pluck().get(id)).toBe(tasks);
+        expect(db.prepare('SELECT count(*) FROM attempts WHERE run_id = ?').pluck().get(id)).toBe(tasks);
+        expect(db.prepare('SELECT count(*) FROM spend WHERE run_id = ?').pluck().get(id)).toBe(tasks);
+        expect(db.prepare('SELECT count(*) FROM tool_results WHERE run_id = ?').pluck().get(id)).toBe(5);
+      }
+      expect(db.prepare('SELECT count(*) FROM locks').pluck().get()).toBe(0);
+      expect(db.pragma('integrity_check')).toBe('ok');
+    }, 120_000);
 
-  it('a batch that finds the lock held commits once it is free; the process goes on meanwhile', async () => {
-    const file = dbFile();
-    const errors: StoreError[] = [];
-    const store = new SqliteStore(file, { onError: (e) => errors.push(e) });
-    handles.push(store);
-    store.createRun({ id: 'r1', plan: {}, options: {}, tasksTotal: 1, createdAt: 1 });
-    const other = new Database(file);
-    handles.push(other);
-    other.exec('BEGIN IMMEDIATE'); // another run, in the middle of a write
-    store.taskStarted('r1', 'a', 1, 'p/m', 2);
-    // The commit on the next macrotask finds the lock held: it tries again later, and this
-    // process goes on meanwhile (these turns of the event loop run).
-    let turns = 0;
-    while (turns < 3) {
-      await new Promise((resolve) => setImmediate(resolve));
-      turns++;
-    }
-    expect(errors).toEqual([]);
-    other.exec('COMMIT');
-    const peek = new Database(file, { readonly: true });
-    handles.push(peek);
-    while (peek.prepare('SELECT count(*) FROM tasks').pluck().get() === 0) await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(errors).toEqual([]);
-  });
-
-  it('a write that waits past its limit fails with SQLITE_BUSY, as contention, not as a disk problem', () => {
-    const file = dbFile();
-    const store = new SqliteStore(file, { busyLimitMs: 300 });
-    handles.push(store);
-    const other = new Database(file);
-    handles.push(other);
-    other.exec('BEGIN IMMEDIATE');
-    let caught: unknown;
-    try {
+    it('a batch that finds the lock held commits once it is free; the process goes on meanwhile', async () => {
+      const file = dbFile();
+      const errors: StoreError[] = [];
+      const store = new SqliteStore(file, { driver, onError: (e) => errors.push(e) });
+      handles.push(store);
       store.createRun({ id: 'r1', plan: {}, options: {}, tasksTotal: 1, createdAt: 1 });
-    } catch (error) {
-      caught = error;
-    }
-    other.exec('ROLLBACK');
-    expect(caught).toBeInstanceOf(StoreError);
-    const error = caught as StoreError;
-    expect(error.sqliteCode).toBe('SQLITE_BUSY');
-    expect(error.message).toContain("other processes held the journal's write lock");
-    expect(error.advice).not.toMatch(/disk/);
-    expect(error.advice).toMatch(/--store/);
+      const other = rawDb(file, { driver });
+      handles.push(other);
+      other.exec('BEGIN IMMEDIATE'); // another run, in the middle of a write
+      store.taskStarted('r1', 'a', 1, 'p/m', 2);
+      // The commit on the next macrotask finds the lock held: it tries again later, and this
+      // process goes on meanwhile (these turns of the event loop run).
+      let turns = 0;
+      while (turns < 3) {
+        await new Promise((resolve) => setImmediate(resolve));
+        turns++;
+      }
+      expect(errors).toEqual([]);
+      other.exec('COMMIT');
+      const peek = rawDb(file, { readOnly: true, driver });
+      handles.push(peek);
+      while (peek.prepare('SELECT count(*) FROM tasks').pluck().get() === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(errors).toEqual([]);
+    });
+
+    it('a write that waits past its limit fails with SQLITE_BUSY, as contention, not as a disk problem', () => {
+      const file = dbFile();
+      const store = new SqliteStore(file, { driver, busyLimitMs: 300 });
+      handles.push(store);
+      const other = rawDb(file, { driver });
+      handles.push(other);
+      other.exec('BEGIN IMMEDIATE');
+      let caught: unknown;
+      try {
+        store.createRun({ id: 'r1', plan: {}, options: {}, tasksTotal: 1, createdAt: 1 });
+      } catch (error) {
+        caught = error;
+      }
+      other.exec('ROLLBACK');
+      expect(caught).toBeInstanceOf(StoreError);
+      const error = caught as StoreError;
+      expect(error.sqliteCode).toBe('SQLITE_BUSY');
+      expect(error.message).toContain("other processes held the journal's write lock");
+      expect(error.advice).not.toMatch(/disk/);
+      expect(error.advice).toMatch(/--store/);
+    });
   });
 });

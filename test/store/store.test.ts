@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStore, SqliteStore, StoreError, type Store, type StoreOptions } from '../../src/store/index.js';
 import { HOST } from '../../src/store/shared.js';
 import { deadPid, manualClock, tempDir, usage } from './helpers.js';
+import { DRIVERS } from '../helpers/sqlite.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -18,14 +19,14 @@ afterEach(() => {
 type Make = (options: StoreOptions) => Store;
 const makers: Array<[string, Make]> = [
   ['MemoryStore', (options) => new MemoryStore(options)],
-  [
-    'SqliteStore',
+  ...DRIVERS.map((driver): [string, Make] => [
+    `SqliteStore on ${driver}`,
     (options) => {
       const dir = tempDir();
       dirs.push(dir);
-      return new SqliteStore(path.join(dir, 'runs.db'), options);
+      return new SqliteStore(path.join(dir, 'runs.db'), { ...options, driver });
     },
-  ],
+  ]),
 ];
 
 const PLAN = { tasks: [{ id: 'a', prompt: 'hi' }, { id: 'b', deps: ['a'] }], models: { m: { provider: 'p' } } };
@@ -306,7 +307,7 @@ describe.each(makers)('%s', (_name, make) => {
   });
 });
 
-describe('MemoryStore and SqliteStore', () => {
+describe('MemoryStore and SqliteStore (on every driver)', () => {
   it('give the same answers to the same script', async () => {
     const pid = await deadPid();
     const answers = makers.map(([, make]) => {
@@ -337,6 +338,7 @@ describe('MemoryStore and SqliteStore', () => {
       store.close();
       return seen;
     });
-    expect(answers[1]).toEqual(answers[0]);
+    expect(answers.length).toBe(1 + DRIVERS.length);
+    for (const answer of answers.slice(1)) expect(answer).toEqual(answers[0]);
   });
 });

@@ -1,0 +1,46 @@
+/**
+ * The coordinator's queue (remote.ts), loaded only for a distributed run: bullmq and ioredis
+ * are optional packages, and loading them costs a third of a second that no other run should pay.
+ * The load starts when the swarm is created; every call waits for it, and fails with what to
+ * install if they are missing.
+ */
+import { ProviderError } from '../providers/errors.js';
+import { assertInstalled, importOptional } from '../util/optional.js';
+import type { CallJob, CallOutcome } from './protocol.js';
+
+/** What a run uses of RemoteCalls. */
+export interface Remote {
+  call(job: CallJob, signal: AbortSignal): Promise<CallOutcome>;
+  forgetRun(runId: string): void;
+  close(): Promise<void>;
+}
+
+export const DISTRIBUTED_PACKAGES = ['bullmq', 'ioredis'] as const;
+
+/** @throws MissingPackageError (code OPTIONAL_PACKAGE_MISSING) when bullmq or ioredis is not installed. */
+export function lazyRemote(url: string): Remote {
+  assertInstalled(DISTRIBUTED_PACKAGES, 'a distributed run (redis)');
+  let loaded: Remote | undefined;
+  const loading = importOptional(() => import('./remote.js'), DISTRIBUTED_PACKAGES, 'a distributed run (--redis)').then((m) => {
+    loaded = new m.RemoteCalls(url);
+    return loaded;
+  });
+  // Reported by the calls that wait for it, not as an unhandled rejection.
+  loading.catch(() => {});
+  return {
+    call: async (job, signal) => (await loading).call(job, signal),
+    // No call has been made before the queue is there: nothing to forget.
+    forgetRun: (runId) => loaded?.forgetRun(runId),
+    close: async () => {
+      const remote = await loading.catch(() => undefined);
+      await remote?.close();
+    },
+  };
+}
+
+/** Turns a job's outcome back into what the call's actor resolves with, or its error. */
+export function unwrap(outcome: CallOutcome): CallOutcome & { ok: true } {
+  if (outcome.ok) return outcome;
+  const { code, message, ...facts } = outcome.error;
+  throw new ProviderError(code, message, facts as ConstructorParameters<typeof ProviderError>[2]);
+}
