@@ -14,6 +14,9 @@ if (process.argv[2] === '--server') {
   const { startSim } = await import('../../src/sim/index.js');
   const sim = await startSim({ seed: 1, latency: { ttftMs: TTFT_MS, tokensPerSecond: 1_000_000 } });
   process.send!({ url: sim.url });
+  process.on('message', (m: string) => {
+    if (m === 'cpu') process.send!({ cpu: process.cpuUsage() });
+  });
   process.on('disconnect', () => void sim.close().then(() => process.exit(0)));
 } else {
   const n = Number(process.argv[2] ?? 3_000);
@@ -28,15 +31,22 @@ if (process.argv[2] === '--server') {
   });
   const swarm = createSwarm({ store: false, seed: 1 });
   await swarm.run(plan(50, 50)).result; // warm-up: JIT, the HTTP pool
+  const serverCpu = () =>
+    new Promise<number>((resolve) => {
+      server.once('message', (m: { cpu: NodeJS.CpuUsage }) => resolve((m.cpu.user + m.cpu.system) / 1000));
+      server.send('cpu');
+    });
+  const server0 = await serverCpu();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const result = await swarm.run(plan(n, maxInFlight)).result;
   const ms = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
+  const serverCpuMs = (await serverCpu()) - server0;
   await swarm.close();
   server.disconnect();
   if (result.totals.completed !== n) throw new Error(`only ${result.totals.completed} of ${n} completed`);
   const cpuMs = (cpu.user + cpu.system) / 1000;
   const idealMs = Math.ceil(n / maxInFlight) * TTFT_MS;
-  console.log(JSON.stringify({ tasks: n, maxInFlight, ms, idealMs, cpuMs, cpuUsPerTask: (cpuMs * 1000) / n, maxRssMb: process.resourceUsage().maxRSS / 1024 }));
+  console.log(JSON.stringify({ tasks: n, maxInFlight, ms, idealMs, cpuMs, cpuUsPerTask: (cpuMs * 1000) / n, serverCpuMs, maxRssMb: process.resourceUsage().maxRSS / 1024 }));
 }
