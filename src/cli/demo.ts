@@ -1,13 +1,15 @@
 /**
  * The built-in demo (`swarmstate demo`): the catalog swarm in examples/catalog-swarm/, 120
- * products through extract -> classify -> translate x3 -> SEO -> review and one report, on the
- * embedded simulated provider (3 keys with limits, faults, latency) and a catalog MCP server
- * that ships with the package. No key, no network.
+ * products through map stages (extract -> classify -> SEO -> translate x3 and review) and a
+ * reduce report, on the embedded simulated provider (3 keys with limits, faults, latency) and a
+ * catalog MCP server that ships with the package. No key, no network.
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { planGroups } from '../../machines/mapReduce.js';
+import { DEFAULT_FAN_IN, loadItemsFile } from '../plan/mapreduce.js';
 
 /** The package's root folder (the one with package.json), from src/cli (tsx) or dist/src/cli (the build). */
 export function packageRoot(): string {
@@ -83,21 +85,94 @@ export function loadDemoPlan(path: string = demoPlanPath()): Promise<Record<stri
 
 /**
  * Two lines that say what the demo is about to do, for the CLI to print before the run:
- * tasks, stages, keys and their limits.
+ * tasks (as written, and once the maps and the reduce expand), stages, keys and their limits.
  */
 export function demoIntro(plan: Record<string, unknown>): string {
   const p = plan as {
     tasks?: unknown[];
-    providers?: Record<string, { type?: string; keys?: unknown[]; limits?: Record<string, number> }>;
+    providers?: Record<string, { type?: string; keys?: unknown[]; limits?: Record<string, unknown> }>;
     defaults?: { maxInFlight?: number };
   };
   const providers = Object.entries(p.providers ?? {}).map(([name, spec]) => {
-    const limits = Object.entries(spec.limits ?? {}).map(([k, v]) => `${k} ${v}`).join(', ');
+    // Rates only: `burst` is an object, and a detail of pacing.
+    const limits = Object.entries(spec.limits ?? {})
+      .filter((entry): entry is [string, number] => typeof entry[1] === 'number')
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
     const keys = spec.keys?.length ?? 0;
     return `${name} (${spec.type}, ${keys} key${keys === 1 ? '' : 's'}${limits ? `, each ${limits}` : ''})`;
   });
+  const written = p.tasks?.length ?? 0;
   return [
-    `catalog demo: ${p.tasks?.length ?? 0} tasks (120 products: extract with a catalog tool -> classify -> translate de/fr/es -> SEO -> review; then one report)`,
+    `catalog demo: ${written} tasks in the plan, ${expandedTaskCount(plan)} once its maps and reduce expand ` +
+      '(120 products: extract with a catalog tool -> classify -> SEO with a quality gate -> translate de/fr/es and review; then a reduce report)',
     `providers: ${providers.join('; ')}; at most ${p.defaults?.maxInFlight ?? '?'} agents in flight`,
   ].join('\n');
+}
+
+interface TaskJson {
+  id?: unknown;
+  kind?: unknown;
+  items?: { file?: unknown; from?: unknown; values?: unknown };
+  over?: unknown;
+  fanIn?: unknown;
+}
+
+/**
+ * How many tasks a plan runs once its maps and reduces expand: a map is itself plus one task
+ * per item; a reduce over a map is itself plus its tree of groups (none when one call takes
+ * every input). Items files are read (relative ones from the working directory). A reduce's
+ * split of a group too large for its model is not foreseen, nor planner sub-tasks.
+ *
+ * @example
+ * expandedTaskCount(await loadDemoPlan()) // 874
+ */
+export function expandedTaskCount(plan: Record<string, unknown>): number {
+  const tasks = tasksOf(plan);
+  const byId = new Map(tasks.map((t) => [t.id, t]));
+  const items = mapItemCounts(plan);
+  let count = 0;
+  for (const t of tasks) {
+    count += 1;
+    if (t.kind === 'map') count += items.get(t.id) ?? 0;
+    if (t.kind === 'reduce' && typeof t.over === 'string' && byId.get(t.over)?.kind === 'map') {
+      const inputs = items.get(t.over) ?? 0;
+      const fanIn = typeof t.fanIn === 'number' ? t.fanIn : DEFAULT_FAN_IN;
+      const tree = planGroups('r', Array.from({ length: inputs }, (_, i) => String(i)), fanIn);
+      if (inputs > fanIn && tree.ok) count += tree.groups.length;
+    }
+  }
+  return count;
+}
+
+function tasksOf(plan: Record<string, unknown>): TaskJson[] {
+  const tasks = (plan as { tasks?: unknown }).tasks;
+  return Array.isArray(tasks) ? tasks.filter((t): t is TaskJson => t !== null && typeof t === 'object') : [];
+}
+
+/**
+ * The number of items of each map of a plan, as far as the plan tells: inline values, an items
+ * file (read; a relative path from the working directory), or as many as the map it reads
+ * (`items.from`). A map over another task's output counts 0.
+ */
+export function mapItemCounts(plan: Record<string, unknown>): Map<unknown, number> {
+  const tasks = tasksOf(plan);
+  const byId = new Map(tasks.map((t) => [t.id, t]));
+  const counts = new Map<unknown, number>();
+  const itemsOf = (t: TaskJson, seen: Set<unknown>): number => {
+    if (counts.has(t.id)) return counts.get(t.id)!;
+    let n = 0;
+    if (Array.isArray(t.items?.values)) n = t.items.values.length;
+    else if (typeof t.items?.file === 'string') {
+      const loaded = loadItemsFile(t.items.file);
+      n = loaded.ok ? loaded.items.length : 0;
+    } else if (typeof t.items?.from === 'string' && !seen.has(t.items.from)) {
+      const source = byId.get(t.items.from);
+      n = source?.kind === 'map' ? itemsOf(source, seen.add(t.id)) : 0;
+    }
+    counts.set(t.id, n);
+    return n;
+  };
+  for (const t of tasks) if (t.kind === 'map') itemsOf(t, new Set());
+  return counts;
 }

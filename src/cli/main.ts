@@ -59,8 +59,9 @@ Commands:
              you like, on any machine with the keys' environment variables; stop them any time.
   validate   Check a plan and list every problem with its path; runs nothing.
   report     Build the HTML report of a run from its saved event stream (run --events).
-  demo       Run the catalog swarm (examples/catalog-swarm: 841 tasks, 3 keys with limits, faults,
-             an MCP tool) on the embedded simulated provider: no key, no network, under a minute.
+  demo       Run the catalog swarm (examples/catalog-swarm: maps and a reduce, 874 tasks, 3 keys
+             with limits, faults, an MCP tool, a cached brief) on the embedded simulated provider:
+             no key, no network, under a minute.
   sim        Start the simulated provider server (Anthropic and OpenAI wire protocols) on
              127.0.0.1 until Ctrl-C; see ${join(docs, 'sim.md')} for its flags.
 

@@ -6,6 +6,7 @@
  * directives in the prompts.
  */
 import { jsonValueEnd } from '../util/jsonScan.js';
+import { expandedTaskCount, mapItemCounts } from './demo.js';
 
 /** A real model standing in for a simulated one, with its list price (USD per million tokens). */
 interface RealModel {
@@ -71,6 +72,7 @@ interface TaskJson {
   prompt?: string;
   system?: string;
   maxTokens?: number;
+  accept?: { judge?: { prompt?: string; [field: string]: unknown }; [field: string]: unknown };
   [field: string]: unknown;
 }
 interface PlanJson {
@@ -138,6 +140,13 @@ export function realPlan<P>(plan: P, env: Record<string, string | undefined>): {
       task[field] = stripped.text;
       directives += stripped.removed;
     }
+    // A quality gate's judge is a model call too: its criteria carry the scripted scores.
+    const judge = task.accept?.judge;
+    if (judge && typeof judge.prompt === 'string') {
+      const stripped = stripSimDirectives(judge.prompt);
+      judge.prompt = stripped.text;
+      directives += stripped.removed;
+    }
     // Per-task output caps were sized for the simulator's `[[sim:length N]]` replies.
     if (task.maxTokens !== undefined) {
       delete task.maxTokens;
@@ -151,9 +160,9 @@ export function realPlan<P>(plan: P, env: Record<string, string | undefined>): {
     out.defaults.taskTimeoutMs = REAL_TASK_TIMEOUT_MS;
     notes.push(`tasks time out after ${REAL_TASK_TIMEOUT_MS / 1000} s`);
   }
-  const tasks = out.tasks?.length ?? 0;
-  const toolTasks = (out.tasks ?? []).filter((t) => Array.isArray(t.tools) && t.tools.length > 0).length;
-  notes.push(`this makes at least ${tasks + toolTasks} billed model calls (${tasks} tasks, ${toolTasks} of them with a tool round trip)`);
+  const calls = modelCalls(out as Record<string, unknown>);
+  const extras = [calls.toolTasks > 0 ? `${calls.toolTasks} of them with a tool round trip` : '', calls.judged > 0 ? `${calls.judged} quality-gate judgements` : ''].filter(Boolean);
+  notes.push(`this makes at least ${calls.tasks + calls.toolTasks + calls.judged} billed model calls (${calls.tasks} model tasks${extras.length ? `, ${extras.join(', ')}` : ''})`);
   return { plan: out as P, notes };
 }
 
@@ -207,3 +216,23 @@ function directiveEnd(text: string, start: number): number {
   return close < 0 ? -1 : close + 2;
 }
 
+
+/**
+ * The fewest model calls a plan makes once its maps and reduces expand: one per task that calls
+ * a model (a map or reduce itself calls none), one more per task with tools (the round trip
+ * after a tool call) and per task with a judge. Retries and extra turns come on top.
+ */
+function modelCalls(plan: Record<string, unknown>): { tasks: number; toolTasks: number; judged: number } {
+  const list = ((plan as PlanJson).tasks ?? []) as TaskJson[];
+  const items = mapItemCounts(plan);
+  let toolTasks = 0;
+  let judged = 0;
+  let containers = 0;
+  for (const t of list) {
+    const copies = t.kind === 'map' ? (items.get(t.id) ?? 0) : 1;
+    if (t.kind === 'map' || t.kind === 'reduce') containers += 1;
+    if (Array.isArray(t.tools) && t.tools.length > 0) toolTasks += copies;
+    if (t.accept?.judge) judged += copies;
+  }
+  return { tasks: expandedTaskCount(plan) - containers, toolTasks, judged };
+}
