@@ -23,6 +23,7 @@ Options:
                     mid-stream errors. Default 0.
   --ttft <ms>       Time to first token. Default 0.
   --tps <n>         Output tokens per second. Default: unlimited.
+  -h, --help        This help.
 Endpoints: POST /v1/messages, POST /v1/chat/completions, GET /stats. Docs: docs/sim.md`;
 
 export interface SimCommandIO {

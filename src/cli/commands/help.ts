@@ -25,7 +25,7 @@ export function helpCommand(all: () => readonly Command[]): Command {
   return {
     name: 'help',
     summary: 'This help, or a command\'s: swarmstate help <command>.',
-    usage: 'Usage: swarmstate help [command]\n\nThe list of commands, or the help of one.',
+    usage: 'Usage: swarmstate help [command]\n\nThe list of commands, or the help of one (as `swarmstate <command> --help`).\n\nOptions:\n  -h, --help         This help.',
     options: {},
     maxPositionals: 1,
     async run(args, io: IO) {

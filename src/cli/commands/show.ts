@@ -57,7 +57,7 @@ Options:
       }
       // A run journaled as running that no live process holds died: as `swarmstate runs` says it.
       const status = record.status === 'running' && !store.isHeld(runId) ? 'interrupted' : record.status;
-      const tasks = tasksOf(record.plan, store.loadTasks(runId));
+      const tasks = tasksOf(record.plan, store.loadTasks(runId), store.spent(runId).byTask);
       const unknown = taskIds.filter((id) => !tasks.some((t) => t.id === id));
       if (unknown.length > 0) {
         io.err.write(`swarmstate show: run ${visible(runId)} has no task ${unknown.map((id) => `"${visible(id)}"`).join(', ')} (\`swarmstate show ${visible(runId)}\` lists its tasks)\n`);
@@ -79,14 +79,16 @@ Options:
 };
 
 /** The journal's rows, and the plan's tasks that have none yet (not started) as `pending`, in plan order. */
-function tasksOf(plan: unknown, rows: TaskRow[]): ShownTask[] {
+function tasksOf(plan: unknown, rows: TaskRow[], spentByTask: Record<string, number>): ShownTask[] {
   const byId = new Map(rows.map((r) => [r.taskId, r]));
   const planned = ((plan as { tasks?: { id?: unknown }[] } | null)?.tasks ?? []).map((t) => t?.id).filter((id): id is string => typeof id === 'string');
   const ids = [...planned, ...rows.map((r) => r.taskId).filter((id) => !planned.includes(id))];
   return ids.map((id) => {
     const r = byId.get(id);
     if (!r) return { id, status: 'pending', attempts: 0, costUsd: null, output: null, error: null, reason: null, parent: null };
-    return { id, status: r.status, attempts: r.attempts, costUsd: r.costUsd, output: r.output, error: r.error ?? null, reason: r.reason, parent: r.parent };
+    // A completion event may come before its price is known: the spend journaled for its calls then.
+    const cost = r.costUsd ?? (Object.hasOwn(spentByTask, id) ? spentByTask[id]! : null);
+    return { id, status: r.status, attempts: r.attempts, costUsd: cost, output: r.output, error: r.error ?? null, reason: r.reason, parent: r.parent };
   });
 }
 
