@@ -10,10 +10,13 @@ import { cli, start, until } from './helpers/cli.js';
 const dir = mkdtempSync(join(tmpdir(), 'swarmstate-cli-'));
 
 describe('swarmstate CLI', () => {
-  it('prints help with every command, exit 0', async () => {
+  it('prints help with every command, exit 0; a command\'s help has its flags', async () => {
     const r = await cli(['--help']);
     expect(r.code).toBe(0);
-    for (const word of ['run', 'validate', 'demo', '--json', '--events', 'Exit codes']) expect(r.stdout).toContain(word);
+    for (const word of ['run', 'validate', 'demo', 'show', 'init', 'machines', 'Exit codes']) expect(r.stdout).toContain(word);
+    const run = await cli(['run', '--help']);
+    expect(run.code).toBe(0);
+    for (const word of ['--json', '--events', '--store', '--redis', 'Exit codes']) expect(run.stdout).toContain(word);
   });
 
   it('rejects an unknown command and a missing plan with exit 2', async () => {
@@ -105,7 +108,8 @@ describe('swarmstate CLI', () => {
     );
     expect((await cli(['validate', file])).stdout).toMatch(/plan is valid: 3 tasks, 2 models, 2 providers/);
     const r = await cli(['run', file, '--json', '--store', 'memory']);
-    expect(r.stderr).toBe('');
+    // --json keeps stdout to the result; the run id and how it ended still go to stderr.
+    expect(r.stderr).toMatch(/^run \w+\nrun \w+ completed: 3\/3 tasks completed, [^\n]+\n$/);
     expect(r.code).toBe(0);
     const result = JSON.parse(r.stdout);
     expect(result.status).toBe('completed');

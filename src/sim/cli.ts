@@ -7,7 +7,7 @@ import { fingerprint } from './hash.js';
 import { startSim } from './server.js';
 import type { SimFaults, SimKeyLimits, SimOptions } from './types.js';
 
-const HELP = `swarmstate sim: a simulated Anthropic + OpenAI API on 127.0.0.1
+export const SIM_HELP = `swarmstate sim: a simulated Anthropic + OpenAI API on 127.0.0.1
 
 Usage:
   swarmstate sim [--port 8787] [--seed n] [--keys k1,k2] [--rpm n] [--itpm n] [--otpm n]
@@ -23,6 +23,7 @@ Options:
                     mid-stream errors. Default 0.
   --ttft <ms>       Time to first token. Default 0.
   --tps <n>         Output tokens per second. Default: unlimited.
+  -h, --help        This help.
 Endpoints: POST /v1/messages, POST /v1/chat/completions, GET /stats. Docs: docs/sim.md`;
 
 export interface SimCommandIO {
@@ -56,11 +57,11 @@ export async function simCommand(argv: string[], io: SimCommandIO = { out: proce
       },
     }));
   } catch (error) {
-    io.err.write(`swarmstate sim: ${(error as Error).message}\n\n${HELP}\n`);
+    io.err.write(`swarmstate sim: ${(error as Error).message}\n\n${SIM_HELP}\n`);
     return 2;
   }
   if (values.help) {
-    io.out.write(`${HELP}\n`);
+    io.out.write(`${SIM_HELP}\n`);
     return 0;
   }
 
@@ -85,7 +86,7 @@ export async function simCommand(argv: string[], io: SimCommandIO = { out: proce
   if (values.keys !== undefined && (!secrets || secrets.length === 0)) problems.push('--keys needs at least one key');
   if (Object.keys(limits).length > 0 && values.keys === undefined) problems.push('--rpm/--itpm/--otpm are per key: give the keys with --keys');
   if (problems.length > 0) {
-    io.err.write(problems.map((p) => `swarmstate sim: ${p}\n`).join('') + `\n${HELP}\n`);
+    io.err.write(problems.map((p) => `swarmstate sim: ${p}\n`).join('') + `\n${SIM_HELP}\n`);
     return 2;
   }
 

@@ -3,13 +3,16 @@
  * first), to the end (`cli`) or to be watched and signalled (`start`).
  */
 import { execFile, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 const exec = promisify(execFile);
+/** Absolute, so a test may run the CLI in another working directory. */
+const BIN = fileURLToPath(new URL('../../bin/swarmstate.js', import.meta.url));
 
-export async function cli(args: string[], env: Record<string, string> = {}) {
+export async function cli(args: string[], env: Record<string, string> = {}, cwd?: string) {
   try {
-    const { stdout, stderr } = await exec(process.execPath, ['bin/swarmstate.js', ...args], { timeout: 170_000, env: { ...process.env, ...env } });
+    const { stdout, stderr } = await exec(process.execPath, [BIN, ...args], { timeout: 170_000, env: { ...process.env, ...env }, ...(cwd !== undefined ? { cwd } : {}) });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -29,7 +32,7 @@ export async function until(check: () => boolean, what: string, timeoutMs = 30_0
 
 /** The CLI as a child process to signal: its output so far, and its exit. */
 export function start(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, ['bin/swarmstate.js', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const out = { stdout: '', stderr: '' };
   child.stdout.on('data', (d) => (out.stdout += d));
   child.stderr.on('data', (d) => (out.stderr += d));

@@ -1,0 +1,104 @@
+/**
+ * What a `swarmstate` command is (its help, its flags, what it does) and how its command line is
+ * read: each command parses only its own flags, so a flag that means nothing to it is refused in
+ * one line instead of being silently ignored.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { EXIT } from '../exit.js';
+import { visible } from '../terminal.js';
+
+export type IO = { out: NodeJS.WritableStream; err: NodeJS.WritableStream };
+
+export type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** A command line as its command sees it: flags by name, the other words, and the words as given. */
+export interface Args {
+  values: Record<string, string | boolean | undefined>;
+  positionals: string[];
+  argv: string[];
+}
+
+export interface Command {
+  name: string;
+  /** One line for `swarmstate help`. */
+  summary: string;
+  /** The whole help of the command: `swarmstate <name> --help` and `swarmstate help <name>`. */
+  usage: string;
+  /** Its flags (node:util parseArgs); `--help`/`-h` is added for every command. */
+  options: Options;
+  /** Most words other than flags it takes (a plan file, a run id...); more is a usage error. */
+  maxPositionals: number;
+  /**
+   * String flags that may also be given bare, and then mean this value (`demo --report` is
+   * `demo --report swarmstate-report.html`): a bare one followed by another flag is not taken
+   * as that flag's value.
+   */
+  bareDefaults?: Record<string, string>;
+  /** Flags of another command that people give this one by mistake, with where they belong. */
+  elsewhere?: Record<string, string>;
+  run(args: Args, io: IO): Promise<number>;
+}
+
+/** A command's error line: `swarmstate run: <message> (see swarmstate run --help)`. */
+export function usageError(command: string, message: string, io: IO): number {
+  io.err.write(`swarmstate ${command}: ${visible(message)} (see swarmstate ${command} --help)\n`);
+  return EXIT.invalid;
+}
+
+/** Parses a command's arguments and runs it; `--help` prints its help. */
+export async function runCommand(command: Command, argv: string[], io: IO): Promise<number> {
+  const options: Options = { ...command.options, help: { type: 'boolean', short: 'h', default: false } };
+  let parsed;
+  try {
+    parsed = parseArgs({ args: withBareDefaults(argv, command), options, allowPositionals: true, strict: true });
+  } catch (error) {
+    const text = parseErrorText(error, options);
+    const flag = /^unknown option --(.+)$/.exec(text)?.[1];
+    const hint = flag !== undefined && command.elsewhere && Object.hasOwn(command.elsewhere, flag) ? `: ${command.elsewhere[flag]}` : '';
+    return usageError(command.name, text + hint, io);
+  }
+  const values = parsed.values as Args['values'];
+  if (values.help) {
+    io.out.write(`${command.usage}\n`);
+    return EXIT.ok;
+  }
+  if (parsed.positionals.length > command.maxPositionals) {
+    return usageError(command.name, `unexpected argument "${parsed.positionals[command.maxPositionals]}"`, io);
+  }
+  return command.run({ values, positionals: parsed.positionals, argv }, io);
+}
+
+/** `--report` bare (last, or before another flag) becomes `--report=<its default>`. */
+function withBareDefaults(argv: string[], command: Command): string[] {
+  const bare = command.bareDefaults ?? {};
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i += 1) {
+    const arg = argv[i]!;
+    if (arg === '--') {
+      out.push(...argv.slice(i));
+      break;
+    }
+    const name = arg.startsWith('--') ? arg.slice(2) : undefined;
+    const next = argv[i + 1];
+    if (name !== undefined && Object.hasOwn(bare, name) && (next === undefined || (next.startsWith('-') && next !== '-'))) out.push(`--${name}=${bare[name]}`);
+    else out.push(arg);
+  }
+  return out;
+}
+
+/**
+ * parseArgs' errors in a line a person reads at once. The "ambiguous" one is a string flag whose
+ * value was left out before another flag (`--report --quiet`): it is a missing value.
+ */
+function parseErrorText(error: unknown, options: Options): string {
+  const e = error as { code?: string; message?: string };
+  const message = String(e.message ?? error);
+  const flag = /'(-{1,2}[^' ]+)/.exec(message)?.[1];
+  if (e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && flag) return `unknown option ${flag}`;
+  if (e.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && flag) {
+    const name = flag.replace(/^-+/, '');
+    const long = Object.hasOwn(options, name) ? name : Object.entries(options).find(([, o]) => o.short === name)?.[0] ?? name;
+    return options[long]?.type === 'string' ? `--${long} needs a value` : `--${long} takes no value`;
+  }
+  return message;
+}

@@ -1,0 +1,43 @@
+/** `swarmstate help [command]`: the global help, or one command's. */
+import { EXIT } from '../exit.js';
+import { usageError, type Command, type IO } from './command.js';
+
+/** The global help, from the commands' own summaries (set by the registry, which knows them all). */
+export function globalHelp(commands: readonly Command[]): string {
+  const width = Math.max(...commands.map((c) => c.name.length)) + 2;
+  return `swarmstate: run many LLM sub-agents in parallel, reliably and within budget
+
+Usage: swarmstate <command> [options]
+
+Commands:
+${commands.map((c) => `  ${c.name.padEnd(width)} ${c.summary}`).join('\n')}
+
+  swarmstate <command> --help    the options of a command (or: swarmstate help <command>)
+  swarmstate --version           the version
+
+Exit codes: 0 all tasks completed, 1 partial/failed/cancelled/budget_exceeded, 2 invalid plan or usage,
+3 the run is held by another process, 4 the journal could not be written (resume once fixed).
+Docs: docs/cli.md, docs/plan-format.md`;
+}
+
+/** The help command, given the registry it describes. */
+export function helpCommand(all: () => readonly Command[]): Command {
+  return {
+    name: 'help',
+    summary: 'This help, or a command\'s: swarmstate help <command>.',
+    usage: 'Usage: swarmstate help [command]\n\nThe list of commands, or the help of one (as `swarmstate <command> --help`).\n\nOptions:\n  -h, --help         This help.',
+    options: {},
+    maxPositionals: 1,
+    async run(args, io: IO) {
+      const name = args.positionals[0];
+      if (name === undefined) {
+        io.out.write(`${globalHelp(all())}\n`);
+        return EXIT.ok;
+      }
+      const command = all().find((c) => c.name === name);
+      if (!command) return usageError('help', `unknown command "${name}"`, io);
+      io.out.write(`${command.usage}\n`);
+      return EXIT.ok;
+    },
+  };
+}

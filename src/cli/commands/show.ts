@@ -1,0 +1,126 @@
+/**
+ * `swarmstate show <runId> [taskId...]`: a run's tasks as its journal has them, finished or still
+ * running: status, attempts, cost and output (one line each in the table, whole for named tasks).
+ */
+import { openStoreToRead, type Store, type TaskRow } from '../../store/index.js';
+import { EXIT } from '../exit.js';
+import { columns, fit, formatInt, formatUsd } from '../format.js';
+import { missingJournal, storeFileOf, storeSpecOf } from '../paths.js';
+import { errorText, jsonForTerminal, visible, visibleLines } from '../terminal.js';
+import { usageError, type Command, type IO } from './command.js';
+
+/** A task as `show --json` gives it. */
+export interface ShownTask {
+  id: string;
+  status: string;
+  attempts: number;
+  costUsd: number | null;
+  output: string | null;
+  error: unknown;
+  reason: string | null;
+  /** The planner or map that made it, for a task made at run time. */
+  parent: string | null;
+}
+
+export const show: Command = {
+  name: 'show',
+  summary: "Show a run's tasks from its journal: status, attempts, cost and output.",
+  usage: `Usage: swarmstate show <runId> [taskId...] [--store <file>] [--json]
+
+Shows a run's tasks as its journal has them, while it runs or after: status, attempts, cost and
+output. Without task ids, a table with each output cut to one line; with task ids, those tasks
+with their whole output (or error). A run no live process holds shows \`interrupted\`.
+
+Options:
+  --store <file>     The journal. Default $SWARMSTATE_STORE, else .swarmstate/runs.db.
+  --json             {"runId", "status", "costUsd", "tasksTotal", "tasksDone", "tasks": [...]} on stdout.
+  -h, --help         This help.`,
+  options: { store: { type: 'string' }, json: { type: 'boolean', default: false } },
+  maxPositionals: Infinity,
+  async run(args, io) {
+    const [runId, ...taskIds] = args.positionals;
+    if (!runId) return usageError('show', 'a run id is required (swarmstate show <runId>; `swarmstate runs` lists them)', io);
+    const spec = storeSpecOf(args.values.store as string | undefined);
+    const file = storeFileOf(spec);
+    if (file === undefined) return usageError('show', 'a journal kept in memory ends with its process: give the journal file with --store', io);
+    if (missingJournal(spec) !== undefined) {
+      io.err.write(`swarmstate show: no run journal at ${visible(file)} (check --store or $SWARMSTATE_STORE)\n`);
+      return EXIT.invalid;
+    }
+    let store: Store | undefined;
+    try {
+      store = openStoreToRead(spec);
+      const record = store?.getRun(runId);
+      if (!store || !record) {
+        io.err.write(`swarmstate show: no run ${visible(runId)} in ${visible(file)} (\`swarmstate runs\` lists its runs)\n`);
+        return EXIT.invalid;
+      }
+      // A run journaled as running that no live process holds died: as `swarmstate runs` says it.
+      const status = record.status === 'running' && !store.isHeld(runId) ? 'interrupted' : record.status;
+      const tasks = tasksOf(record.plan, store.loadTasks(runId), store.spent(runId).byTask);
+      const unknown = taskIds.filter((id) => !tasks.some((t) => t.id === id));
+      if (unknown.length > 0) {
+        io.err.write(`swarmstate show: run ${visible(runId)} has no task ${unknown.map((id) => `"${visible(id)}"`).join(', ')} (\`swarmstate show ${visible(runId)}\` lists its tasks)\n`);
+        return EXIT.invalid;
+      }
+      const shown = taskIds.length > 0 ? taskIds.map((id) => tasks.find((t) => t.id === id)!) : tasks;
+      const head = { runId, status, costUsd: record.costUsd, tasksTotal: record.tasksTotal, tasksDone: record.tasksDone, source: record.source };
+      if (args.values.json) io.out.write(jsonForTerminal({ ...head, tasks: shown }) + '\n');
+      else if (taskIds.length > 0) io.out.write(shown.map(taskBlock).join('\n') + '\n');
+      else io.out.write(table(head, shown, widthOf(io)) + '\n');
+      return EXIT.ok;
+    } catch (error) {
+      io.err.write(`swarmstate show: ${errorText(error)}\n`);
+      return EXIT.journal;
+    } finally {
+      store?.close();
+    }
+  },
+};
+
+/** The journal's rows, and the plan's tasks that have none yet (not started) as `pending`, in plan order. */
+function tasksOf(plan: unknown, rows: TaskRow[], spentByTask: Record<string, number>): ShownTask[] {
+  const byId = new Map(rows.map((r) => [r.taskId, r]));
+  const planned = ((plan as { tasks?: { id?: unknown }[] } | null)?.tasks ?? []).map((t) => t?.id).filter((id): id is string => typeof id === 'string');
+  const ids = [...planned, ...rows.map((r) => r.taskId).filter((id) => !planned.includes(id))];
+  return ids.map((id) => {
+    const r = byId.get(id);
+    if (!r) return { id, status: 'pending', attempts: 0, costUsd: null, output: null, error: null, reason: null, parent: null };
+    // A completion event may come before its price is known: the spend journaled for its calls then.
+    const cost = r.costUsd ?? (Object.hasOwn(spentByTask, id) ? spentByTask[id]! : null);
+    return { id, status: r.status, attempts: r.attempts, costUsd: cost, output: r.output, error: r.error ?? null, reason: r.reason, parent: r.parent };
+  });
+}
+
+function widthOf(io: IO): number {
+  const cols = (io.out as { columns?: number }).columns;
+  return typeof cols === 'number' && cols >= 40 ? cols : 120;
+}
+
+/** What a task's one-line cell says: its output's first line, else why it failed or was skipped. */
+function summaryOf(t: ShownTask): string {
+  if (t.output !== null) return t.output.trim().split('\n')[0] ?? '';
+  const e = t.error as { code?: unknown; message?: unknown } | null;
+  if (e && typeof e === 'object') return `${String(e.code ?? 'error')}: ${String(e.message ?? '')}`;
+  return t.reason ?? '';
+}
+
+function table(head: { runId: string; status: string; costUsd: number; tasksTotal: number; tasksDone: number; source: string | null }, tasks: ShownTask[], width: number): string {
+  const rows = tasks.map((t) => [visible(t.id), t.status, formatInt(t.attempts), t.costUsd === null ? '-' : formatUsd(t.costUsd)]);
+  const lined = columns([['task', 'status', 'attempts', 'cost'], ...rows], ['left', 'left', 'right', 'right']);
+  const used = Math.max(...lined.map((l) => l.length));
+  const room = Math.max(20, width - used - 2);
+  const out = lined.map((line, i) => (i === 0 ? `${line.padEnd(used)}  output` : `${line.padEnd(used)}  ${fit(visible(summaryOf(tasks[i - 1]!)), room)}`.trimEnd()));
+  const title = `run ${visible(head.runId)}  ${head.status}  ${formatInt(head.tasksDone)}/${formatInt(head.tasksTotal)} done  ${formatUsd(head.costUsd)}${head.source ? `  ${visible(head.source)}` : ''}`;
+  return [title, '', ...out].join('\n');
+}
+
+/** A named task in full: a heading line, then its output (or error) as it is, line breaks kept. */
+function taskBlock(t: ShownTask): string {
+  const cost = t.costUsd === null ? '' : `  ${formatUsd(t.costUsd)}`;
+  const lines = [`== ${visible(t.id)}  ${t.status}  ${t.attempts} attempt${t.attempts === 1 ? '' : 's'}${cost}`];
+  if (t.output !== null) lines.push(visibleLines(t.output));
+  else if (t.error) lines.push(`error: ${visible(summaryOf(t))}`);
+  else if (t.reason) lines.push(`reason: ${visible(t.reason)}`);
+  return lines.join('\n');
+}

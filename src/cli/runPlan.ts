@@ -1,0 +1,250 @@
+/**
+ * Running a plan from the command line, shared by `run`, `demo`, `resume` and `retry`: the checks
+ * on the output files, the journal and Redis, progress (or every event with --verbose), the event
+ * file, the report, and the summary or the --json result at the end.
+ */
+import { readFile, writeFile, appendFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { createSwarm, RunLockedError, type Swarm } from '../swarm.js';
+import { StoreError } from '../store/index.js';
+import { PlanValidationError } from '../plan/index.js';
+import type { RunResult } from '../../machines/runTable.js';
+import type { RunEvent } from '../../machines/protocol.js';
+import { buildReport } from '../report/index.js';
+import type { TimedRunEvent } from '../swarm.js';
+import { terminalMode } from './colour.js';
+import { createProgress } from './progress.js';
+import { formatSummaryTable } from './summary.js';
+import { planJson, withPlanFolder } from './demo.js';
+import { errorText, jsonForTerminal, visible } from './terminal.js';
+import { missingJournal, outputConflict, storeFileOf, storeSpecOf } from './paths.js';
+import { redisForDisplay } from '../distributed/redis.js';
+import { formatElapsed, formatEventLine, formatUsd } from './format.js';
+import { EXIT } from './exit.js';
+import { connectRedis } from './commands.js';
+
+type IO = { out: NodeJS.WritableStream; err: NodeJS.WritableStream };
+
+export async function loadPlan(path: string | undefined, err: NodeJS.WritableStream): Promise<unknown> {
+  if (!path) {
+    err.write('swarmstate: a plan file is required (swarmstate run <plan.json>)\n');
+    return undefined;
+  }
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    err.write(`swarmstate: cannot read ${path}: ${reasonOf(error)}\n`);
+    return undefined;
+  }
+  try {
+    // A plan's stdio tool servers run in the plan's folder unless they name one.
+    return withPlanFolder(planJson(text), dirname(resolve(path)));
+  } catch (error) {
+    err.write(`swarmstate: ${path} is not valid JSON: ${errorText(error)}\n`);
+    return undefined;
+  }
+}
+
+export interface RunFlags {
+  seed: number;
+  json: boolean;
+  quiet: boolean;
+  events: string | undefined;
+  report: string | undefined;
+  /** The inspector's WebSocket URL, when --inspect. */
+  inspect: string | undefined;
+  /** --store: the journal's file, or "memory". */
+  store: string | undefined;
+  /** --redis: coordinate a distributed run on this Redis. */
+  redis: string | undefined;
+  /** --verbose: a line for every event instead of the progress view. */
+  verbose?: boolean;
+}
+
+/** A new run of a plan (from its file), or a journaled run to resume (or to retry: its failures, or these tasks). */
+export type RunTarget = { plan: unknown; source: string } | { resume: string; retry?: string[] | 'all'; plan?: unknown; planFile?: string };
+
+export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
+  const plan = 'resume' in target ? undefined : target.plan;
+  const storeSpec = storeSpecOf(flags.store);
+  const journal = storeFileOf(storeSpec);
+  if ('resume' in target && missingJournal(storeSpec) !== undefined) {
+    // Opening it would create an empty journal (and its folders) that cannot hold the run.
+    io.err.write(`swarmstate: no run journal at ${visible(journal!)}: run ${visible(target.resume)} is not there (check --store or $SWARMSTATE_STORE; \`swarmstate runs\` lists a journal's runs)\n`);
+    return EXIT.invalid;
+  }
+  const conflict = outputConflict(
+    [{ flag: '--events', path: flags.events }, { flag: '--report', path: flags.report }],
+    [
+      { what: 'the plan file', path: 'resume' in target ? target.planFile : target.source },
+      ...(journal !== undefined ? ['', '-wal', '-shm'].map((end) => ({ what: 'the run journal', path: journal + end })) : []),
+    ],
+  );
+  if (conflict) {
+    io.err.write(`swarmstate: ${visible(conflict)}\n`);
+    return EXIT.invalid;
+  }
+  if (flags.events) {
+    try {
+      await writeFile(flags.events, '');
+    } catch (error) {
+      io.err.write(`swarmstate: cannot write --events ${flags.events}: ${reasonOf(error)}\n`);
+      return EXIT.invalid;
+    }
+  }
+  if (flags.redis !== undefined) {
+    const reached = await connectRedis(flags.redis, io);
+    if (reached !== 'ready') return reached === 'interrupted' ? EXIT.incomplete : EXIT.invalid;
+  }
+  // Loaded only when asked for: the inspector is a dependency most runs never touch.
+  const inspector = flags.inspect
+    ? (await import('./inspect.js')).attachInspector({ url: flags.inspect, onError: (e: Error) => void io.err.write(`inspect: ${errorText(e)}\n`) })
+    : undefined;
+  let swarm;
+  try {
+    swarm = createSwarm({
+      seed: flags.seed,
+      ...(inspector ? { inspect: inspector.inspect } : {}),
+      ...(flags.store !== undefined ? { store: flags.store } : {}),
+      ...(flags.redis !== undefined ? { redis: flags.redis } : {}),
+    });
+  } catch (error) {
+    io.err.write(`swarmstate: ${errorText(error)}\n`);
+    return EXIT.invalid;
+  }
+  let run;
+  try {
+    run = 'resume' in target ? continued(swarm, target) : swarm.run(target.plan, { source: target.source });
+  } catch (error) {
+    await swarm.close();
+    if (error instanceof PlanValidationError) {
+      io.err.write(errorText(error) + '\n');
+      return EXIT.invalid;
+    }
+    if (error instanceof RunLockedError) {
+      io.err.write(`swarmstate: ${errorText(error)}\n`);
+      return EXIT.locked;
+    }
+    io.err.write(`swarmstate: ${errorText(error)}\n`);
+    return error instanceof StoreError ? EXIT.journal : EXIT.invalid;
+  }
+  // A journal kept in memory ends with the process: there is nothing to resume from.
+  const resumeHint = journal === undefined ? '' : ` (if interrupted: ${resumeCommand(run.id, flags)})`;
+  // With --json too: stdout holds only the result, and the run id is what a resume needs.
+  if (!flags.quiet) io.err.write(`${'resume' in target ? (target.retry ? 'retrying' : 'resuming') : 'run'} ${run.id}${resumeHint}\n`);
+  // Every event is kept for the summary and the report, and written to --events as it comes.
+  const seen: TimedRunEvent[] = [];
+  run.events.on('*', (_type, event) => void seen.push(event as TimedRunEvent));
+  let writes: Promise<void> = Promise.resolve();
+  let eventsFailed = false;
+  if (flags.events) {
+    const file = flags.events;
+    run.events.on('*', (_type, event) => {
+      const line = JSON.stringify(event) + '\n';
+      if (eventsFailed) return;
+      writes = writes
+        .then(() => (eventsFailed ? undefined : appendFile(file, line)))
+        .catch((error: unknown) => {
+          // A disk that fills up must not take the run down: say so once, stop writing.
+          if (!eventsFailed) io.err.write(`swarmstate: writing ${file} failed: ${reasonOf(error)}; events are no longer written\n`);
+          eventsFailed = true;
+        });
+    });
+  }
+  // The budget comes with run:started, so a resume (no plan file read here) shows it too.
+  const mode = terminalMode(io.err as NodeJS.WritableStream & { isTTY?: boolean; columns?: number }, process.env);
+  const progress = flags.json || flags.quiet || flags.verbose ? undefined : createProgress({ out: io.err, tty: mode.live, colour: mode.colour });
+  if (progress) run.events.on('*', (_type, event) => progress.onEvent(event as TimedRunEvent));
+  if (flags.verbose && !flags.quiet) {
+    let startedAt: number | undefined;
+    run.events.on('*', (_type, event) => {
+      const e = event as TimedRunEvent;
+      startedAt ??= e.at;
+      io.err.write(`[${formatElapsed(e.at - startedAt)}] ${verboseLine(e)}\n`);
+    });
+  }
+  // SIGTERM (a service manager, `kill`, a CI timeout) stops the run as Ctrl-C does: cancelled,
+  // the result printed, the event stream and the journal complete.
+  const stopOnSignal = (signal: NodeJS.Signals) => run.cancel(`interrupted (${signal})`);
+  process.once('SIGINT', stopOnSignal);
+  process.once('SIGTERM', stopOnSignal);
+  let result: RunResult;
+  try {
+    result = await run.result;
+  } catch (error) {
+    if (error instanceof StoreError) {
+      // The journal failed mid-run: the run stopped, what was committed is intact.
+      io.err.write(`swarmstate: ${errorText(error)}\nthe run stopped; ${error.advice}, then: ${resumeCommand(run.id, flags)}\n`);
+      return EXIT.journal;
+    }
+    // The run could not start: a tool its server lacks, a server that does not connect.
+    io.err.write(`swarmstate: ${errorText(error)}\n`);
+    return EXIT.invalid;
+  } finally {
+    process.off('SIGINT', stopOnSignal);
+    process.off('SIGTERM', stopOnSignal);
+    progress?.finish();
+    await writes;
+    await swarm.close();
+    await inspector?.stop();
+  }
+  if (flags.report) {
+    try {
+      await writeFile(flags.report, buildReport({ events: seen, result }));
+      if (!flags.json) io.err.write(`report: ${flags.report}\n`);
+    } catch (error) {
+      // The run's result still goes out: a report that cannot be written loses nothing else.
+      io.err.write(`swarmstate: cannot write --report ${flags.report}: ${reasonOf(error)}\n`);
+    }
+  }
+  if (flags.json && !flags.quiet) io.err.write(`${endLine(result)}\n`);
+  if (flags.json) io.out.write(jsonForTerminal(result) + '\n');
+  else io.out.write(formatSummaryTable(result, seen) + '\n');
+  return result.status === 'completed' ? EXIT.ok : EXIT.incomplete;
+}
+
+/** A journaled run resumed, or its failures retried. */
+function continued(swarm: Swarm, target: Extract<RunTarget, { resume: string }>) {
+  const again = target.plan !== undefined ? { plan: target.plan } : {};
+  if (!target.retry) return swarm.resume(target.resume, again);
+  return swarm.retry(target.resume, { ...again, ...(target.retry !== 'all' ? { tasks: target.retry } : {}) });
+}
+
+/** The command that resumes a run, with the flags that find its journal and queue again. */
+function resumeCommand(runId: string, flags: RunFlags): string {
+  const store = flags.store !== undefined ? ` --store ${flags.store}` : '';
+  const redis = flags.redis !== undefined ? ` --redis ${redisForDisplay(flags.redis)}` : '';
+  return visible(`swarmstate resume ${runId}${store}${redis}`);
+}
+
+/** A file error's code (`ENOENT`), else its message, fit for a terminal. */
+export function reasonOf(error: unknown): string {
+  return visible(String((error as NodeJS.ErrnoException).code ?? (error as Error).message));
+}
+
+/** The one line --json still gives on stderr at the end: `run Bx1 completed: 4/4 tasks completed, $0.0012, 1.2s`. */
+export function endLine(result: RunResult): string {
+  const t = result.totals;
+  const parts = [`${t.completed}/${t.tasks} tasks completed`];
+  if (t.failed > 0) parts.push(`${t.failed} failed`);
+  if (t.skipped > 0) parts.push(`${t.skipped} skipped`);
+  if (t.cancelled > 0) parts.push(`${t.cancelled} cancelled`);
+  if (t.costUsd !== undefined && t.costUsd !== null) parts.push(formatUsd(t.costUsd));
+  parts.push(formatElapsed(t.durationMs));
+  return visible(`run ${result.runId} ${result.status}: ${parts.join(', ')}`);
+}
+
+/**
+ * An event as one log line for --verbose: the progress line when it has one, else its type and
+ * its short fields (`task:completed taskId=a attempt=1 costUsd=0.0012`); long texts (outputs,
+ * prompts) and nested objects are left out, the event file has them.
+ */
+export function verboseLine(event: RunEvent): string {
+  const notable = formatEventLine(event);
+  if (notable !== undefined) return visible(notable);
+  const fields = Object.entries(event)
+    .filter(([k, v]) => k !== 'type' && k !== 'at' && (typeof v === 'number' || typeof v === 'boolean' || (typeof v === 'string' && v.length <= 80)))
+    .map(([k, v]) => `${k}=${String(v)}`);
+  return visible([event.type, ...fields].join(' '));
+}

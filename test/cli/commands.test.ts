@@ -1,0 +1,176 @@
+/**
+ * One module per command: each parses only its own flags (another command's flag is refused in
+ * one line naming the command's help), `help <cmd>` and `<cmd> --help` print that command's help,
+ * `validate --json`, `machines --json`, `--verbose`, and --json's lines on stderr. The built CLI
+ * as a child process (npm run build first), plus the registry itself for what needs no process.
+ */
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { runCommand, type Command } from '../../src/cli/commands/command.js';
+import { COMMANDS } from '../../src/cli/commands/index.js';
+import { cli } from '../helpers/cli.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'swarmstate-commands-'));
+
+function sink() {
+  let text = '';
+  const stream = new Writable({ write: (chunk, _enc, done) => ((text += String(chunk)), done()) });
+  return { stream, text: () => text };
+}
+
+describe('each command parses only its own flags', () => {
+  // Each with a flag that another command has: a flag that means nothing here is an error, not ignored.
+  const cases: [string[], string, string][] = [
+    [['validate', 'examples/plans/hello.json', '--real'], 'validate', '--real'],
+    [['runs', '--redis', 'redis://nope'], 'runs', '--redis'],
+    [['run', 'examples/plans/hello.json', '--tasks', 'a'], 'run', '--tasks'],
+    [['retry', 'abc', '--inspect'], 'retry', '--inspect'],
+    [['resume', 'abc', '--real'], 'resume', '--real'],
+    [['worker', '--json'], 'worker', '--json'],
+    [['show', 'abc', '--events', 'x'], 'show', '--events'],
+    [['init', '--store', 'x'], 'init', '--store'],
+    [['machines', '--plan', 'x'], 'machines', '--plan'],
+    [['report', 'x.ndjson', '--json'], 'report', '--json'],
+    [['sim', '--store', 'x'], 'sim', '--store'],
+    [['demo', '--tasks', 'a'], 'demo', '--tasks'],
+    [['help', '--json'], 'help', '--json'],
+  ];
+  it.each(cases)('%j is refused in one line', async (args, command, flag) => {
+    const r = await cli(args);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(`swarmstate ${command}: unknown option ${flag} (see swarmstate ${command} --help)\n`);
+    expect(r.stdout).toBe('');
+  });
+
+  it('a string flag given no value says so, and an unknown command points at help', async () => {
+    const r = await cli(['run', 'examples/plans/hello.json', '--report', '--quiet']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('swarmstate run: --report needs a value (see swarmstate run --help)\n');
+    const unknown = await cli(['frobnicate']);
+    expect(unknown.stderr).toBe('swarmstate: unknown command "frobnicate" (see swarmstate help)\n');
+  });
+
+  it('demo --report --quiet is the default report, not "ambiguous"', async () => {
+    // A bad --seed stops the demo before it runs: the flags before it were read as meant.
+    const r = await cli(['demo', '--report', '--quiet', '--seed', 'x']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('swarmstate demo: --seed must be an integer, got "x" (see swarmstate demo --help)\n');
+    // And what the demo is handed: the default file, and --quiet still a flag.
+    const seen: Record<string, unknown>[] = [];
+    const demo = COMMANDS.find((c) => c.name === 'demo')!;
+    const probe: Command = { ...demo, run: async (args) => (seen.push(args.values), 0) };
+    const { stream } = sink();
+    expect(await runCommand(probe, ['--report', '--quiet'], { out: stream, err: stream })).toBe(0);
+    expect(await runCommand(probe, ['--quiet', '--report'], { out: stream, err: stream })).toBe(0);
+    expect(await runCommand(probe, ['--report', 'mine.html'], { out: stream, err: stream })).toBe(0);
+    expect(seen.map((v) => [v.report, v.quiet])).toEqual([
+      ['swarmstate-report.html', true],
+      ['swarmstate-report.html', true],
+      ['mine.html', false],
+    ]);
+  });
+});
+
+describe('help', () => {
+  it('help <cmd> and <cmd> --help print the command\'s own help; help alone the global one', async () => {
+    for (const name of ['run', 'show', 'validate', 'init', 'machines', 'sim', 'report']) {
+      const [a, b] = await Promise.all([cli(['help', name]), cli([name, '--help'])]);
+      expect(a.code).toBe(0);
+      expect(b.code).toBe(0);
+      expect(a.stdout).toBe(b.stdout);
+      expect(a.stdout).toContain(`swarmstate ${name}`);
+      expect(a.stdout).not.toContain('Commands:');
+    }
+    const global = await cli(['help']);
+    expect(global.code).toBe(0);
+    for (const c of COMMANDS) expect(global.stdout).toMatch(new RegExp(`^  ${c.name} `, 'm'));
+    expect((await cli(['--help'])).stdout).toBe(global.stdout);
+    const unknown = await cli(['help', 'frobnicate']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toBe('swarmstate help: unknown command "frobnicate" (see swarmstate help --help)\n');
+  });
+
+  it('every command\'s help names every flag it has', () => {
+    for (const c of COMMANDS) {
+      for (const flag of Object.keys(c.options)) expect(c.usage, `${c.name} --${flag}`).toContain(`--${flag}`);
+      expect(c.usage, c.name).toContain('--help');
+    }
+  });
+});
+
+describe('validate --json', () => {
+  it('gives the problems as JSON with their paths, exit 2; a good plan valid, exit 0', async () => {
+    const plan = JSON.parse(readFileSync('examples/plans/hello.json', 'utf8'));
+    plan.tasks[1].model = 'nope';
+    plan.tasks[2].deps = ['ghost'];
+    const file = join(dir, 'bad.json');
+    writeFileSync(file, JSON.stringify(plan));
+    const bad = await cli(['validate', file, '--json']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe('');
+    const out = JSON.parse(bad.stdout);
+    expect(out.valid).toBe(false);
+    expect(out.problems).toEqual(
+      expect.arrayContaining([
+        { path: 'tasks[1].model', message: expect.stringContaining('nope') },
+        { path: 'tasks[2].deps[0]', message: expect.stringContaining('ghost') },
+      ]),
+    );
+    const good = await cli(['validate', 'examples/plans/hello.json', '--json']);
+    expect(good.code).toBe(0);
+    expect(JSON.parse(good.stdout)).toEqual({ valid: true, problems: [], tasks: 4, models: 1, providers: 1 });
+  });
+});
+
+describe('machines', () => {
+  it('--json has the definition of every machine in machines/, by id', async () => {
+    const r = await cli(['machines', '--json']);
+    expect(r.code).toBe(0);
+    const defs = JSON.parse(r.stdout) as Record<string, { id: string; states: Record<string, unknown> }>;
+    const files = readdirSync('machines').filter((f) => f.endsWith('.machine.ts'));
+    expect(Object.keys(defs).sort()).toEqual(files.map((f) => f.replace('.machine.ts', '')).sort());
+    for (const [id, def] of Object.entries(defs)) {
+      expect(def.id).toBe(id);
+      expect(Object.keys(def.states).length).toBeGreaterThan(0);
+    }
+    const list = await cli(['machines']);
+    expect(list.stdout).toMatch(/^breaker +closed, open, halfOpen$/m);
+  });
+});
+
+describe('--json and --verbose on stderr', () => {
+  it('--json keeps the run id and a status line on stderr; --quiet silences them', async () => {
+    const loud = await cli(['run', 'examples/plans/hello.json', '--json', '--store', 'memory']);
+    expect(loud.code).toBe(0);
+    const { runId } = JSON.parse(loud.stdout);
+    expect(loud.stderr).toMatch(new RegExp(`^run ${runId}\\nrun ${runId} completed: 4/4 tasks completed, \\$[\\d.]+, [\\d.]+s\\n$`));
+    const quiet = await cli(['run', 'examples/plans/hello.json', '--json', '--quiet', '--store', 'memory']);
+    expect(quiet.code).toBe(0);
+    expect(quiet.stderr).toBe('');
+  });
+
+  it('--verbose writes a line for every event', async () => {
+    const events = join(dir, 'verbose.ndjson');
+    const r = await cli(['run', 'examples/plans/hello.json', '--verbose', '--store', 'memory', '--events', events]);
+    expect(r.code).toBe(0);
+    const written = readFileSync(events, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+    const lines = r.stderr.split('\n').filter((l) => /^\[\d+\.\ds\] /.test(l));
+    expect(lines).toHaveLength(written.length);
+    expect(lines.filter((l) => /task:completed taskId=\w+/.test(l))).toHaveLength(4);
+    // The summary table still goes to stdout.
+    expect(r.stdout).toMatch(/^status +completed/m);
+  });
+});
+
+describe('the package entries', () => {
+  it('exports attachInspector as swarmstate/inspect', async () => {
+    const { execFile } = await import('node:child_process');
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, ['-e', "import('swarmstate/inspect').then((m) => console.log(typeof m.attachInspector))"], (error, stdout, stderr) => (error ? reject(new Error(stderr)) : resolve(stdout))),
+    );
+    expect(out.trim()).toBe('function');
+  });
+});
