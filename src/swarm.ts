@@ -33,7 +33,7 @@ import { textOf } from '../machines/tokens.js';
 import { Keyring } from './keys.js';
 import { parsePlan, PlanValidationError, type Plan, type ResultOf } from './plan/index.js';
 import { ProviderError, asProviderError } from './providers/errors.js';
-import { ProviderRegistry } from './providers/registry.js';
+import { ProviderRegistry, type ProviderObject } from './providers/registry.js';
 import { fromWire, toolNaming, toWire } from './providers/toolNames.js';
 import type { Provider, ToolSpec } from './providers/types.js';
 import { resolveRun, targetOfModel, type BreakerOptions } from './resolve.js';
@@ -54,11 +54,12 @@ export type RunEvents = { [K in RunEvent['type']]: Extract<RunEvent, { type: K }
 
 export interface SwarmOptions {
   /**
-   * Provider adapters, by the plan's provider name or by provider type. A plan provider with
-   * none here uses the built-in adapter for its type: Anthropic Messages, OpenAI-compatible Chat
-   * Completions, or (`sim`) a simulated provider server started on 127.0.0.1.
+   * Provider adapters, by the plan's provider name or by provider type. A `custom` provider is
+   * any object with `call(request)`; an `ai-sdk` one an AI SDK language model or provider. A
+   * plan provider with none here uses the built-in adapter for its type: Anthropic Messages,
+   * OpenAI-compatible Chat Completions, or (`sim`) a simulated provider server on 127.0.0.1.
    */
-  providers?: Record<string, Provider>;
+  providers?: Record<string, ProviderObject>;
   /** In-process function tools the plan's tasks may name. */
   tools?: ToolDefinition[];
   /** Passed to the root actor: see every machine's events (e.g. @statelyai/inspect). */
@@ -444,7 +445,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       await registry.close();
       if (ownStore) store?.close();
       await remote?.close();
-      await Promise.allSettled(Object.values(options.providers ?? {}).map((p) => p.close?.()));
+      await Promise.allSettled(Object.values(options.providers ?? {}).map((p) => (p as Partial<Provider>).close?.()));
     },
   };
 }
@@ -489,6 +490,9 @@ function checkDistributable(plan: Plan, localTools: number): void {
       ? 'a distributed run (--redis) needs keys from the environment ({"env": "NAME"}): each worker reads its own'
       : 'a distributed run (--redis) sends tool server settings through Redis: give this value as {"env": "NAME"} (each worker reads its own)',
   }));
+  for (const [name, p] of Object.entries(plan.providers)) {
+    if (p.type === 'custom' || p.type === 'ai-sdk') issues.push({ path: `providers.${name}.type`, message: `a distributed run (--redis) makes its calls on the workers: a "${p.type}" provider is an object in this process and cannot go there` });
+  }
   if (localTools > 0) issues.push({ path: 'tools', message: 'a distributed run (--redis) runs tools on the workers: in-process tools (createSwarm({ tools })) cannot go there; serve them from an MCP server' });
   if (issues.length > 0) throw new PlanValidationError(issues);
 }
