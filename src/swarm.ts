@@ -46,6 +46,8 @@ import { readFileSync } from 'node:fs';
 import { RemoteCalls, unwrap } from './distributed/remote.js';
 import type { BatchJob, ModelJob, RunConfig, ToolJob } from './distributed/protocol.js';
 import { hostname } from 'node:os';
+import type { Tracer } from '@opentelemetry/api';
+import { defaultTracer, RunTracer } from './telemetry.js';
 
 /** The public event stream of a run: one entry per RunEvent type. */
 /** A run event as the stream carries it: stamped with the time (ms, the swarm's clock). */
@@ -94,6 +96,12 @@ export interface SwarmOptions {
    * each worker reads its own. Without it, everything runs in this process.
    */
   redis?: string;
+  /**
+   * OpenTelemetry: the tracer of the runs' spans (run, task, attempt, `chat`, `execute_tool`;
+   * docs/tracing.md). Default: the global tracer of `@opentelemetry/api`, which records nothing
+   * until the application registers an SDK. `false`: no spans at all.
+   */
+  tracer?: Tracer | false;
 }
 
 export interface RunOptions {
@@ -200,10 +208,13 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     const journal = durable ? new RunJournal(durable, runId, redact) : undefined;
     const journalRef = journal ? { failWith: (e: StoreError) => journal.fail(e) } : undefined;
     if (journalRef) journals.add(journalRef);
+    // Made here, synchronously in run(): the caller's active span becomes the run span's parent.
+    const tracing = options.tracer === false ? undefined : new RunTracer(options.tracer ?? defaultTracer(), runId, plan);
     const report = (_: unknown, raw: RunEvent) => {
-      // Events go to the journal and to listeners (the CLI's --events, --json, the report): out.
+      // Events go to the journal, the spans and to listeners (the CLI's --events, --json, the report): out.
       const event = redact(raw);
       journal?.record(event);
+      tracing?.record(event, clock.now());
       // Nobody listening: no stamped copy to make (the hot path of a big run).
       if (!events.all.has(event.type) && !events.all.has('*')) return;
       try {
@@ -326,12 +337,14 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     })().catch((error: unknown) => {
       // Errors reach the caller's output: a tool server's or a provider's words may hold a secret.
       if (error instanceof Error) error.message = keyring.redact(error.message);
+      tracing?.close(clock.now(), error);
       // A new run refused before anything ran (a tool server that does not connect, a tool it
       // lacks): failed, with why, not left `running` (listed as interrupted, resumable for nothing).
       // A resume refused so keeps its journal as it was: its work so far is still worth resuming.
       if (!started && !restore) journal?.refusedAtStart(error);
       throw error;
     }).finally(() => {
+      tracing?.close(clock.now());
       live.delete(handle);
       runningHere.delete(runId);
       remote?.forgetRun(runId);
