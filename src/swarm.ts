@@ -214,7 +214,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       // Events go to the journal, the spans and to listeners (the CLI's --events, --json, the report): out.
       const event = redact(raw);
       journal?.record(event);
-      tracing?.record(event, clock.now());
+      if (tracing?.active) tracing.record(event, clock.now());
       // Nobody listening: no stamped copy to make (the hot path of a big run).
       if (!events.all.has(event.type) && !events.all.has('*')) return;
       try {

@@ -68,6 +68,11 @@ export class RunTracer {
     this.runCtx = parent;
   }
 
+  /** False when nothing records (no SDK, not sampled, or the run is over): skip `record`. */
+  get active(): boolean {
+    return this.on;
+  }
+
   record(event: RunEvent, at: number): void {
     if (!this.on) return;
     try {

@@ -145,6 +145,22 @@ describe('OpenTelemetry spans', () => {
     expect(spans.find((s) => s.name === 'chat x')!.attributes['gen_ai.provider.name']).toBe('swarmstate.custom');
   });
 
+  it('a tracer that throws does not fail the run', async () => {
+    const { tracer } = tracing();
+    const broken = {
+      startSpan: (name: string, ...rest: Parameters<typeof tracer.startSpan> extends [unknown, ...infer R] ? R : never) => {
+        if (name.startsWith('chat')) throw new Error('exporter down');
+        return tracer.startSpan(name, ...rest);
+      },
+      startActiveSpan: tracer.startActiveSpan.bind(tracer),
+    } as typeof tracer;
+    const echo = { call: async () => ({ content: [{ type: 'text' as const, text: 'ok' }], stopReason: 'end_turn' as const, usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0 } }) };
+    const swarm = createSwarm({ tracer: broken, store: false, providers: { p: echo } });
+    const result = await swarm.run({ providers: { p: { type: 'custom' } }, models: { m: { provider: 'p', model: 'x' } }, tasks: [{ id: 'a', model: 'm', prompt: 'hi' }, { id: 'b', model: 'm', prompt: 'hi', deps: ['a'] }] }).result;
+    await swarm.close();
+    expect(result.status).toBe('completed');
+  });
+
   it('makes no span without an SDK (the global no-op tracer) and none with tracer: false', async () => {
     const { exporter, tracer } = tracing();
     const calls: string[] = [];
