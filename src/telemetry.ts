@@ -4,6 +4,7 @@
  *
  *   swarmstate.run
  *   └─ task <id>                       queued → completed / failed / skipped / cancelled
+ *      │                               (a planner's sub-tasks: task spans under the planner's)
  *      └─ invoke_agent <id>            one per attempt (route, model)
  *         ├─ chat <model>              model:request → model:response / model:error
  *         └─ execute_tool <tool>       tool:called → the tool's result
@@ -51,6 +52,8 @@ export class RunTracer {
   private run: Span | undefined;
   private runCtx: Context;
   private readonly tasks = new Map<string, TaskSpans>();
+  /** Every task's context, kept after its span ended: a planner's sub-tasks are its children. */
+  private readonly taskCtx = new Map<string, Context>();
   /** Open chat spans by `task|attempt`, oldest first. */
   private readonly chats = new Map<string, Span[]>();
   /** Open execute_tool spans by tool name, oldest first. */
@@ -201,6 +204,8 @@ export class RunTracer {
             attributes: {
               'gen_ai.operation.name': 'chat',
               'gen_ai.provider.name': this.providerName(event.provider),
+              // The older name of the same attribute, still read by some backends.
+              'gen_ai.system': this.providerName(event.provider),
               'gen_ai.request.model': event.model,
               'swarmstate.provider': event.provider,
               'swarmstate.key.id': event.keyId,
@@ -318,7 +323,7 @@ export class RunTracer {
   }
 
   private providerName(provider: string): string {
-    const type = this.plan.providers[provider]?.type;
+    const type = this.plan.providers[provider]?.type as string | undefined;
     // Well-known names where the convention has one; ours otherwise.
     return type === 'anthropic' || type === 'openai' ? type : `swarmstate.${type ?? 'unknown'}`;
   }
@@ -326,9 +331,15 @@ export class RunTracer {
   private taskOf(taskId: string, at: number): TaskSpans {
     let task = this.tasks.get(taskId);
     if (!task) {
-      const span = this.tracer.startSpan(`task ${taskId}`, { startTime: at, attributes: { 'swarmstate.task.id': taskId } }, this.runCtx);
-      task = { id: taskId, span, ctx: trace.setSpan(this.runCtx, span), attempts: new Map() };
+      // A planner's sub-task (`<planner>/<id>`) goes under the planner's task span.
+      const slash = taskId.lastIndexOf('/');
+      const planner = slash > 0 ? taskId.slice(0, slash) : undefined;
+      const parent = (planner !== undefined ? this.taskCtx.get(planner) : undefined) ?? this.runCtx;
+      const attributes: Attributes = { 'swarmstate.task.id': taskId, ...(planner !== undefined ? { 'swarmstate.task.parent': planner } : {}) };
+      const span = this.tracer.startSpan(`task ${taskId}`, { startTime: at, attributes }, parent);
+      task = { id: taskId, span, ctx: trace.setSpan(parent, span), attempts: new Map() };
       this.tasks.set(taskId, task);
+      this.taskCtx.set(taskId, task.ctx);
     }
     return task;
   }

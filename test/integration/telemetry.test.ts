@@ -145,6 +145,26 @@ describe('OpenTelemetry spans', () => {
     expect(spans.find((s) => s.name === 'chat x')!.attributes['gen_ai.provider.name']).toBe('swarmstate.custom');
   });
 
+  it('puts a planner\'s sub-tasks under the planner\'s task span', async () => {
+    const { exporter, tracer } = tracing();
+    const subtasks = JSON.stringify([{ id: 'a', model: 'm', prompt: 'part a' }, { id: 'b', model: 'm', prompt: 'part b' }]);
+    const swarm = createSwarm({ tracer, store: false });
+    const result = await swarm.run({
+      providers: { s: { type: 'sim' } },
+      models: { m: { provider: 's', model: 'sim-small', maxTokens: 256 } },
+      tasks: [{ id: 'plan', kind: 'plan', model: 'm', prompt: `split it [[sim:reply ${subtasks} ]]` }],
+    }).result;
+    await swarm.close();
+    expect(result.status).toBe('completed');
+    const spans = exporter.getFinishedSpans();
+    const planner = spans.find((s) => s.name === 'task plan')!;
+    for (const id of ['plan/a', 'plan/b']) {
+      const sub = spans.find((s) => s.name === `task ${id}`)!;
+      expect(parentOf(sub)).toBe(planner.spanContext().spanId);
+      expect(sub.attributes['swarmstate.task.parent']).toBe('plan');
+    }
+  });
+
   it('a tracer that throws does not fail the run', async () => {
     const { tracer } = tracing();
     const broken = {
