@@ -6,7 +6,7 @@ import { createScriptedProvider, createSwarm, definePlan } from 'swarmstate';
 
 // definePlan types the plan as it is written (a misspelt field is a compile error) and keeps its task ids.
 const plan = definePlan({
-  providers: { llm: { type: 'sim', keys: [] } },
+  providers: { llm: { type: 'custom' } },
   models: { fast: { provider: 'llm', model: 'small-model', maxTokens: 256 } },
   tasks: [
     { id: 'facts', model: 'fast', prompt: 'List three facts about otters.' },
@@ -15,7 +15,7 @@ const plan = definePlan({
   ],
 });
 
-// Any object with `call(request)` is a provider; this one answers from a function.
+// A `custom` provider: any object with `call(request)`; this one answers from a function.
 const llm = createScriptedProvider((req) => `(${req.meta.taskId}) answer to: ${req.messages.at(-1)?.content.length} block(s)`);
 
 const swarm = createSwarm({ providers: { llm } });

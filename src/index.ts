@@ -17,6 +17,8 @@ export { ProviderError } from './providers/errors.js';
 export { createScriptedProvider, type ScriptReply, type ScriptedProvider, type ScriptedProviderOptions } from './providers/scripted.js';
 export { createAnthropicProvider, type AnthropicProviderOptions } from './providers/anthropic.js';
 export { createOpenAIProvider, type OpenAIProviderOptions } from './providers/openai.js';
+export { createAiSdkProvider, type AiSdkLanguageModel, type AiSdkModelSource, type AiSdkProviderOptions } from './providers/aisdk.js';
+export type { ProviderObject } from './providers/registry.js';
 export { startSim, type SimOptions, type SimServer, type SimStats } from './sim/index.js';
 export type { Provider, ProviderKey, ProviderRequest, ToolSpec } from './providers/types.js';
 export type { ToolDefinition } from './tools/local.js';

@@ -33,7 +33,7 @@ import { textOf } from '../machines/tokens.js';
 import { Keyring } from './keys.js';
 import { parsePlan, PlanValidationError, type Plan, type ResultOf } from './plan/index.js';
 import { ProviderError, asProviderError } from './providers/errors.js';
-import { ProviderRegistry } from './providers/registry.js';
+import { ProviderRegistry, type ProviderObject } from './providers/registry.js';
 import { fromWire, toolNaming, toWire } from './providers/toolNames.js';
 import type { Provider, ToolSpec } from './providers/types.js';
 import { resolveRun, samplingOf, targetOfModel, type BreakerOptions, type Sampling } from './resolve.js';
@@ -49,6 +49,8 @@ import { lazyRemote, unwrap, type Remote } from './distributed/lazy.js';
 import type { BatchJob, ModelJob, RunConfig, ToolJob } from './distributed/protocol.js';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
+import type { Tracer } from '@opentelemetry/api';
+import { defaultTracer, RunTracer } from './telemetry.js';
 
 /** The public event stream of a run: one entry per RunEvent type. */
 /** A run event as the stream carries it: stamped with the time (ms, the swarm's clock). */
@@ -57,11 +59,12 @@ export type RunEvents = { [K in RunEvent['type']]: Extract<RunEvent, { type: K }
 
 export interface SwarmOptions {
   /**
-   * Provider adapters, by the plan's provider name or by provider type. A plan provider with
-   * none here uses the built-in adapter for its type: Anthropic Messages, OpenAI-compatible Chat
-   * Completions, or (`sim`) a simulated provider server started on 127.0.0.1.
+   * Provider adapters, by the plan's provider name or by provider type. A `custom` provider is
+   * any object with `call(request)`; an `ai-sdk` one an AI SDK language model or provider. A
+   * plan provider with none here uses the built-in adapter for its type: Anthropic Messages,
+   * OpenAI-compatible Chat Completions, or (`sim`) a simulated provider server on 127.0.0.1.
    */
-  providers?: Record<string, Provider>;
+  providers?: Record<string, ProviderObject>;
   /** In-process function tools the plan's tasks may name. */
   tools?: ToolDefinition[];
   /** Passed to the root actor: see every machine's events (e.g. @statelyai/inspect). */
@@ -103,6 +106,12 @@ export interface SwarmOptions {
    * otherwise for one run.
    */
   deltas?: boolean;
+  /**
+   * OpenTelemetry: the tracer of the runs' spans (run, task, attempt, `chat`, `execute_tool`;
+   * docs/tracing.md). Default: the global tracer of `@opentelemetry/api`, which records nothing
+   * until the application registers an SDK. `false`: no spans at all.
+   */
+  tracer?: Tracer | false;
 }
 
 export interface RunOptions {
@@ -228,11 +237,14 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     const journal = durable ? new RunJournal(durable, runId, redact) : undefined;
     const journalRef = journal ? { failWith: (e: StoreError) => journal.fail(e) } : undefined;
     if (journalRef) journals.add(journalRef);
+    // Made here, synchronously in run(): the caller's active span becomes the run span's parent.
+    const tracing = options.tracer === false ? undefined : new RunTracer(options.tracer ?? defaultTracer(), runId, plan);
     const report = (_: unknown, raw: RunEvent) => {
-      // Events go to the journal and to listeners (the CLI's --events, --json, the report): out.
+      // Events go to the journal, the spans and to listeners (the CLI's --events, --json, the report): out.
       const event = redact(raw);
       // Streamed text is for the listeners of this life only: the output is journaled whole.
       if (event.type !== 'task:delta') journal?.record(event);
+      if (tracing?.active) tracing.record(event, clock.now());
       // Nobody listening: no stamped copy to make (the hot path of a big run).
       if (!events.all.has(event.type) && !events.all.has('*')) return;
       try {
@@ -358,12 +370,14 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     })().catch((error: unknown) => {
       // Errors reach the caller's output: a tool server's or a provider's words may hold a secret.
       if (error instanceof Error) error.message = keyring.redact(error.message);
+      tracing?.close(clock.now(), error);
       // A new run refused before anything ran (a tool server that does not connect, a tool it
       // lacks): failed, with why, not left `running` (listed as interrupted, resumable for nothing).
       // A resume refused so keeps its journal as it was: its work so far is still worth resuming.
       if (!started && !restore) journal?.refusedAtStart(error);
       throw error;
     }).finally(() => {
+      tracing?.close(clock.now());
       live.delete(handle);
       runningHere.delete(runId);
       remote?.forgetRun(runId);
@@ -523,7 +537,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       await registry.close();
       if (ownStore) store?.close();
       await remote?.close();
-      await Promise.allSettled(Object.values(options.providers ?? {}).map((p) => p.close?.()));
+      await Promise.allSettled(Object.values(options.providers ?? {}).map((p) => (p as Partial<Provider>).close?.()));
     },
   };
 }
@@ -587,6 +601,9 @@ function checkDistributable(plan: Plan, localTools: number): void {
       ? 'a distributed run (--redis) needs keys from the environment ({"env": "NAME"}): each worker reads its own'
       : 'a distributed run (--redis) sends tool server settings through Redis: give this value as {"env": "NAME"} (each worker reads its own)',
   }));
+  for (const [name, p] of Object.entries(plan.providers)) {
+    if (p.type === 'custom' || p.type === 'ai-sdk') issues.push({ path: `providers.${name}.type`, message: `a distributed run (--redis) makes its calls on the workers: a "${p.type}" provider is an object in this process and cannot go there` });
+  }
   if (localTools > 0) issues.push({ path: 'tools', message: 'a distributed run (--redis) runs tools on the workers: in-process tools (createSwarm({ tools })) cannot go there; serve them from an MCP server' });
   if (issues.length > 0) throw new PlanValidationError(issues);
 }

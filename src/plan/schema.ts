@@ -15,7 +15,12 @@ import type { KeyLimits } from '../../machines/protocol.js';
 // Types (the parsed plan, with defaults applied)
 // ---------------------------------------------------------------------------------------------
 
-export type ProviderType = 'anthropic' | 'openai' | 'sim';
+/**
+ * `custom`: an object with `call(request)` given to createSwarm under the provider's name;
+ * `ai-sdk`: an AI SDK language model (or provider) given there. `sim` given an object works as
+ * `custom` did before it existed.
+ */
+export type ProviderType = 'anthropic' | 'openai' | 'sim' | 'custom' | 'ai-sdk';
 
 /**
  * An API key: the name of an environment variable that holds it (preferred), or the key inline.
@@ -27,7 +32,7 @@ export interface ProviderSpec {
   type: ProviderType;
   /** Overrides the provider's default endpoint (a proxy, a gateway, the simulator). */
   baseURL?: string;
-  /** One key actor per entry. Empty only for `sim` providers, which then have one implicit key. */
+  /** One key actor per entry. Empty only for `sim`, `custom` and `ai-sdk` providers, which then have one implicit key. */
   keys: KeySpec[];
   /** Limits of EACH key (not of the provider as a whole). */
   limits?: KeyLimits;
@@ -386,7 +391,7 @@ export const SimSchema = z.strictObject({
 });
 
 export const ProviderSchema = z.strictObject({
-  type: z.enum(['anthropic', 'openai', 'sim']),
+  type: z.enum(['anthropic', 'openai', 'sim', 'custom', 'ai-sdk']),
   baseURL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
   keys: z.array(KeySchema).default([]),
   limits: LimitsSchema.optional(),

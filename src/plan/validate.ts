@@ -122,6 +122,12 @@ function checkProviders(providers: Record<string, unknown>, env: Record<string, 
       const type = p.type;
       out.push(issue(['providers', name, 'keys'], `an "${type}" provider needs at least one key ({"env": "VAR_NAME"})`));
     }
+    if (p.type === 'custom' || p.type === 'ai-sdk') {
+      // Their endpoint and transport are the object given in code: settings here would do nothing.
+      for (const field of ['baseURL', 'headersTimeoutMs', 'bodyTimeoutMs'] as const) {
+        if (p[field] !== undefined) out.push(issue(['providers', name, field], `a "${p.type}" provider is an object given in code: set its ${field === 'baseURL' ? 'endpoint' : 'timeouts'} there, not in the plan`));
+      }
+    }
     if (p.sim !== undefined && p.type !== 'sim') {
       out.push(issue(['providers', name, 'sim'], `only a "sim" provider takes simulator settings (this one is "${String(p.type)}")`));
     }

@@ -2,19 +2,25 @@
  * Which adapter serves each provider of a plan, shared by the runs of one swarm (so keep-alive
  * connections and an embedded simulator outlive a single run):
  * - an adapter passed to createSwarm, by provider name or by type, wins;
+ * - `custom`: only such an adapter (any object with `call(request)`);
+ * - `ai-sdk`: an AI SDK model (or provider) passed there, wrapped by createAiSdkProvider;
  * - `anthropic` / `openai`: the real adapters over undici, at the plan's `baseURL` if any;
  * - `sim`: a simulated provider server started on 127.0.0.1 (port 0) on first use, spoken to
  *   over real HTTP with the adapter of its `protocol`. It accepts the plan's keys (and only
  *   those), with the plan's `sim.limits` or else the provider's `limits`.
  */
-import type { Plan, ProviderSpec } from '../plan/index.js';
+import { PlanValidationError, type Plan, type ProviderSpec } from '../plan/index.js';
 import { startSim, type SimKeyLimits, type SimServer } from '../sim/index.js';
+import { createAiSdkProvider, isAiSdkModelSource, type AiSdkModelSource } from './aisdk.js';
 import { createAnthropicProvider } from './anthropic.js';
 import { createOpenAIProvider } from './openai.js';
 import type { Provider } from './types.js';
 
+/** What createSwarm takes per provider: one of our adapters, or an AI SDK model for `ai-sdk`. */
+export type ProviderObject = Provider | AiSdkModelSource;
+
 export interface RegistryOptions {
-  overrides?: Record<string, Provider>;
+  overrides?: Record<string, ProviderObject>;
   /** The swarm's clock, for rate-limit resets and the simulator's buckets. */
   now: () => number;
   /** Default seed of embedded simulators. */
@@ -32,7 +38,7 @@ export class ProviderRegistry {
    */
   get(name: string, spec: ProviderSpec, secrets: readonly string[]): Provider {
     const given = this.options.overrides?.[name] ?? this.options.overrides?.[spec.type];
-    if (given) return given;
+    if (given !== undefined || spec.type === 'custom' || spec.type === 'ai-sdk') return this.given(name, spec, given);
     const cacheKey = JSON.stringify([
       name,
       spec.type,
@@ -61,6 +67,26 @@ export class ProviderRegistry {
     await Promise.allSettled(all.map((a) => a.close?.()));
   }
 
+  /** The object createSwarm was given for a provider, checked against the plan's type. */
+  private given(name: string, spec: ProviderSpec, given: ProviderObject | undefined): Provider {
+    const path = `providers.${name}.type`;
+    if (given === undefined) {
+      const what = spec.type === 'custom' ? 'an object with call(request)' : 'an AI SDK language model or provider';
+      throw new PlanValidationError([{ path, message: `a "${spec.type}" provider is an object given in code: pass ${what} as createSwarm({ providers: { ${JSON.stringify(name)}: ... } })` }]);
+    }
+    if (isProvider(given)) return given;
+    if (spec.type === 'ai-sdk' && isAiSdkModelSource(given)) {
+      let adapter = this.adapters.get(`ai-sdk:${name}`);
+      if (!adapter) {
+        adapter = createAiSdkProvider(given, { now: this.options.now, cache: spec.cache ?? true });
+        this.adapters.set(`ai-sdk:${name}`, adapter);
+      }
+      return adapter;
+    }
+    const hint = isAiSdkModelSource(given) ? ': this looks like an AI SDK model, declare the provider "type": "ai-sdk"' : '';
+    throw new PlanValidationError([{ path, message: `the object given to createSwarm for provider "${name}" has no call(request) method${hint}` }]);
+  }
+
   private create(spec: ProviderSpec, secrets: readonly string[]): Provider {
     const common = httpOptions(spec, this.options.now);
     switch (spec.type) {
@@ -70,6 +96,9 @@ export class ProviderRegistry {
         return createOpenAIProvider({ ...(spec.baseURL ? { baseURL: spec.baseURL } : {}), ...common });
       case 'sim':
         return spec.baseURL ? this.remoteSim(spec) : embeddedSim(spec, secrets, this.options);
+      default:
+        // custom and ai-sdk never get here (given() serves them).
+        throw new Error(`no built-in adapter for provider type "${spec.type}"`);
     }
   }
 
@@ -77,6 +106,12 @@ export class ProviderRegistry {
   private remoteSim(spec: ProviderSpec): Provider {
     return simAdapter(spec, spec.baseURL!.replace(/\/+$/, ''), this.options.now);
   }
+}
+
+function isProvider(value: unknown): value is Provider {
+  // Every function has Function.prototype.call: an AI SDK provider (a function) is not one of ours.
+  const call = (value as { call?: unknown } | null)?.call;
+  return value !== null && typeof value === 'object' && typeof call === 'function';
 }
 
 function httpOptions(spec: ProviderSpec, now: () => number) {

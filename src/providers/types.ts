@@ -66,8 +66,8 @@ export interface ProviderRequest {
 }
 
 export interface Provider {
-  /** e.g. "anthropic", "openai", "sim", "scripted". */
-  readonly type: string;
+  /** e.g. "anthropic", "openai", "sim", "scripted", "ai-sdk"; optional for a custom provider. */
+  readonly type?: string;
   call(request: ProviderRequest): Promise<ModelCallOutput>;
   /** Frees connections; called by `swarm.close()`. */
   close?(): Promise<void>;

@@ -258,14 +258,14 @@ describe.skipIf(skip)('distributed runs (BullMQ on Redis)', { timeout: 240_000 }
     }
   });
 
-  it('refuses what cannot go to the workers: inline keys and inline tool server values', async () => {
+  it('refuses what cannot go to the workers: inline keys, inline tool server values, providers that are objects in code', async () => {
     const { createSwarm } = await import('../../src/index.js');
     const swarm = createSwarm({ redis: redis.url, store: false });
     try {
       expect(() =>
         swarm.run({
-          providers: { p: { type: 'anthropic', keys: ['sk-inline-secret'] } },
-          models: { m: { provider: 'p', model: 'claude-haiku-4-5' } },
+          providers: { p: { type: 'anthropic', keys: ['sk-inline-secret'] }, mine: { type: 'custom' }, gemini: { type: 'ai-sdk' } },
+          models: { m: { provider: 'p', model: 'claude-haiku-4-5' }, c: { provider: 'mine', model: 'x' }, g: { provider: 'gemini', model: 'y' } },
           tools: { servers: { s: { command: 'node', args: ['x.js'], env: { TOKEN: 'inline-token' } } } },
           tasks: [{ id: 't', model: 'm', prompt: 'p' }],
         }),
@@ -274,6 +274,8 @@ describe.skipIf(skip)('distributed runs (BullMQ on Redis)', { timeout: 240_000 }
           issues: [
             { path: 'providers.p.keys[0]', message: expect.stringContaining('{"env": "NAME"}') },
             { path: 'tools.servers.s.env.TOKEN', message: expect.stringContaining('{"env": "NAME"}') },
+            { path: 'providers.mine.type', message: expect.stringContaining('"custom" provider is an object in this process') },
+            { path: 'providers.gemini.type', message: expect.stringContaining('"ai-sdk" provider is an object in this process') },
           ],
         }),
       );

@@ -528,3 +528,19 @@ describe('durations and limits', () => {
     expect(lines(plan)).toContainEqual('providers.main.limits.burst.itpm: must be greater than 0');
   });
 });
+
+describe('custom and ai-sdk providers', () => {
+  it('take no keys, and refuse the settings that belong to the object given in code', () => {
+    const ok = basePlan();
+    ok.providers.main = { type: 'custom' };
+    expect(validatePlan(ok, { env: ENV }).ok).toBe(true);
+    ok.providers.main = { type: 'ai-sdk', keys: [{ env: 'KEY_A' }], limits: { rpm: 60 } };
+    expect(validatePlan(ok, { env: ENV }).ok).toBe(true);
+    const bad = basePlan();
+    bad.providers.main = { type: 'ai-sdk', baseURL: 'http://localhost:11434/v1', headersTimeoutMs: 1000 };
+    expect(lines(bad)).toEqual([
+      'providers.main.baseURL: a "ai-sdk" provider is an object given in code: set its endpoint there, not in the plan',
+      'providers.main.headersTimeoutMs: a "ai-sdk" provider is an object given in code: set its timeouts there, not in the plan',
+    ]);
+  });
+});
