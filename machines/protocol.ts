@@ -430,6 +430,8 @@ export type RunEvent =
       maxInFlight?: number;
       /** The plan's `budget.usd`, for views that show the spend against it. */
       budgetUsd?: number;
+      /** Every task (in plan order) with its dependencies, for views that draw the DAG. */
+      deps?: Record<string, string[]>;
       /** The run continues from its journal (a resume). */
       resumed?: boolean;
       /** A resume: tasks that had completed before (they send no events of their own). */

@@ -339,6 +339,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           keys: Object.fromEntries(input.providers.flatMap((p) => p.keys.map((k) => [k.keyId, k.limits]))),
           maxInFlight: input.maxInFlight,
           ...(plan.budget?.usd !== undefined ? { budgetUsd: plan.budget.usd } : {}),
+          ...depsOf(input.tasks),
           ...(input.restore ? { resumed: true, alreadyCompleted: input.restore.tasks.filter((t) => t.status === 'completed').length } : {}),
           ...(restore?.retried !== undefined ? { retried: restore.retried } : {}),
         });
@@ -588,6 +589,11 @@ function checkDistributable(plan: Plan, localTools: number): void {
 }
 
 /** A handle for a run that had already finished: its result as recorded. */
+/** The DAG for `run:started`: every task with its dependencies, in plan order. */
+function depsOf(tasks: readonly { id: string; deps: readonly string[] }[]): { deps?: Record<string, string[]> } {
+  return tasks.length > 0 ? { deps: Object.fromEntries(tasks.map((t) => [t.id, [...t.deps]])) } : {};
+}
+
 function finishedHandle(runId: string, result: RunResult): RunHandle {
   return { id: runId, events: createEmitter<RunEvents>(), result: Promise.resolve(result), cancel: () => {}, actor: undefined };
 }

@@ -1,0 +1,109 @@
+/**
+ * The statecharts of the machines in machines/index.ts, read from `machine.toJSON()` and drawn as
+ * SVG with the report's layered layout: one box per state (nested states named by their path
+ * under the machine), one arrow per transition, labelled with its event. A state's badge is how
+ * many actors are in it now, from the stream (approximate: events name no states).
+ */
+import { agentMachine, breakerMachine, keyMachine, poolMachine, supervisorMachine, toolBusMachine } from '../../machines/index.js';
+import { esc, int } from './format.js';
+import { edgePath, layered } from './layout.js';
+
+export interface ChartState {
+  /** The state's id in the machine (`agent.active.running`). */
+  id: string;
+  /** Its path below the machine (`active.running`). */
+  path: string;
+  type: string;
+  depth: number;
+}
+export interface Chart {
+  id: string;
+  states: ChartState[];
+  transitions: { from: string; to: string; event: string }[];
+}
+
+interface JsonState {
+  id: string;
+  key: string;
+  type?: string;
+  initial?: { target?: unknown[] };
+  states?: Record<string, JsonState>;
+  transitions?: { eventType?: string; target?: unknown[] }[];
+}
+
+const targetId = (t: unknown): string | undefined =>
+  typeof t === 'string' ? t.replace(/^#/, '') : t && typeof t === 'object' && 'id' in t ? String((t as { id: unknown }).id) : undefined;
+
+/** Internal event names (`xstate.done.actor.callModel`) shortened to what they say. */
+function eventLabel(type: string | undefined): string {
+  if (!type) return 'always';
+  const after = /^xstate\.after\.([^.]+)\./.exec(type);
+  if (after) return `after ${after[1]}`;
+  return type.replace(/^xstate\.done\.actor\./, 'done: ').replace(/^xstate\.error\.actor\./, 'error: ');
+}
+
+export function chartOf(machine: { toJSON(): unknown }): Chart {
+  const root = machine.toJSON() as JsonState;
+  const chart: Chart = { id: root.id, states: [], transitions: [] };
+  const seen = new Set<string>();
+  const walk = (s: JsonState, depth: number) => {
+    if (depth > 0) chart.states.push({ id: s.id, path: s.id.slice(root.id.length + 1), type: s.type ?? 'atomic', depth });
+    for (const t of s.transitions ?? []) {
+      for (const target of t.target ?? []) {
+        const to = targetId(target);
+        const from = depth === 0 ? '' : s.id;
+        const event = eventLabel(t.eventType);
+        const key = `${from}\u0000${to}\u0000${event}`;
+        if (to === undefined || from === '' || seen.has(key)) continue;
+        seen.add(key);
+        chart.transitions.push({ from, to, event });
+      }
+    }
+    for (const child of Object.values(s.states ?? {})) walk(child, depth + 1);
+    // A compound state enters its initial child: drawn as an unlabelled arrow.
+    const initial = targetId(s.initial?.target?.[0]);
+    if (depth > 0 && initial !== undefined) chart.transitions.push({ from: s.id, to: initial, event: '' });
+  };
+  walk(root, 0);
+  return chart;
+}
+
+let charts: Chart[] | undefined;
+/** Every machine's chart, computed once: the definitions never change while a process runs. */
+export function machineCharts(): Chart[] {
+  charts ??= [supervisorMachine, agentMachine, poolMachine, keyMachine, breakerMachine, toolBusMachine].map(chartOf);
+  return charts;
+}
+
+const CHAR_W = 6.6;
+
+/** One chart as SVG; `counts` maps state ids to actors in them now. */
+export function renderChart(chart: Chart, counts: Record<string, number> = {}): string {
+  const nodes = chart.states.map((s) => ({ id: s.id, width: Math.max(70, s.path.length * CHAR_W + 24 + (counts[s.id] ? 30 : 0)), height: 26 }));
+  const layout = layered(nodes, chart.transitions.map((t) => [t.from, t.to] as const));
+  const byId = new Map(chart.states.map((s) => [s.id, s]));
+  const parts: string[] = [];
+  for (const t of chart.transitions) {
+    const a = layout.nodes.get(t.from);
+    const b = layout.nodes.get(t.to);
+    if (!a || !b) continue;
+    if (a === b) continue; // self-transitions keep the state: listed in its title instead
+    const d = edgePath(a, b);
+    parts.push(`<path class="ch-edge${t.event === '' ? ' init' : ''}" d="${d}"><title>${esc(t.event || 'initial state')}</title></path>`);
+  }
+  for (const p of layout.nodes.values()) {
+    const s = byId.get(p.id)!;
+    const n = counts[s.id] ?? 0;
+    const selfEvents = chart.transitions.filter((t) => t.from === s.id && t.to === s.id).map((t) => t.event);
+    const events = [...new Set(chart.transitions.filter((t) => t.from === s.id && t.to !== s.id && t.event).map((t) => `${t.event} → ${t.to.slice(chart.id.length + 1)}`))];
+    const title = [`${s.path} (${s.type})`, ...events, ...(selfEvents.length ? [`stays on: ${[...new Set(selfEvents)].join(', ')}`] : [])].join('\n');
+    parts.push(
+      `<g class="ch-state ${esc(s.type)}${n ? ' occupied' : ''}" data-state="${esc(s.id)}"><title>${esc(title)}</title>` +
+        `<rect x="${p.x}" y="${p.y}" width="${p.width}" height="${p.height}" rx="${s.type === 'final' ? 13 : 6}"/>` +
+        `<text x="${p.x + 10}" y="${p.y + 17}">${esc(s.path)}</text>` +
+        (n ? `<text class="count" x="${p.x + p.width - 8}" y="${p.y + 17}" text-anchor="end">${esc(int(n))}</text>` : '') +
+        `</g>`,
+    );
+  }
+  return `<svg class="chart" data-machine="${esc(chart.id)}" width="${layout.width}" height="${layout.height + 20}" role="img" aria-label="${esc(chart.id)} statechart">${parts.join('')}</svg>`;
+}
