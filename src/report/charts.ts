@@ -20,6 +20,8 @@ export interface Chart {
   id: string;
   states: ChartState[];
   transitions: { from: string; to: string; event: string }[];
+  /** Transitions of the machine itself, taken from whatever state it is in (`CANCEL` -> `cancelled`). */
+  fromAny: { to: string; event: string }[];
 }
 
 interface JsonState {
@@ -44,7 +46,7 @@ function eventLabel(type: string | undefined): string {
 
 export function chartOf(machine: { toJSON(): unknown }): Chart {
   const root = machine.toJSON() as JsonState;
-  const chart: Chart = { id: root.id, states: [], transitions: [] };
+  const chart: Chart = { id: root.id, states: [], transitions: [], fromAny: [] };
   const seen = new Set<string>();
   const walk = (s: JsonState, depth: number) => {
     if (depth > 0) chart.states.push({ id: s.id, path: s.id.slice(root.id.length + 1), type: s.type ?? 'atomic', depth });
@@ -54,8 +56,12 @@ export function chartOf(machine: { toJSON(): unknown }): Chart {
         const from = depth === 0 ? '' : s.id;
         const event = eventLabel(t.eventType);
         const key = `${from}\u0000${to}\u0000${event}`;
-        if (to === undefined || from === '' || seen.has(key)) continue;
+        if (to === undefined || seen.has(key)) continue;
         seen.add(key);
+        if (from === '') {
+          chart.fromAny.push({ to, event });
+          continue;
+        }
         chart.transitions.push({ from, to, event });
       }
     }
@@ -105,5 +111,8 @@ export function renderChart(chart: Chart, counts: Record<string, number> = {}): 
         `</g>`,
     );
   }
-  return `<svg class="chart" data-machine="${esc(chart.id)}" width="${layout.width}" height="${layout.height + 20}" role="img" aria-label="${esc(chart.id)} statechart">${parts.join('')}</svg>`;
+  const any = chart.fromAny.map((t) => `${t.event} → ${t.to === chart.id ? '(itself)' : t.to.slice(chart.id.length + 1)}`);
+  return `<svg class="chart" data-machine="${esc(chart.id)}" width="${layout.width}" height="${layout.height + 20}" role="img" aria-label="${esc(chart.id)} statechart">${parts.join('')}</svg>${
+    any.length > 0 ? `<p class="note">From any state: ${esc([...new Set(any)].join(', '))}</p>` : ''
+  }`;
 }
