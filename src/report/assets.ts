@@ -184,6 +184,7 @@ function ssTimeline() {
     var box = plot.parentNode, center = anchor === undefined ? box.scrollLeft + box.clientWidth / 2 : anchor;
     var frac = center / (W * k);
     k = Math.max(1, Math.min(256, next));
+    window.ssZoom = k;
     plot.setAttribute('width', W * k);
     for (var z = 0; z < zoomG.length; z++) zoomG[z].setAttribute('transform', 'scale(' + k + ',1)');
     axis();
@@ -195,14 +196,19 @@ function ssTimeline() {
   on('zoom-in', function () { zoom(k * 2); });
   on('zoom-out', function () { zoom(k / 2); });
   on('zoom-fit', function () { zoom(1); });
+  // The live page renders the timeline again: it keeps the reader's zoom.
+  if (window.ssZoom > 1) zoom(window.ssZoom, 0);
 }
 ssTimeline();
-document.addEventListener('click', function (ev) {
+function ssOpenTask(ev) {
+  if (ev.type === 'keydown' && ev.key !== 'Enter') return;
   var node = ev.target && ev.target.closest ? ev.target.closest('g.dag-node') : null;
   if (!node) return;
   var item = document.getElementById(node.getAttribute('data-anchor'));
   if (!item) return;
   item.open = true;
   item.scrollIntoView({ block: 'center' });
-});
+}
+document.addEventListener('click', ssOpenTask);
+document.addEventListener('keydown', ssOpenTask);
 `;

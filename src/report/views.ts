@@ -44,7 +44,7 @@ export function dagSection(m: ReportModel): string {
     const t = byId.get(p.id)!;
     const st = stateOf(t);
     const label = t.id.length * CHAR_W + 20 > p.width ? t.id.slice(0, Math.floor((p.width - 20) / CHAR_W) - 1) + '\u2026' : t.id;
-    return `<g class="dag-node s-${st}" data-task="${esc(t.id)}" data-anchor="${taskAnchor(m, t.id)}"><title>${esc(`${t.id}: ${st}${t.attempts > 1 ? `, ${t.attempts} attempts` : ''}`)}</title><rect x="${p.x}" y="${p.y}" width="${p.width}" height="${p.height}" rx="5"/><text x="${p.x + 8}" y="${p.y + 16}">${esc(label)}</text></g>`;
+    return `<g class="dag-node s-${st}" tabindex="0" data-task="${esc(t.id)}" data-anchor="${taskAnchor(m, t.id)}"><title>${esc(`${t.id}: ${st}${t.attempts > 1 ? `, ${t.attempts} attempts` : ''}`)}</title><rect x="${p.x}" y="${p.y}" width="${p.width}" height="${p.height}" rx="5"/><text x="${p.x + 8}" y="${p.y + 16}">${esc(label)}</text></g>`;
   });
   const states = ['pending', 'running', 'completed', 'failed', 'skipped', 'cancelled'];
   const legend = states.map((s) => `<span><i class="sw s-${s}"></i>${s}</span>`).join('');

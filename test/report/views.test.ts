@@ -31,9 +31,9 @@ describe('the drawn views of the static report', () => {
   it('draws the DAG: one node per task in its state, one edge per dependency', () => {
     const page = buildReport({ events });
     expect(count(page, 'class="dag-node')).toBe(3);
-    expect(page).toMatch(/<g class="dag-node s-completed" data-task="draft"/);
-    expect(page).toMatch(/<g class="dag-node s-running" data-task="review"/);
-    expect(page).toMatch(/<g class="dag-node s-pending" data-task="solo"/);
+    expect(page).toMatch(/<g class="dag-node s-completed" tabindex="0" data-task="draft"/);
+    expect(page).toMatch(/<g class="dag-node s-running" tabindex="0" data-task="review"/);
+    expect(page).toMatch(/<g class="dag-node s-pending" tabindex="0" data-task="solo"/);
     expect(count(page, 'class="dag-edge"')).toBe(1);
   });
 

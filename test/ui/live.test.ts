@@ -104,12 +104,19 @@ describe.skipIf(skip)('the live page in chromium', () => {
       await expect.poll(() => done.count(), { timeout: 60_000 }).toBeGreaterThanOrEqual(during);
       expect(await page.locator('g.dag-node').count()).toBe(plan.tasks.length);
 
+      // What the reader changed survives the views rendered again: the zoom, an open task.
+      await page.click('#zoom-in');
+      await page.locator('details.task', { has: page.locator('code', { hasText: /^a2$/ }) }).locator('summary').click();
+
       release();
       const result: RunResult = await run.result;
       expect(result.status).toBe('completed');
       await expect.poll(() => done.count(), { timeout: 60_000 }).toBe(plan.tasks.length);
       await page.locator('#live', { hasText: 'finished' }).waitFor({ timeout: 60_000 });
       await page.screenshot({ path: join(tmpdir(), 'swarmstate-live-page.png'), fullPage: true });
+
+      expect(await page.locator('#zoom-level').innerText()).toBe('2x');
+      expect(await page.locator('details.task[open] code').allInnerTexts()).toEqual(['a2']);
 
       // DAG nodes are the tasks, with their edges.
       const nodeIds = await page.locator('g.dag-node').evaluateAll((els) => els.map((e) => e.getAttribute('data-task')));
