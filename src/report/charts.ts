@@ -44,13 +44,34 @@ function eventLabel(type: string | undefined): string {
   return type.replace(/^xstate\.done\.actor\./, 'done: ').replace(/^xstate\.error\.actor\./, 'error: ');
 }
 
-export function chartOf(machine: { toJSON(): unknown }): Chart {
+interface LiveNode {
+  id: string;
+  always?: { eventType?: string; target?: unknown[] }[];
+  states?: Record<string, LiveNode>;
+}
+
+/**
+ * `toJSON()` leaves out eventless (`always`) transitions; the machine's own state nodes have
+ * them, so they are read from there and drawn labelled `always`.
+ */
+function alwaysOf(root: LiveNode | undefined): Map<string, { eventType?: string; target?: unknown[] }[]> {
+  const out = new Map<string, { eventType?: string; target?: unknown[] }[]>();
+  const walk = (n: LiveNode) => {
+    if (n.always?.length) out.set(n.id, n.always);
+    for (const c of Object.values(n.states ?? {})) walk(c);
+  };
+  if (root) walk(root);
+  return out;
+}
+
+export function chartOf(machine: { toJSON(): unknown; root?: unknown }): Chart {
   const root = machine.toJSON() as JsonState;
+  const always = alwaysOf(machine.root as LiveNode | undefined);
   const chart: Chart = { id: root.id, states: [], transitions: [], fromAny: [] };
   const seen = new Set<string>();
   const walk = (s: JsonState, depth: number) => {
     if (depth > 0) chart.states.push({ id: s.id, path: s.id.slice(root.id.length + 1), type: s.type ?? 'atomic', depth });
-    for (const t of s.transitions ?? []) {
+    for (const t of [...(s.transitions ?? []), ...(always.get(s.id) ?? [])]) {
       for (const target of t.target ?? []) {
         const to = targetId(target);
         const from = depth === 0 ? '' : s.id;
@@ -83,19 +104,24 @@ export function machineCharts(): Chart[] {
 
 const CHAR_W = 6.6;
 
+/** An arrowhead for the ends of a drawing's edges (each SVG its own id: a page holds several). */
+export const arrowhead = (id: string) =>
+  `<defs><marker id="${id}" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0 0L8 4L0 8z" fill="#8a94a1"/></marker></defs>`;
+
 /** One chart as SVG; `counts` maps state ids to actors in them now. */
 export function renderChart(chart: Chart, counts: Record<string, number> = {}): string {
   const nodes = chart.states.map((s) => ({ id: s.id, width: Math.max(70, s.path.length * CHAR_W + 24 + (counts[s.id] ? 30 : 0)), height: 26 }));
   const layout = layered(nodes, chart.transitions.map((t) => [t.from, t.to] as const));
   const byId = new Map(chart.states.map((s) => [s.id, s]));
-  const parts: string[] = [];
+  const marker = `arrow-${chart.id.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+  const parts: string[] = [arrowhead(marker)];
   for (const t of chart.transitions) {
     const a = layout.nodes.get(t.from);
     const b = layout.nodes.get(t.to);
     if (!a || !b) continue;
     if (a === b) continue; // self-transitions keep the state: listed in its title instead
     const d = edgePath(a, b);
-    parts.push(`<path class="ch-edge${t.event === '' ? ' init' : ''}" d="${d}"><title>${esc(t.event || 'initial state')}</title></path>`);
+    parts.push(`<path class="ch-edge${t.event === '' ? ' init' : ''}" d="${d}" marker-end="url(#${marker})"><title>${esc(t.event || 'initial state')}</title></path>`);
   }
   for (const p of layout.nodes.values()) {
     const s = byId.get(p.id)!;

@@ -2,7 +2,7 @@
  * The drawn views of the report (static and live): the task DAG with each task's state, spend
  * over time against the budget, the task list with outputs, and the machines' statecharts.
  */
-import { machineCharts, renderChart } from './charts.js';
+import { arrowhead, machineCharts, renderChart } from './charts.js';
 import { at, duration, esc, int, usd } from './format.js';
 import { edgePath, layered } from './layout.js';
 import type { ReportModel } from './types.js';
@@ -38,7 +38,7 @@ export function dagSection(m: ReportModel): string {
   const edges = m.edges
     .map(([a, b]) => [layout.nodes.get(a), layout.nodes.get(b)] as const)
     .filter(([a, b]) => a && b)
-    .map(([a, b]) => `<path class="dag-edge" d="${edgePath(a!, b!)}"/>`);
+    .map(([a, b]) => `<path class="dag-edge" d="${edgePath(a!, b!)}" marker-end="url(#arrow-dag)"/>`);
   const byId = new Map(tasks.map((t) => [t.id, t]));
   const boxes = [...layout.nodes.values()].map((p) => {
     const t = byId.get(p.id)!;
@@ -50,12 +50,14 @@ export function dagSection(m: ReportModel): string {
   const legend = states.map((s) => `<span><i class="sw s-${s}"></i>${s}</span>`).join('');
   return `<section id="dag"><h2>DAG</h2>
 <div class="legend">${legend}<span>· click a task for its output</span></div>
-<div class="scroll dag-wrap"><svg id="dag-svg" width="${layout.width}" height="${layout.height}" role="img" aria-label="task DAG">${edges.join('')}${boxes.join('')}</svg></div>
+<div class="scroll dag-wrap"><svg id="dag-svg" width="${layout.width}" height="${layout.height}" role="img" aria-label="task DAG">${arrowhead('arrow-dag')}${edges.join('')}${boxes.join('')}</svg></div>
 ${m.tasks.length > tasks.length ? `<p class="note">The first ${int(tasks.length)} of ${int(m.tasks.length)} tasks are drawn; the task list has them all.</p>` : ''}</section>`;
 }
 
 const CW = 900;
 const CH = 200;
+/** Room for the dollar axis label. */
+const LEFT = 76;
 
 export function costSection(m: ReportModel): string {
   const last = m.costSeries.at(-1)?.usd ?? 0;
@@ -65,13 +67,13 @@ export function costSection(m: ReportModel): string {
   if (m.costSeries.length === 0) return `${head}<p class="note">No priced reply yet.</p></section>`;
   const maxT = Math.max(1, m.makespanMs, m.costSeries.at(-1)!.at);
   const maxY = Math.max(last, budget ?? 0) * 1.08 || 1;
-  const x = (t: number) => 40 + (t / maxT) * (CW - 50);
+  const x = (t: number) => LEFT + (t / maxT) * (CW - LEFT - 10);
   const y = (v: number) => CH - 24 - (v / maxY) * (CH - 40);
   let d = `M${x(0).toFixed(1)} ${y(0).toFixed(1)}`;
   for (const p of m.costSeries) d += `H${x(p.at).toFixed(1)}V${y(p.usd).toFixed(1)}`;
   d += `H${x(maxT).toFixed(1)}`;
-  const budgetLine = budget === undefined ? '' : `<line class="budget-line" x1="40" x2="${CW - 10}" y1="${y(budget)}" y2="${y(budget)}"/><text class="tick" x="${CW - 12}" y="${y(budget) - 4}" text-anchor="end">budget ${esc(usd(budget))}</text>`;
-  const axis = `<line class="grid" x1="40" x2="${CW - 10}" y1="${CH - 24}" y2="${CH - 24}"/><text class="tick" x="40" y="${CH - 8}">0 s</text><text class="tick" x="${CW - 10}" y="${CH - 8}" text-anchor="end">${esc(at(maxT))}</text><text class="tick" x="36" y="${y(maxY / 1.08) + 4}" text-anchor="end">${esc(usd(maxY / 1.08))}</text>`;
+  const budgetLine = budget === undefined ? '' : `<line class="budget-line" x1="${LEFT}" x2="${CW - 10}" y1="${y(budget)}" y2="${y(budget)}"/><text class="tick" x="${CW - 12}" y="${y(budget) - 4}" text-anchor="end">budget ${esc(usd(budget))}</text>`;
+  const axis = `<line class="grid" x1="${LEFT}" x2="${CW - 10}" y1="${CH - 24}" y2="${CH - 24}"/><text class="tick" x="${LEFT}" y="${CH - 8}">0 s</text><text class="tick" x="${CW - 10}" y="${CH - 8}" text-anchor="end">${esc(at(maxT))}</text><text class="tick" x="${LEFT - 4}" y="${y(maxY / 1.08) + 4}" text-anchor="end">${esc(usd(maxY / 1.08))}</text>`;
   return `${head}<svg id="cost-svg" width="${CW}" height="${CH}" role="img" aria-label="cost over time">${axis}${budgetLine}<path class="cost-line" d="${d}"/></svg>
 <p class="note">Cumulative cost of the priced replies, at the time each reply arrived.</p></section>`;
 }

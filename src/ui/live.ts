@@ -41,6 +41,7 @@ export interface LiveUi {
 
 /** How often at most the views are rendered again while events arrive. */
 const RENDER_EVERY_MS = 400;
+const MAX_BUFFERED = 8 * 1024 * 1024;
 
 export async function startLiveUi(opts: LiveUiOptions): Promise<LiveUi> {
   if (opts.host !== undefined && opts.host !== '127.0.0.1') {
@@ -61,7 +62,9 @@ export async function startLiveUi(opts: LiveUiOptions): Promise<LiveUi> {
     timer = undefined;
     if (clients.size === 0) return;
     const view = viewOf();
-    for (const c of clients) send(c, 'view', view);
+    // A tab that does not read (hidden, stalled) gets no more views until it has caught up: the
+    // next one replaces them all, and the server's memory stays bounded.
+    for (const c of clients) if (c.writableLength < MAX_BUFFERED) send(c, 'view', view);
   };
   const changed = () => {
     rendered = undefined;

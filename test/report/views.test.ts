@@ -77,6 +77,9 @@ describe('the drawn views of the static report', () => {
     expect(agent.states.find((s) => s.path === 'active.waiting.lease')).toMatchObject({ depth: 3, type: 'atomic' });
     expect(agent.transitions).toContainEqual({ from: 'agent.active.waiting', to: 'agent.active.waiting.checking', event: '' });
     expect(renderChart(chart)).toContain('<title>after cooldown</title>');
+    // Eventless transitions (not in toJSON()) come from the machine's state nodes.
+    const key = machineCharts().find((c) => c.id === 'key')!;
+    expect(key.transitions).toContainEqual({ from: 'key.deciding', to: 'key.backoff', event: 'always' });
     // The machine's own transitions, taken from any state, are said under the chart.
     expect(agent.fromAny).toContainEqual({ to: 'agent.cancelled', event: 'CANCEL' });
     expect(renderChart(agent)).toContain('From any state: CANCEL → cancelled');
