@@ -50,6 +50,8 @@ export async function startLiveUi(opts: LiveUiOptions): Promise<LiveUi> {
   const token = randomBytes(18).toString('base64url');
   const events: TimedRunEvent[] = [...(opts.events ?? [])];
   let result: RunResult | undefined;
+  /** The run ended: with its result, or refused (then the page keeps the events it had). */
+  let ended = false;
   const clients = new Set<ServerResponse>();
   let rendered: RenderedReport | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -57,7 +59,7 @@ export async function startLiveUi(opts: LiveUiOptions): Promise<LiveUi> {
 
   const render = (): RenderedReport => (rendered ??= renderReport(result ? { events, result } : { events }));
   const send = (res: ServerResponse, type: string, data: unknown) => res.write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
-  const viewOf = () => ({ html: render().main, events: events.length, done: result !== undefined });
+  const viewOf = () => ({ html: render().main, events: events.length, done: ended });
   const flush = () => {
     timer = undefined;
     if (clients.size === 0) return;
@@ -81,10 +83,14 @@ export async function startLiveUi(opts: LiveUiOptions): Promise<LiveUi> {
   (opts.result ?? opts.run.result).then(
     (r) => {
       result = r;
+      ended = true;
       changed();
     },
     // A run that fails to start has its events so far: the page keeps showing them.
-    () => changed(),
+    () => {
+      ended = true;
+      changed();
+    },
   );
 
   const expected = Buffer.from(token);

@@ -118,3 +118,22 @@ describe('startLiveUi', () => {
     await expect(startLiveUi({ run, host: '0.0.0.0' as '127.0.0.1' })).rejects.toThrow(/host must be 127\.0\.0\.1/);
   });
 });
+
+describe('startLiveUi on a run that cannot start', () => {
+  it('says the run ended, with the events it had', async () => {
+    const swarm = createSwarm();
+    cleanup.push(() => swarm.close());
+    // An MCP server that exits before it connects: run.result rejects before any task.
+    const run = swarm.run({ ...plan, tools: { servers: { gone: { command: process.execPath, args: ['-e', 'process.exit(3)'] } } } });
+    const refused = run.result.then(
+      () => 'started',
+      (e: unknown) => String(e),
+    );
+    const ui = await startLiveUi({ run });
+    cleanup.push(() => ui.close());
+    expect(await refused).toMatch(/could not connect to MCP server "gone"/);
+    const stream = await fetch(ui.url.replace('/?', '/events?'));
+    const got = await readSse(stream, (all) => all.some((m) => m.type === 'view' && (m.data as { done: boolean }).done));
+    expect(got.filter((m) => m.type === 'view').at(-1)!.data).toMatchObject({ done: true });
+  });
+});
