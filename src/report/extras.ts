@@ -44,6 +44,7 @@ export function analyzeExtras(events: readonly TimedRunEvent[], calls: readonly 
   const keys = new Map<string, string>();
   const breakers = new Map<string, string>();
   let supervisor = started ? 'supervisor.running' : undefined;
+  for (const [id, status] of Object.entries(started?.before ?? {})) if (status !== 'skipped') agents.set(id, `agent.${status === 'completed' ? 'done' : 'failed'}`);
   const keep = (id: string, value: unknown) => {
     const text = typeof value === 'string' ? value : JSON.stringify(value, null, 2) ?? '';
     outputs[id] = { text: text.slice(0, OUTPUT_CHARS), truncated: text.length > OUTPUT_CHARS };

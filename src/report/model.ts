@@ -71,6 +71,8 @@ export function analyze(events: readonly TimedRunEvent[], result?: RunResult, st
   const taskOf = (id: string) => getOr(tasks, id, () => ({ id, stage: '', status: 'unfinished' as FinalStatus, attempts: 0, retries: 0, requests: 0, spend: zeroSpend() }));
   // The plan's tasks, in its order, before any event names them: the DAG shows what is pending.
   for (const id of Object.keys(started?.deps ?? {})) taskOf(id);
+  // A resume's or retry's tasks that ended before it: their state, not `pending`.
+  for (const [id, status] of Object.entries(started?.before ?? {})) taskOf(id).status = status;
   const tools = new Map<string, ToolReport>();
   const toolOf = (name: string) =>
     getOr(tools, name, () => ({ name, called: 0, shared: 0, cached: 0, executions: 0, batchedCalls: 0, errors: 0, timeouts: 0, durationMs: 0, denied: 0 }));

@@ -37,6 +37,17 @@ describe('the drawn views of the static report', () => {
     expect(count(page, 'class="dag-edge"')).toBe(1);
   });
 
+  it('shows the tasks a resume found ended as they ended, not as pending', () => {
+    const resumed = [
+      ev(0, { type: 'run:started', runId: 'r', tasks: 2, resumed: true, alreadyCompleted: 1, deps: { draft: [], review: ['draft'] }, before: { draft: 'completed' } }),
+      ev(1, { type: 'task:started', taskId: 'review', attempt: 1, model: 'm' }),
+    ];
+    const page = buildReport({ events: resumed });
+    expect(page).toMatch(/<g class="dag-node s-completed" tabindex="0" data-task="draft"/);
+    expect(page).toMatch(/<g class="dag-node s-running" tabindex="0" data-task="review"/);
+    expect(analyze(resumed).byStatus).toMatchObject({ completed: 1, unfinished: 1 });
+  });
+
   it('shows the budget and the spend over time against it', () => {
     const m = analyze(events);
     expect(m.budgetUsd).toBe(0.5);
