@@ -432,6 +432,10 @@ export type RunEvent =
       maxInFlight?: number;
       /** The plan's `budget.usd`, for views that show the spend against it. */
       budgetUsd?: number;
+      /** Every task (in plan order) with its dependencies, for views that draw the DAG. */
+      deps?: Record<string, string[]>;
+      /** A resume or a retry: the tasks that had ended before this life, with how (they send no events of their own). */
+      before?: Record<string, 'completed' | 'failed' | 'skipped'>;
       /** The run continues from its journal (a resume). */
       resumed?: boolean;
       /** A resume: tasks that had completed before (they send no events of their own). */

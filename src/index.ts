@@ -28,6 +28,7 @@ export type { RunResult, RunTotals, TaskResult } from '../machines/runTable.js';
 export type { ErrorCode, ErrorInfo, RunEvent, RunStatus, TaskStatus, Usage, Message, ContentBlock } from '../machines/protocol.js';
 export { realClock, type TimedClock } from '../machines/clock.js';
 export { buildReport, readEvents } from './report/index.js';
+export { startLiveUi, type LiveUi, type LiveUiOptions } from './ui/live.js';
 export { RunTools, ToolSetupError } from './tools/registry.js';
 export { connectMcpServer } from './tools/connect.js';
 export { MissingPackageError } from './util/optional.js';

@@ -353,6 +353,8 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           keys: Object.fromEntries(input.providers.flatMap((p) => p.keys.map((k) => [k.keyId, k.limits]))),
           maxInFlight: input.maxInFlight,
           ...(plan.budget?.usd !== undefined ? { budgetUsd: plan.budget.usd } : {}),
+          ...depsOf([...input.tasks, ...(input.restore?.expansions.flatMap((e) => e.tasks) ?? [])]),
+          ...beforeOf(input.restore?.tasks),
           ...(input.restore ? { resumed: true, alreadyCompleted: input.restore.tasks.filter((t) => t.status === 'completed').length } : {}),
           ...(restore?.retried !== undefined ? { retried: restore.retried } : {}),
         });
@@ -609,6 +611,17 @@ function checkDistributable(plan: Plan, localTools: number): void {
 }
 
 /** A handle for a run that had already finished: its result as recorded. */
+/** The DAG for `run:started`: every task with its dependencies, in plan order. */
+function depsOf(tasks: readonly { id: string; deps: readonly string[] }[]): { deps?: Record<string, string[]> } {
+  return tasks.length > 0 ? { deps: Object.fromEntries(tasks.map((t) => [t.id, [...t.deps]])) } : {};
+}
+
+/** For `run:started` on a resume or retry: how the tasks that had ended before ended. */
+function beforeOf(tasks: readonly { id: string; status: string }[] | undefined): { before?: Record<string, 'completed' | 'failed' | 'skipped'> } {
+  const ended = (tasks ?? []).filter((t): t is { id: string; status: 'completed' | 'failed' | 'skipped' } => t.status !== 'pending');
+  return ended.length > 0 ? { before: Object.fromEntries(ended.map((t) => [t.id, t.status])) } : {};
+}
+
 function finishedHandle(runId: string, result: RunResult): RunHandle {
   return { id: runId, events: createEmitter<RunEvents>(), result: Promise.resolve(result), cancel: () => {}, actor: undefined };
 }

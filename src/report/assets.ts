@@ -78,6 +78,36 @@ svg rect[data-call]:hover{stroke:#1d2430;stroke-width:1.5px;vector-effect:non-sc
 .zero{color:#b3bac3}
 ul.tr{margin:0;padding-left:16px}
 footer{margin-top:40px;color:var(--muted);font-size:12px}
+.dag-wrap{border:1px solid var(--line);border-radius:8px;max-height:640px;overflow:auto;background:#fff}
+.dag-edge,.ch-edge{fill:none;stroke:#a9b3bf;stroke-width:1.2}
+.ch-edge.init{stroke-dasharray:3 3}
+.dag-node{cursor:pointer}
+.dag-node rect{stroke:#fff;stroke-width:1}
+.dag-node text{font:11px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;fill:#fff;pointer-events:none}
+.dag-node:hover rect{stroke:#1d2430;stroke-width:1.5}
+.s-pending{fill:#c9d0d9;background:#c9d0d9}.dag-node.s-pending text{fill:#1d2430}
+.s-running{fill:#2f7fc1;background:#2f7fc1}.s-completed{fill:#3f9c62;background:#3f9c62}.s-failed{fill:#d64541;background:#d64541}
+.s-skipped{fill:#e3a21a;background:#e3a21a}.s-cancelled{fill:#5f6b7a;background:#5f6b7a}.s-unfinished{fill:#9aa3ae;background:#9aa3ae}
+.dag-node.s-pending rect,.dag-node.s-running rect,.dag-node.s-completed rect,.dag-node.s-failed rect,.dag-node.s-skipped rect,.dag-node.s-cancelled rect{fill:inherit}
+.cost-line{fill:none;stroke:var(--accent);stroke-width:2}
+.budget-line{stroke:#d64541;stroke-dasharray:6 4;stroke-width:1.5}
+details.task{border-bottom:1px solid var(--line);padding:4px 0}
+details.task summary{cursor:pointer;font-size:13px}
+details.task summary code{font-size:12px}
+details.task .facts{color:var(--muted);font-size:12px}
+details.task .pill{color:#fff}
+pre.output{white-space:pre-wrap;word-break:break-word;background:var(--panel);border:1px solid var(--line);border-radius:6px;padding:8px 10px;font-size:12px;max-height:360px;overflow:auto;margin:6px 0}
+.err{color:#d64541;font-size:13px}
+.count{color:var(--muted);font-weight:400;font-size:12px}
+.machine h3{text-transform:none;letter-spacing:0;font-size:14px;color:var(--fg)}
+.ch-state rect{fill:#fff;stroke:#7d848e;stroke-width:1.2}
+.ch-state.compound rect{fill:#f1f3f6}
+.ch-state.final rect{stroke-width:2.5}
+.ch-state.occupied rect{fill:#e3eefc;stroke:var(--accent);stroke-width:2}
+.ch-state text{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;fill:var(--fg)}
+.ch-state text.count{font-weight:700;fill:var(--accent)}
+#live{position:fixed;top:8px;right:12px;font-size:12px;background:#1d2430;color:#fff;border-radius:10px;padding:2px 10px}
+#live.off{background:#d64541}
 `;
 
 /**
@@ -85,7 +115,7 @@ footer{margin-top:40px;color:var(--muted);font-size:12px}
  * w: plot width px, c: calls as arrays (see html.ts `callRow`) }.
  */
 export const SCRIPT = `
-(function () {
+function ssTimeline() {
   'use strict';
   var el = document.getElementById('report-data');
   if (!el) return;
@@ -154,6 +184,7 @@ export const SCRIPT = `
     var box = plot.parentNode, center = anchor === undefined ? box.scrollLeft + box.clientWidth / 2 : anchor;
     var frac = center / (W * k);
     k = Math.max(1, Math.min(256, next));
+    window.ssZoom = k;
     plot.setAttribute('width', W * k);
     for (var z = 0; z < zoomG.length; z++) zoomG[z].setAttribute('transform', 'scale(' + k + ',1)');
     axis();
@@ -165,5 +196,19 @@ export const SCRIPT = `
   on('zoom-in', function () { zoom(k * 2); });
   on('zoom-out', function () { zoom(k / 2); });
   on('zoom-fit', function () { zoom(1); });
-})();
+  // The live page renders the timeline again: it keeps the reader's zoom.
+  if (window.ssZoom > 1) zoom(window.ssZoom, 0);
+}
+ssTimeline();
+function ssOpenTask(ev) {
+  if (ev.type === 'keydown' && ev.key !== 'Enter') return;
+  var node = ev.target && ev.target.closest ? ev.target.closest('g.dag-node') : null;
+  if (!node) return;
+  var item = document.getElementById(node.getAttribute('data-anchor'));
+  if (!item) return;
+  item.open = true;
+  item.scrollIntoView({ block: 'center' });
+}
+document.addEventListener('click', ssOpenTask);
+document.addEventListener('keydown', ssOpenTask);
 `;

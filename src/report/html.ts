@@ -10,6 +10,7 @@ import { at, duration, esc, int, jsonForScript, pct, raw, table, usd, type Cell 
 import { analyze } from './model.js';
 import { FINAL_STATUSES, OUTCOMES, stageOf, type FinalStatus, type KeyReport, type Outcome, type ReportModel, type Spend } from './types.js';
 import { renderTimeline } from './timeline.js';
+import { costSection as costOverTime, dagSection, machinesSection, taskList } from './views.js';
 
 export interface ReportInput {
   /** The run's events, in order, as the stream carries them (with `at`). */
@@ -35,34 +36,60 @@ const MAX_ROWS = 200;
  * writeFileSync('report.html', buildReport({ events, result: await run.result }));
  */
 export function buildReport(input: ReportInput): string {
+  return reportPage(renderReport(input), {
+    csp: "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:",
+  });
+}
+
+export interface RenderedReport {
+  title: string;
+  /** The inside of `<main>`: every view, and the timeline's data block. */
+  main: string;
+}
+
+/** The report's views from the events: what the static page holds and the live page swaps in. */
+export function renderReport(input: ReportInput): RenderedReport {
   const model = analyze(input.events, input.result, input.stageOf ?? stageOf);
   const title = input.title ?? `swarmstate run ${model.runId ?? '(unknown)'}`;
   const timeline = model.calls.length > 0 || model.keys.length > 0 ? renderTimeline(model) : undefined;
-  const csp = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:";
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${esc(title)}</title>
-<style>${CSS}</style></head>
-<body><main>
-${header(model, title, input.result)}
+  const main = `${header(model, title, input.result)}
+${dagSection(model)}
 <section><h2>Timeline</h2>
 ${timeline ? timeline.svg : '<p class="note">No model calls in this stream.</p>'}
 <p class="note">One lane per key; one bar per model call, from its request to its reply. Calls in flight at once on a key stack.${
     model.unmatchedReplies > 0 ? ` ${model.unmatchedReplies} replies had no request in the stream (it was cut).` : ''
   }</p></section>
-${costSection(model)}
+${costOverTime(model)}
+${costTables(model)}
 ${keySection(model)}
 ${routeSection(model)}
 ${toolSection(model)}
 ${stageSection(model)}
+${taskList(model)}
 ${failureSection(model)}
-<footer>swarmstate report · ${int(input.events.length)} events · times are seconds since the run started</footer>
+${machinesSection(model)}
+<footer>swarmstate report · <span id="event-count">${int(input.events.length)}</span> events · times are seconds since the run started</footer>
+${timeline ? `<script type="application/json" id="report-data">${jsonForScript(timeline.data)}</script>` : ''}`;
+  return { title, main };
+}
+
+/**
+ * The page around the views. The static report allows inline scripts by its meta CSP (a file has
+ * no headers); the live page sends a nonce, its CSP comes as a header, and adds its own script.
+ */
+export function reportPage(r: RenderedReport, opts: { csp?: string; nonce?: string; script?: string }): string {
+  const nonce = opts.nonce !== undefined ? ` nonce="${esc(opts.nonce)}"` : '';
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+${opts.csp !== undefined ? `<meta http-equiv="Content-Security-Policy" content="${opts.csp}">\n` : ''}<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
+<title>${esc(r.title)}</title>
+<style>${CSS}</style></head>
+<body><main>
+${r.main}
 </main>
 <div id="tip" hidden></div>
-${timeline ? `<script type="application/json" id="report-data">${jsonForScript(timeline.data)}</script>` : ''}
-<script>${SCRIPT}</script>
+<script${nonce}>${SCRIPT}${opts.script ?? ''}</script>
 </body></html>
 `;
 }
@@ -89,6 +116,7 @@ ${card('model requests', int(m.requests), `${int(errors)} failed${m.compactions 
 ${card('429s', int(rateLimited), pct(rateLimited, m.requests) + ' of requests')}
 ${card('retries', int(m.retries), 'in-attempt retries')}
 ${card('cost', usd(cost), cost === null ? 'no model has a price' : m.spend.unpriced > 0 ? `${m.spend.unpriced} calls without a price` : '')}
+${card('budget', m.budgetUsd === undefined ? 'none' : usd(m.budgetUsd), m.budgetUsd === undefined ? 'the plan sets no budget.usd' : `${pct(cost ?? 0, m.budgetUsd)} spent`)}
 ${card('tokens', int(u.inputTokens + u.cacheReadTokens + u.cacheWriteTokens + u.outputTokens), `${int(u.inputTokens + u.cacheReadTokens + u.cacheWriteTokens)} prompt, ${int(u.outputTokens)} output`)}
 ${card('cache read share', pct(u.cacheReadTokens, u.inputTokens + u.cacheReadTokens + u.cacheWriteTokens), `${int(u.cacheReadTokens)} read, ${int(u.cacheWriteTokens)} written`)}
 </div></header>`;
@@ -108,7 +136,7 @@ function spendCells(s: Spend): Cell[] {
   return [int(s.requests), int(u.inputTokens), int(u.outputTokens), int(u.cacheWriteTokens), int(u.cacheReadTokens), pct(u.cacheReadTokens, u.inputTokens + u.cacheWriteTokens + u.cacheReadTokens), usd(s.costUsd)];
 }
 
-function costSection(m: ReportModel): string {
+function costTables(m: ReportModel): string {
   const price = (name: string) => {
     const p = m.models[name]?.price;
     return p ? `$${p.input} / $${p.output}` : '—';
@@ -126,7 +154,7 @@ function costSection(m: ReportModel): string {
 <h3>By model</h3>${byModel}
 <h3>By pipeline stage</h3>${byStage}
 <p class="note">Cost is each reply's usage at its model's plan price (cache writes 1.25x input and reads 0.1x unless the plan says otherwise); "—" means no price. Failed calls carry no usage in the stream.
-A task's stage is its id without the first dot-separated segment (<code>kettle.translate.fr</code> → <code>translate.fr</code>); ids without a dot are grouped by model, in parentheses.</p></section>`;
+A task's stage is its id without the first dot-separated segment (<code>kettle.translate.fr</code> → <code>translate.fr</code>); an id without a dot is a stage of its own.</p></section>`;
 }
 
 const outcomeColumns = (OUTCOMES.filter((o) => o !== 'ok') as Outcome[]).map((o) => ({ label: OUTCOME_STYLE[o].label.split(' ')[0]!, num: true, title: OUTCOME_STYLE[o].label }));

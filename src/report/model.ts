@@ -9,6 +9,7 @@ import type { KeyState } from '../../machines/protocol.js';
 import { addUsage, ZERO_USAGE } from '../../machines/protocol.js';
 import type { RunResult } from '../../machines/runTable.js';
 import { costOf } from '../cost/price.js';
+import { analyzeExtras } from './extras.js';
 import type { TimedRunEvent } from '../swarm.js';
 import { outcomeOf, stageOf, type BreakerTransition, type Call, type FinalStatus, type KeyReport, type Outcome, type Price, type ReportModel, type RouteReport, type Spend, type Span, type StageReport, type Started, type TaskReport, type ToolReport } from './types.js';
 
@@ -68,6 +69,10 @@ export function analyze(events: readonly TimedRunEvent[], result?: RunResult, st
 
   const tasks = new Map<string, TaskReport>();
   const taskOf = (id: string) => getOr(tasks, id, () => ({ id, stage: '', status: 'unfinished' as FinalStatus, attempts: 0, retries: 0, requests: 0, spend: zeroSpend() }));
+  // The plan's tasks, in its order, before any event names them: the DAG shows what is pending.
+  for (const id of Object.keys(started?.deps ?? {})) taskOf(id);
+  // A resume's or retry's tasks that ended before it: their state, not `pending`.
+  for (const [id, status] of Object.entries(started?.before ?? {})) taskOf(id).status = status;
   const tools = new Map<string, ToolReport>();
   const toolOf = (name: string) =>
     getOr(tools, name, () => ({ name, called: 0, shared: 0, cached: 0, executions: 0, batchedCalls: 0, errors: 0, timeouts: 0, durationMs: 0, denied: 0 }));
@@ -282,6 +287,7 @@ export function analyze(events: readonly TimedRunEvent[], result?: RunResult, st
   byStatus.unfinished += Math.max(0, taskCount - tasks.size);
 
   const model: ReportModel = {
+    ...analyzeExtras(events, calls, result),
     models,
     status: result?.status ?? runStatus ?? (cancelReason !== undefined ? 'cancelled' : 'unfinished'),
     origin,

@@ -3,6 +3,7 @@
  * two rules that classify things (a call's outcome, a task's stage).
  */
 import type { ErrorInfo, RunEvent, Usage } from '../../machines/protocol.js';
+import type { Extras } from './extras.js';
 
 /** How a model call ended, as the timeline colours it. `server` is 5xx: server_error and overloaded. */
 export type Outcome = 'ok' | 'rate_limited' | 'server' | 'timeout' | 'network' | 'other';
@@ -128,7 +129,7 @@ export interface StageReport {
   lastEnd?: number;
 }
 
-export interface ReportModel {
+export interface ReportModel extends Extras {
   runId?: string;
   /** The plan's models (name -> route and price), from `run:started`. */
   models: Record<string, { provider: string; model: string; price?: Price }>;
@@ -159,13 +160,13 @@ export interface ReportModel {
 /**
  * The pipeline stage of a task: its id without the first dot-separated segment, which names the
  * item the pipeline works on (`kettle.extract` -> `extract`, `kettle.translate.fr` ->
- * `translate.fr`). An id without a dot is grouped by its plan model, in parentheses (`(smart)`),
- * which no task id can contain.
+ * `translate.fr`). An id without a dot (or ending in one) is a stage of its own, named by the id:
+ * grouping it under its model's name hid which task it was. `modelName` is kept for custom rules.
  */
-export function stageOf(taskId: string, modelName: string | undefined): string {
+export function stageOf(taskId: string, _modelName?: string | undefined): string {
   const dot = taskId.indexOf('.');
   if (dot > 0 && dot < taskId.length - 1) return taskId.slice(dot + 1);
-  return `(${modelName ?? 'unknown model'})`;
+  return taskId;
 }
 
 export function outcomeOf(error: ErrorInfo | undefined): Outcome {

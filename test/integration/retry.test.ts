@@ -66,7 +66,7 @@ describe('swarm.retry', () => {
     const budgetLeft: number[] = [];
     const again = createSwarm({ env, store: file, hooks: { beforeDispatch: (call: DispatchInfo) => void budgetLeft.push(call.budgetLeftUsd!) } });
     const run = again.retry(first.runId);
-    let started: { resumed?: boolean; retried?: number } | undefined;
+    let started: { resumed?: boolean; retried?: number; before?: Record<string, string>; deps?: Record<string, string[]> } | undefined;
     run.events.on('run:started', (e) => (started = e));
     const result = await run.result;
     await again.close();
@@ -75,6 +75,9 @@ describe('swarm.retry', () => {
     expect(result.runId).toBe(first.runId);
     expect(result.status).toBe('completed');
     expect(started).toMatchObject({ resumed: true, retried: 2 });
+    // For views drawing the DAG: every task, and how those that stay as they were had ended.
+    expect(started!.before).toEqual({ a: 'completed', d: 'completed' });
+    expect(Object.keys(started!.deps!).sort()).toEqual(['a', 'b', 'c', 'd']);
     // Only the failed task (its second attempt: the numbering goes on) and its dependent were asked for.
     expect(askedSince(mark).sort()).toEqual(['b#2', 'c#1']);
     // What had completed is the same, output and cost.

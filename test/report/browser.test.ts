@@ -80,4 +80,21 @@ describe.skipIf(skip)('the report in chromium', () => {
     expect(requests.every((u) => u.startsWith('file:'))).toBe(true);
     console.info(`report screenshot: ${shot}`);
   });
+
+  it('draws the DAG with every task, opens the output of a task from its node, and draws every machine', async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(`page: ${e.message}`));
+    await page.goto(pathToFileURL(file).href);
+    const ids = await page.locator('g.dag-node').evaluateAll((els) => els.map((e) => e.getAttribute('data-task')));
+    expect(ids.sort()).toEqual(Object.keys(run.result.tasks).sort());
+    expect(await page.locator('g.dag-node[data-task="y.after"]').getAttribute('class')).toContain('s-skipped');
+    await page.locator('g.dag-node[data-task="final"]').click();
+    const row = page.locator('details.task[open]');
+    expect(await row.count()).toBe(1);
+    expect(await row.locator('pre.output').innerText()).toBe(String(run.result.tasks['final']!.output));
+    expect(await page.locator('svg.chart').count()).toBe(6);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
 });

@@ -87,7 +87,7 @@ describe('the report of a real run', () => {
     expect(stages['fetch']!.byStatus.completed).toBe(3);
     expect(stages['edge']!.byStatus).toMatchObject({ completed: 1, failed: 1 });
     expect(stages['after']!.byStatus.skipped).toBe(1);
-    expect(stages['(fast)']!.tasks).toBe(1); // "final" has no dot: grouped by its model
+    expect(stages['final']!.tasks).toBe(1); // "final" has no dot: a stage of its own, named by the id
     const edgeSpend = model.byModel.find(([name]) => name === 'edge')![1];
     expect(edgeSpend.usage.cacheReadTokens).toBe(120);
     expect(edgeSpend.costUsd).toBeCloseTo((40 * 0.5 + 8 * 2 + 120 * 0.05) / 1e6, 10);
@@ -102,11 +102,11 @@ describe('stages, pairing and keys on a hand-written stream', () => {
   const ok = (at: number, taskId: string, keyId: string) =>
     ev(at, { type: 'model:response', taskId, attempt: 1, turn: 0, provider: 'p', model: 'm', keyId, usage: { inputTokens: 10, outputTokens: 5, cacheWriteTokens: 0, cacheReadTokens: 0 } });
 
-  it('takes the stage from the id after its first dot, or the model in parentheses', () => {
+  it('takes the stage from the id after its first dot, or the whole id when it has none', () => {
     expect(stageOf('kettle.translate.fr', 'fast')).toBe('translate.fr');
     expect(stageOf('kettle.extract', 'fast')).toBe('extract');
-    expect(stageOf('report', 'smart')).toBe('(smart)');
-    expect(stageOf('trailing.', undefined)).toBe('(unknown model)');
+    expect(stageOf('report', 'smart')).toBe('report'); // its id, not its model's name (which hid the task)
+    expect(stageOf('trailing.', undefined)).toBe('trailing.');
   });
 
   it('pairs a retried call with its own reply and leaves an unanswered one open to the end', () => {
@@ -168,7 +168,10 @@ describe('stages, pairing and keys on a hand-written stream', () => {
     }
     const page = buildReport({ events });
     expect(count(page, 'data-call="')).toBe(5000);
-    expect(page.length).toBeLessThan(1_000_000);
+    // About 750 kB of bars; the drawn DAG (400 tasks at most) and the task list (1,000 rows at most) add a capped 300 kB.
+    expect(page.length).toBeLessThan(1_300_000);
+    expect(count(page, 'class="dag-node')).toBe(400);
+    expect(count(page, '<details class="task"')).toBe(1000);
   });
 
   it('renders an empty stream without throwing', () => {
