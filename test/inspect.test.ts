@@ -71,12 +71,14 @@ describe('attachInspector', () => {
   it('sends actor, event and snapshot messages for the supervisor, agents, pool, keys, breaker and tool bus', async () => {
     const relay = await receiver();
     cleanup.push(relay.close);
-    const inspector = attachInspector({ url: relay.url });
+    const connected: string[] = [];
+    const inspector = attachInspector({ url: relay.url, onConnect: (url) => connected.push(url) });
     const swarm = createSwarm({ tools: [lookup], inspect: inspector.inspect });
     const result = await swarm.run(plan).result;
     await swarm.close();
     await inspector.stop();
     expect(result.status).toBe('completed');
+    expect(connected).toEqual([relay.url]); // the CLI prints it: "inspect: connected to <url>"
 
     const messages = relay.messages();
     // Which machine each session runs: its definition's root id (the supervisor, agent, ...).

@@ -44,6 +44,8 @@ export interface AttachInspectorOptions {
   maxQueued?: number;
   /** Told once when the relay cannot be reached or the connection drops (the run goes on). */
   onError?: (error: Error) => void;
+  /** Told when the connection to the relay is open (with its URL). */
+  onConnect?: (url: string) => void;
 }
 
 export interface AttachedInspector {
@@ -73,7 +75,7 @@ const SHOWN = new Set(['@xstate.actor', '@xstate.event', '@xstate.snapshot']);
  */
 export function attachInspector(opts: AttachInspectorOptions = {}): AttachedInspector {
   const bounds: BoundLimits = { ...DEFAULT_BOUNDS, ...opts.bounds };
-  const adapter = new SocketAdapter(opts.url ?? 'ws://localhost:8080', opts.maxQueued ?? 100_000, opts.onError);
+  const adapter = new SocketAdapter(opts.url ?? 'ws://localhost:8080', opts.maxQueued ?? 100_000, opts.onError, opts.onConnect);
   // The package runs these hooks on a timer of its own, where a throw would be uncaught: each
   // one falls back to a placeholder instead.
   const inspector = createInspector(adapter, {
@@ -136,6 +138,7 @@ class SocketAdapter {
     private readonly url: string,
     private readonly maxQueued: number,
     private readonly onError: ((error: Error) => void) | undefined,
+    private readonly onConnect?: (url: string) => void,
   ) {}
 
   start(): void {
@@ -157,6 +160,11 @@ class SocketAdapter {
     socket.addEventListener('open', () => {
       if (this.state !== 'connecting') return;
       this.state = 'open';
+      try {
+        this.onConnect?.(this.url);
+      } catch {
+        // A listener's failure is not the connection's.
+      }
       for (const message of this.queue) this.write(message);
       this.queue = [];
     });

@@ -60,6 +60,8 @@ export interface RunFlags {
   redis: string | undefined;
   /** --verbose: a line for every event instead of the progress view. */
   verbose?: boolean;
+  /** --ui: serve the live page of the run on 127.0.0.1 (src/ui/live.ts). */
+  ui?: boolean;
 }
 
 /** A new run of a plan (from its file), or a journaled run to resume (or to retry: its failures, or these tasks). */
@@ -99,7 +101,11 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
   }
   // Loaded only when asked for: the inspector is a dependency most runs never touch.
   const inspector = flags.inspect
-    ? (await import('./inspect.js')).attachInspector({ url: flags.inspect, onError: (e: Error) => void io.err.write(`inspect: ${errorText(e)}\n`) })
+    ? (await import('./inspect.js')).attachInspector({
+        url: flags.inspect,
+        onError: (e: Error) => void io.err.write(`inspect: ${errorText(e)}\n`),
+        onConnect: (url: string) => void io.err.write(`inspect: connected to ${visible(url)}\n`),
+      })
     : undefined;
   let swarm;
   try {
@@ -136,6 +142,9 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
   // Every event is kept for the summary and the report, and written to --events as it comes.
   const seen: TimedRunEvent[] = [];
   run.events.on('*', (_type, event) => void seen.push(event as TimedRunEvent));
+  // Loaded only when asked for; it gets the events so far and follows the rest itself.
+  const live = flags.ui ? await (await import('../ui/live.js')).startLiveUi({ run, events: [...seen] }) : undefined;
+  if (live) io.err.write(`live page: ${live.url}\n`);
   let writes: Promise<void> = Promise.resolve();
   let eventsFailed = false;
   if (flags.events) {
@@ -188,6 +197,7 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
     await writes;
     await swarm.close();
     await inspector?.stop();
+    await live?.close();
   }
   if (flags.report) {
     try {

@@ -174,3 +174,14 @@ describe('the package entries', () => {
     expect(out.trim()).toBe('function');
   });
 });
+
+describe('run --ui', () => {
+  it('serves the live page on 127.0.0.1 with a token while the run goes, says where, and the run completes', async () => {
+    const r = await cli(['run', 'examples/plans/hello.json', '--ui', '--json', '--store', 'memory']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/^live page: http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{16,}$/m);
+    expect(JSON.parse(r.stdout).status).toBe('completed');
+    // A flag of run and demo only.
+    expect((await cli(['validate', 'examples/plans/hello.json', '--ui'])).stderr).toContain('unknown option --ui');
+  });
+});

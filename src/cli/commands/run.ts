@@ -14,6 +14,7 @@ export const RUN_OPTIONS: Options = {
   seed: { type: 'string' },
   quiet: { type: 'boolean', default: false },
   verbose: { type: 'boolean', default: false },
+  ui: { type: 'boolean', default: false },
   inspect: { type: 'boolean', default: false },
   'inspect-url': { type: 'string' },
   real: { type: 'boolean', default: false },
@@ -35,6 +36,7 @@ export const OUTPUT_FLAGS_HELP = `  --json             Print one JSON object (th
                      Waits at most 10 s for Redis ($SWARMSTATE_REDIS_CONNECT_MS), then exits 2.`;
 
 export const RUN_ONLY_FLAGS_HELP = `  --seed <n>         Seed of every random choice (retry jitter, the simulator). Default 0.
+  --ui               Serve the run's live page on 127.0.0.1 (its address, with a token, on stderr).
   --inspect          Send every actor's events to a Stately inspector over WebSocket (docs/cli.md).
   --inspect-url <u>  Where the inspector listens. Default ws://localhost:8080.
   --real             Run a simulator plan on real keys: ANTHROPIC_API_KEY, or OPENAI_API_KEY
@@ -45,7 +47,7 @@ export const run: Command = {
   summary: 'Validate and run a plan.',
   usage: `Usage: swarmstate run <plan.json> [--json] [--events <file.ndjson>] [--report <file.html>]
                       [--quiet | --verbose] [--seed <n>] [--store <file>] [--redis <redis://host:6379>]
-                      [--inspect [--inspect-url <ws://...>]] [--real]
+                      [--ui] [--inspect [--inspect-url <ws://...>]] [--real]
 
 Validates the plan (every problem listed, exit 2) and runs it. Keys come from the environment
 variables the plan names (or inline in the plan: then they are redacted everywhere). Progress goes
@@ -90,6 +92,7 @@ export async function runFromFile(command: string, path: string | undefined, arg
       json: v.json === true,
       quiet: v.quiet === true,
       verbose: v.verbose === true,
+      ui: v.ui === true,
       events: v.events as string | undefined,
       report: v.report as string | undefined,
       inspect: v.inspect ? ((v['inspect-url'] as string | undefined) ?? 'ws://localhost:8080') : undefined,
