@@ -63,6 +63,8 @@ export interface LeaseRecord {
   grantedAt: number;
   inputTokens: number;
   outputTokens: number;
+  /** Each lane's `added` at the grant: what was credited since bounds a late refund. */
+  addedAt: Readonly<Record<Lane, number>>;
 }
 
 /** One limit's bucket. */
@@ -78,6 +80,8 @@ export interface LaneBook {
   want: number;
   /** The most the server ever said remained: a floor of its limit when it sends no limit header. */
   peakRemaining: number;
+  /** Everything ever credited (refill and refunds, before the cap): see `refund`. */
+  added: number;
 }
 
 /** Everything a key knows about its own capacity, as of time `at`. */
@@ -120,9 +124,9 @@ export function newBook(limits: KeyLimits, now: number, probation = false): KeyB
   const book: KeyBook = {
     limits,
     at: now,
-    requests: { level: 0, want: 1, peakRemaining: 0 },
-    input: { level: 0, want: 1, peakRemaining: 0 },
-    output: { level: 0, want: 1, peakRemaining: 0 },
+    requests: { level: 0, want: 1, peakRemaining: 0, added: 0 },
+    input: { level: 0, want: 1, peakRemaining: 0, added: 0 },
+    output: { level: 0, want: 1, peakRemaining: 0, added: 0 },
     cutAt: -Infinity,
     sendRate: 0,
     sendRateAt: now,
@@ -157,7 +161,8 @@ function marginOf(book: KeyBook, lane: Lane): number {
   const ceiling = ceilingOf(book, lane);
   if (lane !== 'requests' || ceiling === undefined) return 0;
   const margin = (ceiling * JITTER_MS) / MINUTE_MS;
-  return capacityOf(book, lane) >= 1 + margin ? margin : 0;
+  const burst = book.limits.burst?.[STATED[lane]];
+  return (burst ?? Math.max(1, ceiling / 60)) >= 1 + margin ? margin : 0;
 }
 
 /** The share of its limit a lane paces at: all of it where a margin fits in the bucket. */
@@ -180,12 +185,16 @@ export function rateSourceOf(book: KeyBook): RateSource {
   return learned !== undefined && learned === limit ? 'learned' : 'stated';
 }
 
-/** The bucket's capacity: the plan's burst, else one second of the limit (as the servers do), at least 1. */
+/**
+ * The bucket's capacity: the plan's burst, else one second of the rate it paces at, at least 1
+ * (a lane paced below its limit holds no more than that pace refills in a second, so it never
+ * stands above the server's bucket).
+ */
 export function capacityOf(book: KeyBook, lane: Lane): number {
-  const ceiling = ceilingOf(book, lane);
-  if (ceiling === undefined) return 0;
+  const rate = rateOf(book, lane);
+  if (rate === undefined) return 0;
   const burst = book.limits.burst?.[STATED[lane]];
-  return burst ?? Math.max(1, ceiling / 60);
+  return burst ?? Math.max(1, rate / 60);
 }
 
 /** Brings the book to time `now`: refills the buckets. */
@@ -196,8 +205,9 @@ export function advance(book: KeyBook, now: number): KeyBook {
   for (const lane of LANES) {
     const rate = rateOf(book, lane);
     if (rate === undefined) continue;
-    const level = Math.min(capacityOf(book, lane), book[lane].level + (elapsed * rate) / MINUTE_MS);
-    if (level !== book[lane].level) next[lane] = { ...book[lane], level };
+    const refill = (elapsed * rate) / MINUTE_MS;
+    const level = Math.min(capacityOf(book, lane), book[lane].level + refill);
+    if (refill > 0) next[lane] = { ...book[lane], level, added: book[lane].added + refill };
   }
   return next;
 }
@@ -271,7 +281,8 @@ export function msUntilCapacity(book: KeyBook): number {
  */
 export function grant(book: KeyBook, leaseId: string, request: LeaseRequest): KeyBook {
   if (holds(book, leaseId)) return book;
-  const record: LeaseRecord = { leaseId, grantedAt: book.at, inputTokens: request.inputTokens, outputTokens: request.outputTokens };
+  const addedAt = { requests: book.requests.added, input: book.input.added, output: book.output.added };
+  const record: LeaseRecord = { leaseId, grantedAt: book.at, inputTokens: request.inputTokens, outputTokens: request.outputTokens, addedAt };
   const elapsed = Math.max(0, book.at - book.sendRateAt);
   return {
     ...book,
@@ -405,16 +416,17 @@ function charged(usage: Usage): number {
  * too little, as debt), capped at the capacity.
  *
  * A late refund must not credit more than the server has: while our bucket held the charge, the
- * server's, without it, may have been full and lost refill to its cap. It cannot have lost more
- * than the refill since the grant, so an over-charge is refunded less that refill (exact for a
- * refund at the grant's instant). `symmetric`: the server charged the same and refunds the same
- * (max_tokens held for output), so the refund is whole.
+ * server's, without it, may have been full and lost to its cap what came in meanwhile: refill,
+ * and other refunds. It cannot have lost more than everything credited since the grant (`added`
+ * counts it before the cap), so an over-charge is refunded less that (exact for a refund at the
+ * grant's instant). `symmetric`: the server charged the same and refunds the same (max_tokens
+ * held for output), so the refund is whole.
  */
 function refund(book: KeyBook, lane: Lane, lease: LeaseRecord, amount: number, symmetric = false): LaneBook {
-  const rate = rateOf(book, lane);
-  if (rate === undefined) return book[lane];
-  const credit = amount <= 0 || symmetric ? amount : Math.max(0, amount - ((book.at - lease.grantedAt) * rate) / MINUTE_MS);
-  return { ...book[lane], level: Math.min(capacityOf(book, lane), book[lane].level + credit) };
+  if (rateOf(book, lane) === undefined) return book[lane];
+  const state = book[lane];
+  const credit = amount <= 0 || symmetric ? amount : Math.max(0, amount - (state.added - lease.addedAt[lane]));
+  return { ...state, level: Math.min(capacityOf(book, lane), state.level + credit), added: state.added + Math.max(0, credit) };
 }
 
 /** Settles the token estimates of a lease to what the server charged (output: it held max_tokens too). */

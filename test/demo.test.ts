@@ -220,7 +220,7 @@ describe('realPlan', () => {
         const { plan: real } = realPlan(plan, env);
         const ids = Object.values(real.models as Record<string, { model: string }>).map((m) => m.model);
         expect(ids.filter((id) => id.startsWith('sim-')), `${file} on ${Object.keys(env)[0]}`).toEqual([]);
-        expect(validatePlan(real, { env: { ...env } }).ok, file).toBe(true);
+        expect(validatePlan(real, { env: { ...env }, baseDir: dir }).ok, file).toBe(true);
       }
     }
   });

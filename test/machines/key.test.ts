@@ -143,33 +143,48 @@ describe('keyMachine: limits', () => {
   });
 
   it('refuses a grant bigger than the bucket holds now and waits until it fits', () => {
-    const h = harness({ itpm: 60_000 }); // bucket of 1000 (a second of the limit), paced at 970 a second
-    h.grant('a', request(600, 0));
-    expect(h.state()).toBe('saturated'); // 400 left: another 600 (the likely next size) does not fit
-    h.at(Math.ceil((200 * 60_000) / 58_200)); // 600 fit again
+    const h = harness({ itpm: 60_000 }); // 970 tokens a second, bucket 970
+    h.grant('a', request(500, 0));
+    expect(h.state()).toBe('saturated'); // 470 left: another 500 (the likely next size) does not fit
+    h.at(Math.ceil((30 * 60_000) / 58_200)); // 500 fit again
     expect(h.state()).toBe('ready');
-    h.grant('b', request(900, 0)); // does not fit in 600
+    h.grant('b', request(900, 0)); // does not fit in 470
     expect(h.answers().at(-1)).toMatchObject({ type: 'KEY.REJECTED', leaseId: 'b' });
     expect(h.state()).toBe('saturated');
-    h.at(Math.ceil(((900 - 400) * 60_000) / 58_200) + 1);
+    h.at(Math.ceil(((900 - 470) * 60_000) / 58_200) + 1);
     expect(h.state()).toBe('ready');
     h.grant('b', request(900, 0));
     expect(h.answers().at(-1)).toMatchObject({ type: 'KEY.GRANTED', leaseId: 'b' });
   });
 
   it('settles tokens to actual usage at release, never above capacity', () => {
-    let book = advance(newBook({ itpm: 60_000, otpm: 60_000 }, 0), 0); // buckets of 1000
+    let book = advance(newBook({ itpm: 60_000, otpm: 60_000 }, 0), 0); // buckets of 970
     book = grant(book, 'a', request(800, 400));
-    expect([book.input.level, book.output.level]).toEqual([200, 600]);
+    expect([book.input.level, book.output.level]).toEqual([170, 570]);
     book = release(book, 'a', { kind: 'ok', usage: { inputTokens: 100, outputTokens: 50, cacheWriteTokens: 100, cacheReadTokens: 5_000 } });
-    expect([book.input.level, book.output.level]).toEqual([800, 950]); // cache reads do not count
+    expect([book.input.level, book.output.level]).toEqual([770, 920]); // cache reads do not count
     book = grant(book, 'b', request(10, 10));
     book = release(book, 'b', { kind: 'unused' });
-    expect([book.input.level, book.output.level]).toEqual([800, 950]);
+    expect([book.input.level, book.output.level]).toEqual([770, 920]);
     expect(grant(grant(book, 'x', request(1, 1)), 'x', request(1, 1)).leasesOut).toBe(1); // a repeated id counts once
     book = grant(book, 'c', request(0, 0));
     book = release(book, 'c', { kind: 'ok', usage: usage(2_000, 0) });
-    expect(book.input.level).toBe(-1_200); // used more than estimated: debt
+    expect(book.input.level).toBe(-1_230); // used more than estimated: debt
+  });
+
+  it('refunds a refused request no more than the server can have: other refunds since its grant count too', () => {
+    // The server's bucket of 100 output tokens (ours: 97, paced at 97%). A (300) was charged by both.
+    let book = advance(newBook({ otpm: 6_000 }, 0), 0);
+    book = grant(book, 'A', request(0, 300));
+    book = advance(book, 20_000); // both full again
+    book = grant(book, 'B', request(0, 300)); // the server will refuse B (429): it never charges it
+    book = release(book, 'A', { kind: 'error' }); // the server gives A's 300 back too: both capped
+    book = grant(book, 'C', request(0, 300)); // charged by both: the server is at -200
+    // B's 429 arrives. Its 300 were debited here, but A's refund came in meanwhile and was lost to
+    // our cap: giving B's 300 back would put us 297 above the server.
+    book = release(book, 'B', { kind: 'rate_limited', retryAfterMs: 0 });
+    expect(book.output.level).toBeCloseTo(97 - 300);
+    expect(canGrant(book)).toBe(false);
   });
 
   it('counts a call sent later than granted (it waited for a worker) from when it was sent', () => {
