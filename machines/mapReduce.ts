@@ -157,6 +157,8 @@ export function planGroups(
   if (size?.outputsOfGroups && level.length > 1 && level.every((c) => c.length === 1)) {
     return { ok: false, message: `no two merged outputs fit together in the ${size.room} tokens the model's input budget leaves for inputs: lower maxTokens, or use a model with a larger context` };
   }
+  // Nothing to merge (a map that gave no items) needs no tree; without this the loop never ends.
+  if (level.length === 0) return { ok: true, groups };
   let n = 1;
   for (;;) {
     const ids = level.map((inputs, i) => {

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cli, start, until } from './helpers/cli.js';
+import { cli, slowPlanFile, start, until } from './helpers/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'swarmstate-cli-'));
 
@@ -163,17 +163,7 @@ describe('swarmstate CLI', () => {
   });
 
   it('SIGTERM cancels the run as Ctrl-C does: result printed, events complete, journal cancelled', async () => {
-    const plan = {
-      // The calls take a minute: the signal finds them in flight.
-      providers: { sim: { type: 'sim', sim: { ttftMs: 60_000 } } },
-      models: { fast: { provider: 'sim', model: 'sim-fast', maxTokens: 64 } },
-      tasks: [
-        { id: 'a', model: 'fast', prompt: 'slow' },
-        { id: 'b', model: 'fast', prompt: 'after {{a}}', deps: ['a'] },
-      ],
-    };
-    const file = join(dir, 'slow.json');
-    writeFileSync(file, JSON.stringify(plan));
+    const file = slowPlanFile(join(dir, 'slow.json')); // its first call is in flight for a minute
     const events = join(dir, 'sigterm.ndjson');
     const store = join(dir, 'sigterm.db');
     const run = start(['run', file, '--json', '--events', events, '--store', store]);

@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cli, start, until } from '../helpers/cli.js';
+import { cli, slowPlanFile, start, until } from '../helpers/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'swarmstate-show-'));
 
@@ -52,17 +52,7 @@ describe('swarmstate show', () => {
   });
 
   it('shows a run while it runs, and `interrupted` once its process died', async () => {
-    const plan = {
-      // The first call takes a minute: it is in flight when `show` looks.
-      providers: { sim: { type: 'sim', sim: { ttftMs: 60_000 } } },
-      models: { fast: { provider: 'sim', model: 'sim-fast', maxTokens: 64 } },
-      tasks: [
-        { id: 'a', model: 'fast', prompt: 'slow' },
-        { id: 'b', model: 'fast', prompt: 'after {{a}}', deps: ['a'] },
-      ],
-    };
-    const file = join(dir, 'slow.json');
-    writeFileSync(file, JSON.stringify(plan));
+    const file = slowPlanFile(join(dir, 'slow.json')); // its first call is in flight for a minute
     const events = join(dir, 'slow.ndjson');
     const store = join(dir, 'slow.db');
     const run = start(['run', file, '--quiet', '--events', events, '--store', store]);

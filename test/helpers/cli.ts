@@ -3,6 +3,7 @@
  * first), to the end (`cli`) or to be watched and signalled (`start`).
  */
 import { execFile, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
@@ -40,3 +41,20 @@ export function start(args: string[], env: Record<string, string> = {}) {
   return { child, out, exit };
 }
 
+
+/**
+ * A two-task plan whose first call takes a minute (`a`, then `b` after it), written to `file`: a
+ * run of it is in flight, its first model call sent, for as long as a test needs to look or signal.
+ */
+export function slowPlanFile(file: string): string {
+  const plan = {
+    providers: { sim: { type: 'sim', sim: { ttftMs: 60_000 } } },
+    models: { fast: { provider: 'sim', model: 'sim-fast', maxTokens: 64 } },
+    tasks: [
+      { id: 'a', model: 'fast', prompt: 'slow' },
+      { id: 'b', model: 'fast', prompt: 'after {{a}}', deps: ['a'] },
+    ],
+  };
+  writeFileSync(file, JSON.stringify(plan));
+  return file;
+}

@@ -151,6 +151,10 @@ describe('pure parts', () => {
     expect(dedupeOutputs(['a', 'b'], (id) => ({ a: ' Hello\n World ', b: 'hello world' })[id]!, 'text')).toEqual({ kept: ['a'], dropped: 1 });
   });
 
+  it('plans no groups for no inputs (a map that gave nothing), and ends', () => {
+    expect(planGroups('r', [], 16)).toEqual({ ok: true, groups: [] });
+  });
+
   it('builds a tree of depth ceil(log_fanIn N), and splits by size when sizes are known', () => {
     const refs = Array.from({ length: 10_000 }, (_, i) => `m/${i}`);
     const tree = planGroups('r', refs, 16);

@@ -8,14 +8,13 @@ import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildReport } from '../../src/report/index.js';
-import { skipWithout } from '../helpers/programs.js';
+import { launchChromium, skipWithoutChromium } from '../helpers/browser.js';
 import { recordRun, type RecordedRun } from './fixture.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const skip = skipWithout(CHROMIUM, 'the report browser test', 'apt-get install -y chromium');
+const skip = skipWithoutChromium('the report browser test');
 
 describe.skipIf(skip)('the report in chromium', () => {
   let browser: Browser;
@@ -29,10 +28,7 @@ describe.skipIf(skip)('the report in chromium', () => {
     await mkdir(dir, { recursive: true });
     file = join(dir, 'report.html');
     await writeFile(file, buildReport({ events: run.events, result: run.result }));
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -7,15 +7,14 @@
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSwarm, type RunResult, type TimedRunEvent } from '../../src/index.js';
 import { machineCharts } from '../../src/report/charts.js';
 import { startLiveUi } from '../../src/ui/live.js';
-import { skipWithout } from '../helpers/programs.js';
+import { launchChromium, skipWithoutChromium } from '../helpers/browser.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const skip = skipWithout(CHROMIUM, 'the live page browser test', 'apt-get install -y chromium');
+const skip = skipWithoutChromium('the live page browser test');
 
 const gate = '[[sim:tool gate {"k":"1"}]]';
 const plan = {
@@ -36,10 +35,7 @@ const plan = {
 describe.skipIf(skip)('the live page in chromium', () => {
   let browser: Browser;
   beforeAll(async () => {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
