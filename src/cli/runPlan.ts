@@ -17,6 +17,7 @@ import { createProgress } from './progress.js';
 import { formatSummaryTable } from './summary.js';
 import { planJson, withPlanFolder } from './demo.js';
 import { errorText, jsonForTerminal, visible } from './terminal.js';
+import { importOptional } from '../util/optional.js';
 import { missingJournal, outputConflict, storeFileOf, storeSpecOf } from './paths.js';
 import { redisForDisplay } from '../distributed/redis.js';
 import { formatElapsed, formatEventLine, formatUsd } from './format.js';
@@ -100,13 +101,20 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
     if (reached !== 'ready') return reached === 'interrupted' ? EXIT.incomplete : EXIT.invalid;
   }
   // Loaded only when asked for: the inspector is a dependency most runs never touch.
-  const inspector = flags.inspect
-    ? (await import('./inspect.js')).attachInspector({
+  let inspector;
+  if (flags.inspect) {
+    try {
+      const { attachInspector } = await importOptional(() => import('./inspect.js'), ['@statelyai/inspect'], '--inspect');
+      inspector = attachInspector({
         url: flags.inspect,
         onError: (e: Error) => void io.err.write(`inspect: ${errorText(e)}\n`),
         onConnect: (url: string) => void io.err.write(`inspect: connected to ${visible(url)}\n`),
-      })
-    : undefined;
+      });
+    } catch (error) {
+      io.err.write(`swarmstate: ${errorText(error)}\n`);
+      return EXIT.invalid;
+    }
+  }
   let swarm;
   try {
     swarm = createSwarm({

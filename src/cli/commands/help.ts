@@ -1,10 +1,19 @@
 /** `swarmstate help [command]`: the global help, or one command's. */
+import { join } from 'node:path';
+import { packageRoot } from '../demo.js';
 import { EXIT } from '../exit.js';
 import { usageError, type Command, type IO } from './command.js';
 
-/** The global help, from the commands' own summaries (set by the registry, which knows them all). */
+const DOCS_URL = 'https://github.com/swarmstate/swarmstate/tree/main/docs';
+
+/**
+ * The global help, from the commands' own summaries (set by the registry, which knows them all).
+ * The docs it names are the installed package's own (they ship with it), by full path.
+ */
 export function globalHelp(commands: readonly Command[]): string {
   const width = Math.max(...commands.map((c) => c.name.length)) + 2;
+  const root = packageRoot();
+  const docs = join(root, 'docs');
   return `swarmstate: run many LLM sub-agents in parallel, reliably and within budget
 
 Usage: swarmstate <command> [options]
@@ -17,7 +26,10 @@ ${commands.map((c) => `  ${c.name.padEnd(width)} ${c.summary}`).join('\n')}
 
 Exit codes: 0 all tasks completed, 1 partial/failed/cancelled/budget_exceeded, 2 invalid plan or usage,
 3 the run is held by another process, 4 the journal could not be written (resume once fixed).
-Docs: docs/cli.md, docs/plan-format.md`;
+Docs (in this package): ${join(docs, 'cli.md')}, ${join(docs, 'plan-format.md')},
+  ${join(docs, 'sim.md')} (the simulator)
+  also at ${DOCS_URL}
+Plan JSON Schema (for editors, as "$schema"): ${join(root, 'schema', 'plan.schema.json')}`;
 }
 
 /** The help command, given the registry it describes. */
