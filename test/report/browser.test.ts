@@ -11,7 +11,7 @@ import { pathToFileURL } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildReport } from '../../src/report/index.js';
-import { launchChromium, skipWithoutChromium } from '../helpers/browser.js';
+import { launchChromium, skipWithoutChromium, watchPage } from '../helpers/browser.js';
 import { recordRun, type RecordedRun } from './fixture.js';
 
 const skip = skipWithoutChromium('the report browser test');
@@ -36,13 +36,7 @@ describe.skipIf(skip)('the report in chromium', () => {
 
   it('loads without errors, has one bar per request, shows a tooltip on hover, zooms and screenshots', async () => {
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    const problems: string[] = [];
-    page.on('console', (m) => {
-      if (m.type() === 'error') problems.push(`console: ${m.text()}`);
-    });
-    page.on('pageerror', (e) => problems.push(`page: ${e.message}`));
-    const requests: string[] = [];
-    page.on('request', (r) => requests.push(r.url()));
+    const { problems, requests } = watchPage(page);
     await page.goto(pathToFileURL(file).href);
 
     const bars = page.locator('[data-call]');

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSwarm, type RunResult, type TimedRunEvent } from '../../src/index.js';
 import { machineCharts } from '../../src/report/charts.js';
 import { startLiveUi } from '../../src/ui/live.js';
-import { launchChromium, skipWithoutChromium } from '../helpers/browser.js';
+import { launchChromium, skipWithoutChromium, watchPage } from '../helpers/browser.js';
 
 const skip = skipWithoutChromium('the live page browser test');
 
@@ -76,13 +76,7 @@ describe.skipIf(skip)('the live page in chromium', () => {
       await head.text();
 
       page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-      const problems: string[] = [];
-      page.on('console', (m) => {
-        if (m.type() === 'error') problems.push(`console: ${m.text()}`);
-      });
-      page.on('pageerror', (e) => problems.push(`page: ${e.message}`));
-      const requests: string[] = [];
-      page.on('request', (r) => requests.push(r.url()));
+      const { problems, requests } = watchPage(page);
       await page.goto(ui.url);
 
       // While `held` waits at its tool: the first tasks done, the agent counted in the tools state.
