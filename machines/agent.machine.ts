@@ -65,7 +65,7 @@ import type {
 } from './protocol.js';
 import { addUsage, ZERO_USAGE } from './protocol.js';
 import { backoffDelay, nextRandom } from './random.js';
-import { enqueueReport } from './report.js';
+import { enqueueReport } from './kit.js';
 import { estimateRequestTokens, textOf } from './tokens.js';
 
 export type { AgentContext, AgentEvent, AgentInput } from './agentContext.js';

@@ -25,7 +25,7 @@ import { enqueueActions, setup, type AnyActorRef } from 'xstate';
 import { LedgerBook, denialMessage } from './ledgerBook.js';
 import type { LedgerInput } from './ledgerBook.js';
 import type { ErrorInfo, LedgerEvent, LedgerReply, RunEvent } from './protocol.js';
-import { enqueueReport } from './report.js';
+import { enqueueReport } from './kit.js';
 
 export { LedgerBook, denialMessage, formatUsd } from './ledgerBook.js';
 export type { AccountView, Denial, LedgerBudgets, LedgerCounts, LedgerInput, ReserveOutcome } from './ledgerBook.js';

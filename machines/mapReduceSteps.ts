@@ -6,7 +6,7 @@
  */
 import { fillPlaceholders, renderPrompt } from './prompt.js';
 import { ZERO_USAGE, type ErrorInfo } from './protocol.js';
-import { enqueueReport } from './report.js';
+import { enqueueReport } from './kit.js';
 import { errorInfo } from './errors.js';
 import type { RunTable, SupervisedTask } from './runTable.js';
 import type { Enqueue, PlanExpansionInput, SupervisorContext } from './supervisor.machine.js';

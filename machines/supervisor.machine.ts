@@ -27,7 +27,7 @@ import { breakerMachine } from './breaker.machine.js';
 import { nowOf } from './clock.js';
 import { toErrorInfo } from './errors.js';
 import { poolMachine } from './pool.machine.js';
-import { enqueueReport } from './report.js';
+import { childIdOf, enqueueReport } from './kit.js';
 import { fillPlaceholders, renderPrompt } from './prompt.js';
 import type { AttemptReport, KeyLimits, RunEvent, RunStatus } from './protocol.js';
 import { deriveSeed, nextRandom } from './random.js';
@@ -124,7 +124,6 @@ export type SupervisorEvent =
   | DoneActorEvent<AttemptReport, string>
   | ErrorActorEvent<unknown, string>;
 
-const childIdOf = (eventType: string) => eventType.slice(eventType.indexOf('.actor.') + '.actor.'.length);
 
 /** The report of an agent actor that crashed: a failed attempt of whichever task held its slot. */
 function crashReport(slots: AgentSlots, actorId: string, error: unknown, last: AgentContext | undefined): AttemptReport {
@@ -405,7 +404,7 @@ export const supervisorMachine = setup({
 
     /** A planner's output was checked: its sub-tasks join the run, or the attempt fails with the problems. */
     applyExpansion: enqueueActions(({ context, event, enqueue }) => {
-      const actorId = childIdOf(event.type);
+      const actorId = childIdOf(event);
       enqueue(stopChild(actorId));
       const pending = context.expanding.get(actorId);
       context.expanding.delete(actorId);
@@ -457,7 +456,7 @@ export const supervisorMachine = setup({
      * and record a failed attempt that keeps what it had done.
      */
     settleCrash: enqueueActions(({ context, event, enqueue, self, system }) => {
-      const actorId = childIdOf(event.type);
+      const actorId = childIdOf(event);
       const last = lastContextOf(self, actorId);
       for (const { to, event: message } of last ? handBack(last) : []) {
         const target = system.get(to);
@@ -492,8 +491,8 @@ export const supervisorMachine = setup({
     allFinal: ({ context }) => context.table.openTasks === 0 && context.inFlight === 0,
     noneInFlight: ({ context }) => context.inFlight === 0 && context.expanding.size === 0,
     stopping: ({ context }) => context.stop !== null,
-    isAgent: ({ event }) => AgentSlots.isAgent(childIdOf(event.type)),
-    isExpansion: ({ event }) => childIdOf(event.type).startsWith('expand:'),
+    isAgent: ({ event }) => AgentSlots.isAgent(childIdOf(event)),
+    isExpansion: ({ event }) => childIdOf(event).startsWith('expand:'),
   },
 }).createMachine({
   id: 'supervisor',
@@ -538,7 +537,7 @@ export const supervisorMachine = setup({
           {
             guard: 'isAgent',
             actions: [
-              { type: 'settle', params: ({ event }) => ({ report: (event as DoneActorEvent<AttemptReport>).output, actorId: childIdOf(event.type) }) },
+              { type: 'settle', params: ({ event }) => ({ report: (event as DoneActorEvent<AttemptReport>).output, actorId: childIdOf(event) }) },
               'dispatch',
             ],
           },
@@ -557,7 +556,7 @@ export const supervisorMachine = setup({
             // A pool, breaker or the bus failing is a bug in swarmstate: stop cleanly, keep results.
             target: 'draining',
             actions: assign({
-              stop: ({ event }) => ({ status: 'failed' as const, reason: `${childIdOf(event.type)} crashed: ${toErrorInfo((event as ErrorActorEvent).error).message}` }),
+              stop: ({ event }) => ({ status: 'failed' as const, reason: `${childIdOf(event)} crashed: ${toErrorInfo((event as ErrorActorEvent).error).message}` }),
             }),
           },
         ],
@@ -570,7 +569,7 @@ export const supervisorMachine = setup({
         'xstate.done.actor.*': [
           {
             guard: 'isAgent',
-            actions: { type: 'settle', params: ({ event }) => ({ report: (event as DoneActorEvent<AttemptReport>).output, actorId: childIdOf(event.type) }) },
+            actions: { type: 'settle', params: ({ event }) => ({ report: (event as DoneActorEvent<AttemptReport>).output, actorId: childIdOf(event) }) },
           },
           { guard: 'isExpansion', actions: 'applyExpansion' },
         ],

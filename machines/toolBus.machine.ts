@@ -19,6 +19,7 @@
 import { enqueueActions, fromPromise, setup, stopChild } from 'xstate';
 import type { DoneActorEvent, ErrorActorEvent } from 'xstate';
 import { nowOf } from './clock.js';
+import { childIdOf } from './kit.js';
 import type { RunEvent, ToolBatchInput, ToolBusEvent, ToolBusReply, ToolExecInput, ToolResult } from './protocol.js';
 import { ToolBook } from './toolBusBook.js';
 import type { Execution, ExecutionOutcome, ToolBusInput, ToolBusStats } from './toolBusBook.js';
@@ -47,10 +48,6 @@ type ToolCall = Extract<ToolBusEvent, { type: 'TOOL.CALL' }>;
 // Pure helpers
 // ---------------------------------------------------------------------------------------------
 
-/** The id part of `xstate.done.actor.<id>` / `xstate.error.actor.<id>`. */
-function childIdOf(event: { type: string; actorId?: string }): string {
-  return event.actorId ?? event.type.replace(/^xstate\.(done|error)\.actor\./, '');
-}
 
 /** The id of an execution's delayed deadline event. */
 const deadlineId = (executionId: string) => `deadline:${executionId}`;
