@@ -8,7 +8,8 @@ import { fillPlaceholders, renderPrompt } from './prompt.js';
 import { ZERO_USAGE, type ErrorInfo } from './protocol.js';
 import { enqueueReport } from './kit.js';
 import { errorInfo } from './errors.js';
-import type { RunTable, SupervisedTask } from './runTable.js';
+import type { RunTable } from './tasks/runTable.js';
+import type { SupervisedTask } from './tasks/types.js';
 import type { Enqueue, PlanExpansionInput, SupervisorContext } from './supervisor.machine.js';
 import { fillInputs, inputText, parseJson, planGroups, promptTokens, refTask, renderInputs, type Group } from './mapReduce.js';
 

@@ -18,7 +18,8 @@
  */
 import type { ErrorInfo, RunEvent, Usage } from '../machines/protocol.js';
 import { ZERO_USAGE } from '../machines/protocol.js';
-import type { Feedback, RestoredTask, RunRestore } from '../machines/runTable.js';
+import type { Feedback } from '../machines/tasks/types.js';
+import type { RestoredTask, RunRestore } from '../machines/tasks/restore.js';
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../machines/canonical.js';
 import { fingerprint } from './keys.js';

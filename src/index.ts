@@ -24,7 +24,7 @@ export type { Provider, ProviderKey, ProviderRequest, ToolSpec } from './provide
 export type { ToolDefinition } from './tools/local.js';
 export type { BeforeDispatch, BeforeToolCall, HookAnswer, Hooks, ToolHookAnswer } from './hooks.js';
 export type { DispatchInfo, DispatchDecision, ToolCallInfo, ToolCallDecision } from '../machines/protocol.js';
-export type { RunResult, RunTotals, TaskResult } from '../machines/runTable.js';
+export type { RunResult, RunTotals, TaskResult } from '../machines/tasks/results.js';
 export type { ErrorCode, ErrorInfo, RunEvent, RunStatus, TaskStatus, Usage, Message, ContentBlock } from '../machines/protocol.js';
 export { realClock, type TimedClock } from '../machines/clock.js';
 export { buildReport, readEvents } from './report/index.js';

@@ -4,7 +4,7 @@
  * sub-tasks as the supervisor runs them (src/resolve.ts), one level deeper than their planner.
  */
 import type { PlanExpansion, PlanExpansionInput } from '../machines/supervisor.machine.js';
-import type { SupervisedTask } from '../machines/runTable.js';
+import type { SupervisedTask } from '../machines/tasks/types.js';
 import { criticalPathRanks, parseSubtasks, type Plan, type TaskSpec } from './plan/index.js';
 import { resolveTask, type TaskResolveOptions } from './resolve.js';
 import { groupSubtasks, itemsOfOutput, loadItemsFile, mapSubtasks } from './plan/mapreduce.js';

@@ -4,7 +4,7 @@
  * every default applied. Nothing here runs anything.
  */
 import type { SupervisorInput } from '../machines/supervisor.machine.js';
-import type { SupervisedTask } from '../machines/runTable.js';
+import type { SupervisedTask } from '../machines/tasks/types.js';
 import type { Keyring } from './keys.js';
 import { criticalPathRanks, type ModelSpec, type Plan, type TaskSpec } from './plan/index.js';
 import { DEFAULT_FAN_IN, implicitDeps } from './plan/mapreduce.js';

@@ -25,7 +25,7 @@ import { toolBusMachine } from '../machines/toolBus.machine.js';
 import { ledgerMachine } from '../machines/ledger.machine.js';
 import { priceOf } from './cost/prices.js';
 import type { DispatchDecision, DispatchInfo, ToolCallDecision, ToolCallInfo, ErrorInfo, ModelCallInput, ModelCallOutput, RunEvent, ToolBatchInput, ToolExecInput, ToolResult } from '../machines/protocol.js';
-import type { RunResult } from '../machines/runTable.js';
+import type { RunResult } from '../machines/tasks/results.js';
 import { supervisorMachine, type SupervisorInput } from '../machines/supervisor.machine.js';
 import { costOf } from './cost/price.js';
 import { checkOutput, parsedOutput } from './plan/structured.js';

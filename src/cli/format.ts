@@ -5,7 +5,7 @@
  * table summary.ts.
  */
 import type { RunEvent } from '../../machines/protocol.js';
-import type { RunResult } from '../../machines/runTable.js';
+import type { RunResult } from '../../machines/tasks/results.js';
 import type { ProgressState } from './progress.js';
 import { visible } from './terminal.js';
 

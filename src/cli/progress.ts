@@ -56,7 +56,7 @@ export interface ToolTally {
 }
 
 /**
- * What the stream has told so far. Mutable on purpose, like machines/runTable.ts: `reduce`
+ * What the stream has told so far. Mutable on purpose, like machines/tasks/runTable.ts: `reduce`
  * updates it in place in O(1), so a 10,000-task run never copies its task table per event.
  */
 export interface ProgressState {

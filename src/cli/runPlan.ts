@@ -8,7 +8,7 @@ import { dirname, resolve } from 'node:path';
 import { createSwarm, RunLockedError, type Swarm } from '../swarm.js';
 import { StoreError } from '../store/index.js';
 import { PlanValidationError } from '../plan/index.js';
-import type { RunResult } from '../../machines/runTable.js';
+import type { RunResult } from '../../machines/tasks/results.js';
 import type { RunEvent } from '../../machines/protocol.js';
 import { buildReport } from '../report/index.js';
 import type { TimedRunEvent } from '../swarm.js';

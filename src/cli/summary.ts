@@ -6,7 +6,7 @@
  */
 import type { Usage } from '../../machines/protocol.js';
 import { addUsage, ZERO_USAGE } from '../../machines/protocol.js';
-import type { RunResult } from '../../machines/runTable.js';
+import type { RunResult } from '../../machines/tasks/results.js';
 import { costOf } from '../cost/price.js';
 import type { TimedRunEvent } from '../swarm.js';
 import { columns, formatElapsed, formatInt, formatPercent, formatUsd, plural } from './format.js';

@@ -9,7 +9,7 @@
  * const { output } = (await run.result).tasks.extract; // { name: string; price: number } | undefined
  */
 import { z } from 'zod';
-import type { RunResult, TaskResult } from '../../machines/runTable.js';
+import type { RunResult, TaskResult } from '../../machines/tasks/results.js';
 
 /**
  * The output type of one task as written in a plan: a zod schema's output type, `unknown` for a

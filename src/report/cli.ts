@@ -7,7 +7,7 @@ import { createReadStream } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import type { RunResult } from '../../machines/runTable.js';
+import type { RunResult } from '../../machines/tasks/results.js';
 import type { TimedRunEvent } from '../swarm.js';
 import { buildReport } from './html.js';
 

@@ -3,7 +3,7 @@
  * spend over time against the budget, and how many actors are in each machine state. Pure, like
  * model.ts, and computed from the same stream, so the static report and the live page agree.
  */
-import type { RunResult } from '../../machines/runTable.js';
+import type { RunResult } from '../../machines/tasks/results.js';
 import type { TimedRunEvent } from '../swarm.js';
 import type { Call, Started } from './types.js';
 

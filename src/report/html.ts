@@ -3,7 +3,7 @@
  * inline script, nothing loaded (a Content-Security-Policy says so), every string from the
  * stream escaped.
  */
-import type { RunResult } from '../../machines/runTable.js';
+import type { RunResult } from '../../machines/tasks/results.js';
 import type { TimedRunEvent } from '../swarm.js';
 import { CSS, OUTCOME_STYLE, SCRIPT } from './assets.js';
 import { at, duration, esc, int, jsonForScript, pct, raw, table, usd, type Cell } from './format.js';

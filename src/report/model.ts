@@ -7,7 +7,7 @@
  */
 import type { KeyState } from '../../machines/protocol.js';
 import { addUsage, ZERO_USAGE } from '../../machines/protocol.js';
-import type { RunResult } from '../../machines/runTable.js';
+import type { RunResult } from '../../machines/tasks/results.js';
 import { costOf } from '../cost/price.js';
 import { analyzeExtras } from './extras.js';
 import type { TimedRunEvent } from '../swarm.js';

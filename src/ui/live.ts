@@ -17,7 +17,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { RunResult } from '../../machines/runTable.js';
+import type { RunResult } from '../../machines/tasks/results.js';
 import { renderReport, reportPage, type RenderedReport } from '../report/html.js';
 import type { RunHandle, TimedRunEvent } from '../swarm.js';
 import { LIVE_SCRIPT } from './liveScript.js';

@@ -1,7 +1,7 @@
 /** The end-of-run table: from the result alone, and with what only the event stream knows. */
 import { describe, expect, it } from 'vitest';
 import type { RunEvent, Usage } from '../../machines/protocol.js';
-import type { RunResult, TaskResult } from '../../machines/runTable.js';
+import type { RunResult, TaskResult } from '../../machines/tasks/results.js';
 import { formatSummaryTable } from '../../src/cli/summary.js';
 import type { TimedRunEvent } from '../../src/swarm.js';
 

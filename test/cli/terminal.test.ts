@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../machines/protocol.js';
-import type { RunResult } from '../../machines/runTable.js';
+import type { RunResult } from '../../machines/tasks/results.js';
 import { createProgress } from '../../src/cli/progress.js';
 import { formatSummaryTable } from '../../src/cli/summary.js';
 import { errorText, jsonForTerminal, visible, visibleLines } from '../../src/cli/terminal.js';

@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { CacheGroups, cacheGroupKey } from '../../machines/cacheGroups.js';
 import { ZERO_USAGE, type AttemptReport } from '../../machines/protocol.js';
 import { verdictOf } from '../../machines/review.js';
-import { RunTable, type SupervisedTask } from '../../machines/runTable.js';
+import { RunTable } from '../../machines/tasks/runTable.js';
+import type { SupervisedTask } from '../../machines/tasks/types.js';
 
 const task = (id: string, deps: string[] = [], extra: Partial<SupervisedTask> = {}): SupervisedTask => ({
   id, deps, priority: 0, rank: 1, modelName: 'm', provider: 'p', model: 'x', maxTokens: 10, prompt: id, tools: [], maxTurns: 1, maxRetries: 1, timeoutMs: 1000, ...extra,

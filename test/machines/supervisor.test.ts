@@ -4,7 +4,7 @@ import { assign, createActor, setup, SimulatedClock } from 'xstate';
 import type { AgentInput, agentMachine } from '../../machines/agent.machine.js';
 import type { AttemptReport, ErrorInfo, RunEvent } from '../../machines/protocol.js';
 import { ZERO_USAGE } from '../../machines/protocol.js';
-import type { SupervisedTask } from '../../machines/runTable.js';
+import type { SupervisedTask } from '../../machines/tasks/types.js';
 import { supervisorMachine, type SupervisorInput } from '../../machines/supervisor.machine.js';
 
 type Outcome = 'ok' | 'retryable' | 'fatal' | 'crash';

@@ -1,0 +1,175 @@
+/**
+ * What a run returns (`RunResult`: every task's outcome, the totals, the routes' stats) and how
+ * the run table builds it, once, at the end.
+ */
+import type { ToolBusStats } from '../toolBusBook.js';
+import type { AttemptReport, ErrorInfo, Message, RunStatus, TaskStatus, Usage } from '../protocol.js';
+import { addUsage, ZERO_USAGE } from '../protocol.js';
+import { isFinal, type FinalTaskStatus } from './lifecycle.js';
+import type { TaskRecord } from './types.js';
+
+export type { FinalTaskStatus };
+
+export interface TaskResult {
+  id: string;
+  status: FinalTaskStatus;
+  /**
+   * The answer's text; for a task with `output.schema`, the parsed value (src: `parsedOutput`).
+   * A task that failed with `invalid_output` or `rejected_output` keeps its last answer here.
+   */
+  output?: unknown;
+  error?: ErrorInfo;
+  attempts: number;
+  /** The plan's model name. */
+  model: string;
+  usage: Usage;
+  requests: number;
+  retries: number;
+  /** The conversation of the last attempt, kept when the task failed. */
+  transcript?: Message[];
+  /** The fallback model that served it, when its own model's route was down or overloaded. */
+  servedBy?: string;
+  /** What its calls cost in USD; null when the model has no price. Filled in by the runtime. */
+  costUsd?: number | null;
+  /** A planner's sub-tasks, as they ran (`<planner>/<id>`). */
+  subtasks?: string[];
+  /** The planner task that made this one. */
+  parent?: string;
+  /** A review task: how many reviews it made, and whether the last one approved. */
+  review?: { target: string; rounds: number; approved: boolean };
+  /** A reviewed task: how many times a reviewer sent it back. */
+  revisions?: number;
+  /** A map with `dedupe`: item outputs dropped as duplicates (not in its output, not read by a reduce). */
+  dropped?: number;
+}
+
+export interface RunTotals {
+  tasks: number;
+  completed: number;
+  failed: number;
+  skipped: number;
+  cancelled: number;
+  requests: number;
+  retries: number;
+  usage: Usage;
+  durationMs: number;
+  /** USD over the tasks with a known price; null when none has one. Filled in by the runtime. */
+  costUsd?: number | null;
+}
+
+export interface RunResult {
+  runId: string;
+  status: RunStatus;
+  tasks: Record<string, TaskResult>;
+  totals: RunTotals;
+  /** The tool bus's counters: requested, executed, deduplicated, cached, failed, timed out, per tool. */
+  tools?: ToolBusStats;
+  /** Per route (`<provider>/<model>`): calls, errors, latency percentiles and cost. */
+  routes?: Record<string, RouteStats>;
+}
+
+export interface RouteStats {
+  requests: number;
+  errors: number;
+  errorRate: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** USD of its priced calls. */
+  costUsd: number;
+}
+
+/** An answer that failed its checks: the code, when the error is one. */
+export const rejectedCode = (error: ErrorInfo | undefined) =>
+  error?.code === 'invalid_output' || error?.code === 'rejected_output' ? error.code : undefined;
+
+/** Per route: every call's latency and outcome, summed up in the result. */
+export class RouteCalls {
+  private readonly routes = new Map<string, { ms: number[]; errors: number; costUsd: number }>();
+
+  add(calls: AttemptReport['calls']): void {
+    for (const call of calls ?? []) {
+      const r = this.routes.get(call.route) ?? this.routes.set(call.route, { ms: [], errors: 0, costUsd: 0 }).get(call.route)!;
+      r.ms.push(call.ms);
+      if (!call.ok) r.errors += 1;
+      if (call.costUsd !== undefined) r.costUsd += call.costUsd;
+    }
+  }
+
+  /** Latency percentiles and error rates; undefined when no call was made. */
+  stats(): Record<string, RouteStats> | undefined {
+    if (this.routes.size === 0) return undefined;
+    const out: Record<string, RouteStats> = {};
+    for (const [route, r] of this.routes) {
+      const sorted = [...r.ms].sort((a, b) => a - b);
+      const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+      out[route] = {
+        requests: sorted.length,
+        errors: r.errors,
+        errorRate: Math.round((r.errors / sorted.length) * 1e4) / 1e4,
+        p50Ms: at(0.5),
+        p99Ms: at(0.99),
+        costUsd: Math.round(r.costUsd * 1e8) / 1e8,
+      };
+    }
+    return out;
+  }
+}
+
+/** One task's outcome. A task that never got a final status (the run was stopped) reads `cancelled`. */
+function taskResultOf(r: TaskRecord): TaskResult {
+  const status = isFinal(r.status) ? (r.status as FinalTaskStatus) : 'cancelled';
+  const task: TaskResult = {
+    id: r.spec.id,
+    status,
+    attempts: r.attempts,
+    model: r.spec.modelName,
+    usage: r.usage,
+    requests: r.requests,
+    retries: r.retries,
+  };
+  if (r.output !== undefined && (status === 'completed' || (status === 'failed' && rejectedCode(r.error)))) task.output = r.output;
+  if (r.error !== undefined && status !== 'completed') task.error = r.error;
+  if (r.transcript !== undefined && status === 'failed') task.transcript = r.transcript;
+  if (r.servedBy !== undefined) task.servedBy = r.servedBy;
+  if (r.subtasks) task.subtasks = r.subtasks;
+  if (r.dropped !== undefined) task.dropped = r.dropped;
+  if (r.spec.parent !== undefined) task.parent = r.spec.parent;
+  if (r.spec.kind === 'review') task.review = { target: r.spec.reviews ?? '', rounds: r.rounds, approved: r.approved === true };
+  else if (r.rounds > 0) task.revisions = r.rounds;
+  // Known only when every call was priced (a partly unknown total would mislead).
+  if (r.unpricedCalls === 0 && r.requests > 0) task.costUsd = Math.round(r.costUsd * 1e8) / 1e8;
+  return task;
+}
+
+/** The run's result from its records: O(tasks), built once at the end. */
+export function resultOf(
+  run: { runId: string; status: RunStatus; durationMs: number },
+  records: Iterable<TaskRecord>,
+  counts: Readonly<Record<TaskStatus, number>>,
+  routes: RouteCalls,
+): RunResult {
+  // Keyed by the plan's task ids: `__proto__` or `constructor` must be a task like any other.
+  const tasks = Object.create(null) as Record<string, TaskResult>;
+  const totals: RunTotals = {
+    tasks: 0,
+    completed: counts.completed,
+    failed: counts.failed,
+    skipped: counts.skipped,
+    cancelled: counts.cancelled,
+    requests: 0,
+    retries: 0,
+    usage: ZERO_USAGE,
+    durationMs: run.durationMs,
+  };
+  for (const r of records) {
+    tasks[r.spec.id] = taskResultOf(r);
+    totals.tasks += 1;
+    totals.requests += r.requests;
+    totals.retries += r.retries;
+    totals.usage = addUsage(totals.usage, r.usage);
+  }
+  const result: RunResult = { runId: run.runId, status: run.status, tasks, totals };
+  const stats = routes.stats();
+  if (stats) result.routes = stats;
+  return result;
+}
