@@ -12,7 +12,7 @@ export { toolBusMachine, type ToolBusInput } from './toolBus.machine.js';
 export { RunTable } from './tasks/runTable.js';
 export type { RunResult, RunTotals, TaskResult } from './tasks/results.js';
 export type { SupervisedTask } from './tasks/types.js';
-export { taskLifecycleMachine } from './tasks/lifecycle.machine.js';
+export { taskLifecycleMachine } from './tasks/task.machine.js';
 export { nowOf, realClock, type TimedClock } from './clock.js';
 export { canonicalJson, toolCallKey } from './canonical.js';
 export * from './protocol.js';

@@ -19,7 +19,7 @@
 import type { ErrorInfo, RunEvent, Usage } from '../machines/protocol.js';
 import { ZERO_USAGE } from '../machines/protocol.js';
 import type { Feedback } from '../machines/tasks/types.js';
-import type { RestoredTask, RunRestore } from '../machines/tasks/restore.js';
+import { restoredStatus, type RestoredTask, type RunRestore } from '../machines/tasks/restore.js';
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../machines/canonical.js';
 import { fingerprint } from './keys.js';
@@ -321,7 +321,7 @@ export function restoreOf(
     const extra = (row.extra ?? {}) as ReviewExtra;
     const task: RestoredTask = {
       id: row.taskId,
-      status: row.status === 'completed' || row.status === 'failed' || row.status === 'skipped' ? row.status : 'pending',
+      status: restoredStatus(row.status),
       attempts: row.attempts,
       // Attempts a crash interrupted count against the task's retries: a task that takes the
       // process down each time it runs is not dispatched forever.

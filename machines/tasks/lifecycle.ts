@@ -4,7 +4,7 @@
  * and throws on any other: a bookkeeping bug stops the run with the task, the status and the
  * event named, instead of miscounting it (a count off by one would hang or end a run early).
  *
- * The same table drawn as a statechart is `taskLifecycleMachine` (lifecycle.machine.ts); a test
+ * The same table drawn as a statechart is `taskLifecycleMachine` (task.machine.ts); a test
  * keeps the two equal. Adding a status: `TaskStatus` (machines/protocol.ts), a row here, a state
  * there; the compiler then names every per-status count that needs it.
  *

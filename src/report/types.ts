@@ -3,6 +3,7 @@
  * two rules that classify things (a call's outcome, a task's stage).
  */
 import type { ErrorInfo, RunEvent, Usage } from '../../machines/protocol.js';
+import { isFinal, TASK_STATUSES, type FinalTaskStatus } from '../../machines/tasks/lifecycle.js';
 import type { Extras } from './extras.js';
 
 /** How a model call ended, as the timeline colours it. `server` is 5xx: server_error and overloaded. */
@@ -100,8 +101,9 @@ export interface ToolReport {
   denied: number;
 }
 
-export type FinalStatus = 'completed' | 'failed' | 'skipped' | 'cancelled' | 'unfinished';
-export const FINAL_STATUSES: readonly FinalStatus[] = ['completed', 'failed', 'skipped', 'cancelled', 'unfinished'];
+/** A task's final status (the lifecycle's), or `unfinished` when the stream ends before it has one. */
+export type FinalStatus = FinalTaskStatus | 'unfinished';
+export const FINAL_STATUSES: readonly FinalStatus[] = [...(TASK_STATUSES.filter(isFinal) as FinalTaskStatus[]), 'unfinished'];
 
 export interface TaskReport {
   id: string;

@@ -40,7 +40,7 @@
  * comes back is what `JSON.parse(JSON.stringify(value))` gives. The caller redacts secrets before
  * writing; the store never adds any to its messages.
  */
-import type { Usage } from '../../machines/protocol.js';
+import type { TaskStatus, Usage } from '../../machines/protocol.js';
 import type { SqliteDriverName } from './driver.js';
 
 /** A run's status in the journal: `running` while it runs, `interrupted` when found dead. */
@@ -54,10 +54,11 @@ export type StoredRunStatus =
   | 'interrupted';
 
 /**
- * A task's status in the journal. `pending` for a task added by `addTasks` and not yet started;
- * `queued` after a failed attempt that will be retried.
+ * A task's status in the journal: the run's own `TaskStatus` (one type, so a new status is added
+ * once). `pending` for a task added by `addTasks` and not yet started; `queued` after a failed
+ * attempt that will be retried.
  */
-export type StoredTaskStatus = 'pending' | 'queued' | 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';
+export type StoredTaskStatus = TaskStatus;
 
 /** What `createRun` takes. `plan` must already be free of secrets. */
 export interface NewRun {

@@ -6,7 +6,7 @@
  */
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { runCommand, type Command } from '../../src/cli/commands/command.js';
@@ -130,14 +130,16 @@ describe('machines', () => {
     const r = await cli(['machines', '--json']);
     expect(r.code).toBe(0);
     const defs = JSON.parse(r.stdout) as Record<string, { id: string; states: Record<string, unknown> }>;
-    const files = readdirSync('machines').filter((f) => f.endsWith('.machine.ts'));
-    expect(Object.keys(defs).sort()).toEqual(files.map((f) => f.replace('.machine.ts', '')).sort());
+    const files = readdirSync('machines', { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.machine.ts'));
+    expect(Object.keys(defs).sort()).toEqual(files.map((f) => basename(f, '.machine.ts')).sort());
     for (const [id, def] of Object.entries(defs)) {
       expect(def.id).toBe(id);
       expect(Object.keys(def.states).length).toBeGreaterThan(0);
     }
     const list = await cli(['machines']);
     expect(list.stdout).toMatch(/^breaker +closed, open, halfOpen$/m);
+    // The task lifecycle, drawn from the table the run table checks (machines/tasks/).
+    expect(list.stdout).toMatch(/^task +pending, queued, running, completed, failed, skipped, cancelled$/m);
   });
 });
 

@@ -4,11 +4,15 @@
  */
 import { agentMachine, breakerMachine, keyMachine, poolMachine, supervisorMachine, toolBusMachine } from '../../../machines/index.js';
 import { ledgerMachine } from '../../../machines/ledger.machine.js';
+import { taskLifecycleMachine } from '../../../machines/tasks/task.machine.js';
 import { EXIT } from '../exit.js';
 import type { Command } from './command.js';
 
-/** Every machine of machines/, supervisor first (it spawns the others). */
-export const MACHINES = [supervisorMachine, agentMachine, poolMachine, keyMachine, breakerMachine, toolBusMachine, ledgerMachine];
+/**
+ * Every machine of machines/, supervisor first (it spawns the others). `task` is drawn, not run:
+ * the task lifecycle the run table checks each status change against (machines/tasks/lifecycle.ts).
+ */
+export const MACHINES = [supervisorMachine, agentMachine, poolMachine, keyMachine, breakerMachine, toolBusMachine, ledgerMachine, taskLifecycleMachine];
 
 interface StateJson {
   states?: Record<string, StateJson>;
