@@ -6,7 +6,7 @@
  *
  * Status changes are the run table's (through `GraphMoves`): the graph only says which.
  */
-import { dedupeOutputs } from '../mapReduce.js';
+import { dedupeOutputs, outputValue } from '../mapReduce.js';
 import type { TaskEvent } from './lifecycle.js';
 import { newRecord, type SupervisedTask, type TaskRecord } from './types.js';
 
@@ -132,6 +132,17 @@ export class TaskGraph {
       return false;
     });
     return detached;
+  }
+
+  /**
+   * What an expanded aggregator's sub-tasks give it: a map, the JSON array of its items' outputs
+   * (duplicates dropped); a reduce, its root's output.
+   */
+  collected(record: TaskRecord): string {
+    const outputOf = (x: string) => this.records.get(x)?.output ?? '';
+    if (record.spec.kind === 'map') return JSON.stringify(this.dedupe(record).map((x) => outputValue(outputOf(x))));
+    const collect = record.collect!;
+    return collect.length === 1 ? outputOf(collect[0]!) : JSON.stringify(collect.map((x) => outputValue(outputOf(x))));
   }
 
   /** The items of a map whose outputs it keeps (its `dedupe` applied), recorded with the count dropped. */

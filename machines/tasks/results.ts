@@ -1,6 +1,6 @@
 /**
  * What a run returns (`RunResult`: every task's outcome, the totals, the routes' stats) and how
- * the run table builds it, once, at the end.
+ * the run table builds it: each attempt's spend tallied as it ends, the result once, at the end.
  */
 import type { ToolBusStats } from '../toolBusBook.js';
 import type { AttemptReport, ErrorInfo, Message, RunStatus, TaskStatus, Usage } from '../protocol.js';
@@ -82,12 +82,25 @@ export interface RouteStats {
 export const rejectedCode = (error: ErrorInfo | undefined) =>
   error?.code === 'invalid_output' || error?.code === 'rejected_output' ? error.code : undefined;
 
-/** Per route: every call's latency and outcome, summed up in the result. */
-export class RouteCalls {
+/** What attempts spent: per task (on its record) and per route (every call's latency and outcome, summed up in the result). */
+export class SpendTally {
   private readonly routes = new Map<string, { ms: number[]; errors: number; costUsd: number }>();
 
-  add(calls: AttemptReport['calls']): void {
-    for (const call of calls ?? []) {
+  /** An attempt's spend and counters onto its task, and its calls onto their routes. */
+  tally(record: TaskRecord, report: AttemptReport): void {
+    record.usage = addUsage(record.usage, report.usage);
+    if (report.calls) this.add(report.calls);
+    if (report.costUsd !== undefined) record.costUsd += report.costUsd;
+    if (report.unpricedCalls) record.unpricedCalls += report.unpricedCalls;
+    record.requests += report.requests;
+    record.retries += report.retries;
+    // Only the last attempt's route counts: a retry on the task's own model clears it.
+    if (report.servedBy !== undefined) record.servedBy = report.servedBy;
+    else delete record.servedBy;
+  }
+
+  private add(calls: NonNullable<AttemptReport['calls']>): void {
+    for (const call of calls) {
       const r = this.routes.get(call.route) ?? this.routes.set(call.route, { ms: [], errors: 0, costUsd: 0 }).get(call.route)!;
       r.ms.push(call.ms);
       if (!call.ok) r.errors += 1;
@@ -96,7 +109,7 @@ export class RouteCalls {
   }
 
   /** Latency percentiles and error rates; undefined when no call was made. */
-  stats(): Record<string, RouteStats> | undefined {
+  routeStats(): Record<string, RouteStats> | undefined {
     if (this.routes.size === 0) return undefined;
     const out: Record<string, RouteStats> = {};
     for (const [route, r] of this.routes) {
@@ -146,7 +159,7 @@ export function resultOf(
   run: { runId: string; status: RunStatus; durationMs: number },
   records: Iterable<TaskRecord>,
   counts: Readonly<Record<TaskStatus, number>>,
-  routes: RouteCalls,
+  spend: SpendTally,
 ): RunResult {
   // Keyed by the plan's task ids: `__proto__` or `constructor` must be a task like any other.
   const tasks = Object.create(null) as Record<string, TaskResult>;
@@ -169,7 +182,7 @@ export function resultOf(
     totals.usage = addUsage(totals.usage, r.usage);
   }
   const result: RunResult = { runId: run.runId, status: run.status, tasks, totals };
-  const stats = routes.stats();
+  const stats = spend.routeStats();
   if (stats) result.routes = stats;
   return result;
 }

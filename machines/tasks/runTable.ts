@@ -9,14 +9,12 @@
  * resume (restore.ts) and the result (results.ts).
  */
 import type { AttemptReport, ErrorInfo, RunStatus, TaskStatus } from '../protocol.js';
-import { addUsage } from '../protocol.js';
 import { verdictOf } from '../review.js';
-import { outputValue } from '../mapReduce.js';
 import { TaskStates, type TaskEvent } from './lifecycle.js';
 import { TaskGraph, type GraphMoves } from './graph.js';
 import { ReadyQueue } from './queue.js';
 import { restoreGraph, type RunRestore } from './restore.js';
-import { rejectedCode, resultOf, RouteCalls, type RunResult } from './results.js';
+import { rejectedCode, resultOf, SpendTally, type RunResult } from './results.js';
 import { isAggregator, type Feedback, type ReviewOutcome, type Settlement, type SupervisedTask, type TaskRecord } from './types.js';
 
 const rejectedOutput = (report: AttemptReport) => (report.status === 'failed' && report.output !== undefined ? rejectedCode(report.error) : undefined);
@@ -25,7 +23,7 @@ export class RunTable {
   private readonly states = new TaskStates();
   private readonly queue: ReadyQueue;
   private readonly graph: TaskGraph;
-  private readonly routes = new RouteCalls();
+  private readonly spend = new SpendTally();
 
   /** Task ids that were ready at the start, in no particular order. */
   readonly initiallyReady: string[] = [];
@@ -208,16 +206,8 @@ export class RunTable {
   completeAggregate(id: string, attempt: number): { settlement: Settlement; output: string; dropped?: number; items?: number } {
     const record = this.current(id, attempt);
     if (!record || !record.collect) return { settlement: { kind: 'stale' }, output: '' };
-    const outputOf = (x: string) => this.graph.get(x)?.output ?? '';
-    let output: string;
-    let dropped: number | undefined;
-    if (record.spec.kind === 'map') {
-      const kept = this.graph.dedupe(record);
-      if (record.spec.map?.dedupe !== undefined) dropped = record.dropped;
-      output = JSON.stringify(kept.map((x) => outputValue(outputOf(x))));
-    } else {
-      output = record.collect.length === 1 ? outputOf(record.collect[0]!) : JSON.stringify(record.collect.map((x) => outputValue(outputOf(x))));
-    }
+    const output = this.graph.collected(record);
+    const dropped = record.spec.kind === 'map' && record.spec.map?.dedupe !== undefined ? record.dropped : undefined;
     record.output = output;
     delete record.error;
     this.move(record, 'COMPLETE');
@@ -247,15 +237,7 @@ export class RunTable {
   settle(report: AttemptReport, opts: { retry: boolean }): Settlement {
     const record = this.current(report.taskId, report.attempt);
     if (!record) return { kind: 'stale' };
-    record.usage = addUsage(record.usage, report.usage);
-    if (report.calls) this.routes.add(report.calls);
-    if (report.costUsd !== undefined) record.costUsd += report.costUsd;
-    if (report.unpricedCalls) record.unpricedCalls += report.unpricedCalls;
-    record.requests += report.requests;
-    record.retries += report.retries;
-    // Only the last attempt's route counts: a retry on the task's own model clears it.
-    if (report.servedBy !== undefined) record.servedBy = report.servedBy;
-    else delete record.servedBy;
+    this.spend.tally(record, report);
     if (report.status === 'completed') {
       if (record.spec.kind === 'plan') {
         // Kept for the planner's dependents and the result; the planner completes once it is expanded.
@@ -339,7 +321,7 @@ export class RunTable {
 
   /** Builds the result once, at the end: O(tasks). */
   result(runId: string, status: RunStatus, durationMs: number): RunResult {
-    return resultOf({ runId, status, durationMs }, this.graph.records.values(), this.states.counts, this.routes);
+    return resultOf({ runId, status, durationMs }, this.graph.records.values(), this.states.counts, this.spend);
   }
 
   /** A summary for inspectors and logs, instead of the whole table. */
