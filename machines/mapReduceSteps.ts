@@ -9,7 +9,7 @@ import { ZERO_USAGE, type ErrorInfo } from './protocol.js';
 import { enqueueReport } from './kit.js';
 import { errorInfo } from './errors.js';
 import type { RunTable, SupervisedTask } from './runTable.js';
-import type { Enqueue, PlanExpansionInput, SupervisorContext } from './supervisor.machine.js';
+import type { Enqueue, PlanExpansionInput, SupervisorContext } from './supervisor/types.js';
 import { fillInputs, inputText, parseJson, planGroups, promptTokens, refTask, renderInputs, type Group } from './mapReduce.js';
 
 export type { Group };

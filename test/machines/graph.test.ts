@@ -16,7 +16,7 @@ import type { agentMachine } from '../../machines/agent.machine.js';
 import { poolMachine } from '../../machines/pool.machine.js';
 import { ZERO_USAGE, type BusTool, type ToolExecInput } from '../../machines/protocol.js';
 import type { SupervisedTask } from '../../machines/runTable.js';
-import { supervisorMachine, type SupervisorInput } from '../../machines/supervisor.machine.js';
+import { supervisorMachine, type SupervisorInput } from '../../machines/supervisor/machine.js';
 import { toolBusMachine, type ToolBusInput } from '../../machines/toolBus.machine.js';
 import { advanceClock, pendingTimers } from '../helpers/clock.js';
 
