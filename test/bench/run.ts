@@ -442,7 +442,9 @@ ${rows.map((r) => `| ${r.tasks!.toLocaleString('en')} | ${r.maxInFlight!.toLocal
 
 Before agents ran under group actors (every agent a child of the supervisor, each with its own
 \`after\` deadline), the same benchmark on this machine measured, for 3,000 tasks at maxInFlight
-100 / 300 / 1,000 / 3,000: ${BEFORE}.`,
+100 / 300 / 1,000 / 3,000: makespans 34.8 / 13.2 / 38.2 / 34.3 s (ideal 30 / 10 / 3 / 1 s), runtime CPU
+2,042 / 2,624 / 7,379 / 5,097 µs per task (3,000 within 2.50× of 100), peak RSS 243 / 259 / 339 / 355
+MB.`,
   );
 };
 
