@@ -607,7 +607,7 @@ export const agentMachine = setup({
     },
     active: {
       // The deadline runs from the attempt's start, across turns, waits and backoffs; the agent's
-      // group keeps it (machines/supervisor/group.ts) and sends AGENT.TIMEOUT when it passes.
+      // group keeps it (machines/supervisor/group.machine.ts) and sends AGENT.TIMEOUT when it passes.
       on: {
         'AGENT.TIMEOUT': { target: 'failed', actions: 'timedOut' },
       },

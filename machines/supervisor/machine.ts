@@ -7,12 +7,12 @@
  *   running -all tasks final-> finished
  *   running -CANCEL, or a failure under fail-fast-> draining -no agent in flight-> finished
  *
- * Agents run under group actors (group.ts), at most a bounded number each, which report every
+ * Agents run under group actors (group.machine.ts), at most a bounded number each, which report every
  * agent's end as AGENT.ENDED (a crash as a failed attempt) and keep the agents' deadlines: no
  * actor here has an unbounded number of children or of timers. Every child error is handled,
  * and every event costs O(its own work): the task table is a mutable RunTable held by
  * reference, never copied. The parts: dispatch.ts (starting tasks), settle.ts (an attempt's
- * end), expansion.ts (a planner's sub-tasks), group.ts and crew.ts (the agents' groups).
+ * end), expansion.ts (a planner's sub-tasks), group.machine.ts and crew.ts (the agents' groups).
  */
 import { assign, enqueueActions, fromPromise, setup, type AnyActorLogic, type AnyActorRef, type ErrorActorEvent } from 'xstate';
 import { agentMachine } from '../agent.machine.js';
@@ -29,7 +29,7 @@ import { toolBusMachine, type ToolBusStats } from '../toolBus.machine.js';
 import { AGENTS_PER_GROUP, Crew } from './crew.js';
 import { dispatchReady } from './dispatch.js';
 import { applyExpansion } from './expansion.js';
-import { groupMachine } from './group.js';
+import { groupMachine } from './group.machine.js';
 import { releaseGroup, runStatusOf, settleAttempt } from './settle.js';
 import type { AgentEndedEvent, Enqueue, PlanExpansion, PlanExpansionInput, SupervisorContext, SupervisorEvent, SupervisorInput } from './types.js';
 
@@ -57,7 +57,7 @@ export const supervisorMachine = setup({
     output: RunResult;
   },
   actors: {
-    /** The agent the groups run (spawned inside group.ts's machine, which takes this one). */
+    /** The agent the groups run (spawned inside group.machine.ts's machine, which takes this one). */
     agent: agentMachine,
     group: groupMachine,
     pool: poolMachine,

@@ -130,8 +130,10 @@ describe('machines', () => {
     const r = await cli(['machines', '--json']);
     expect(r.code).toBe(0);
     const defs = JSON.parse(r.stdout) as Record<string, { id: string; states: Record<string, unknown> }>;
-    const files = readdirSync('machines').filter((f) => f.endsWith('.machine.ts'));
-    expect(Object.keys(defs).sort()).toEqual(files.map((f) => f.replace('.machine.ts', '')).sort());
+    // A machine's file is `<id>.machine.ts`, or `machine.ts` in a folder named by its id.
+    const files = (readdirSync('machines', { recursive: true }) as string[]).map((f) => f.replace(/\\/g, '/'));
+    const ids = files.flatMap((f) => (f.endsWith('/machine.ts') ? [f.split('/').at(-2)!] : f.endsWith('.machine.ts') ? [f.split('/').at(-1)!.replace('.machine.ts', '')] : []));
+    expect(Object.keys(defs).sort()).toEqual(ids.sort());
     for (const [id, def] of Object.entries(defs)) {
       expect(def.id).toBe(id);
       expect(Object.keys(def.states).length).toBeGreaterThan(0);

@@ -180,7 +180,7 @@ export function createAgentHarness(options: AgentHarnessOptions) {
         actions: enqueueActions(({ event, enqueue }) => {
           enqueue.spawnChild('agent', { id: event.id, input: event.input });
           enqueue.sendTo(event.id, { type: 'START' });
-          // The agent's deadline, as its group keeps it in a run (machines/supervisor/group.ts).
+          // The agent's deadline, as its group keeps it in a run (machines/supervisor/group.machine.ts).
           enqueue.sendTo(event.id, { type: 'AGENT.TIMEOUT' }, { id: `deadline:${event.id}`, delay: clampDelay(event.input.timeoutMs, 1) });
         }),
       },

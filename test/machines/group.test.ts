@@ -1,5 +1,5 @@
 /**
- * The agents' group actor (machines/supervisor/group.ts): it keeps its agents' deadlines as data
+ * The agents' group actor (machines/supervisor/group.machine.ts): it keeps its agents' deadlines as data
  * with one scheduled event, tells each agent when its deadline passes, passes CANCEL on, and
  * reports each agent's end (a crash too) to its parent.
  */
@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { assign, createActor, enqueueActions, setup, SimulatedClock, type AnyActorRef } from 'xstate';
 import type { AgentInput, agentMachine } from '../../machines/agent.machine.js';
 import { ZERO_USAGE, type AttemptReport } from '../../machines/protocol.js';
-import { groupMachine } from '../../machines/supervisor/group.js';
+import { groupMachine } from '../../machines/supervisor/group.machine.js';
 import type { AgentEndedEvent } from '../../machines/supervisor/types.js';
 import { advanceClock, pendingTimers } from '../helpers/clock.js';
 

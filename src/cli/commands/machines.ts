@@ -4,11 +4,12 @@
  */
 import { agentMachine, breakerMachine, keyMachine, poolMachine, supervisorMachine, toolBusMachine } from '../../../machines/index.js';
 import { ledgerMachine } from '../../../machines/ledger.machine.js';
+import { groupMachine } from '../../../machines/supervisor/group.machine.js';
 import { EXIT } from '../exit.js';
 import type { Command } from './command.js';
 
 /** Every machine of machines/, supervisor first (it spawns the others). */
-export const MACHINES = [supervisorMachine, agentMachine, poolMachine, keyMachine, breakerMachine, toolBusMachine, ledgerMachine];
+export const MACHINES = [supervisorMachine, groupMachine, agentMachine, poolMachine, keyMachine, breakerMachine, toolBusMachine, ledgerMachine];
 
 interface StateJson {
   states?: Record<string, StateJson>;
