@@ -8,6 +8,7 @@ export { breakerMachine, type BreakerInput } from './breaker.machine.js';
 export { keyMachine, type KeyInput } from './key.machine.js';
 export { poolMachine, type PoolInput } from './pool.machine.js';
 export { supervisorMachine, type SupervisorContext, type SupervisorEvent, type SupervisorInput } from './supervisor/machine.js';
+export { groupMachine, type GroupInput } from './supervisor/group.machine.js';
 export { toolBusMachine, type ToolBusInput } from './toolBus.machine.js';
 export { RunTable, type RunResult, type RunTotals, type SupervisedTask, type TaskResult } from './runTable.js';
 export { nowOf, realClock, type TimedClock } from './clock.js';
