@@ -429,7 +429,9 @@ limits, 16 output tokens), so the CPU of the runtime's process is the runtime's 
 simulator's is the "server CPU" column; on this 2-core machine the two share the cores, so a
 busy simulator also slows the runtime's wall time). \`taskTimeoutMs\` 600,000, no journal
 (\`store: false\`), a 50-task warm-up first. The ideal is ceil(tasks / maxInFlight) calls of 1 s.
-Each row runs in a fresh process. ${machineLine()}.
+Each row runs in a fresh process. ${machineLine()}; load average ${os.loadavg()[0]!.toFixed(1)} when the
+last row ended. On a loaded machine the makespan measures the load (the runtime's and the
+simulator's CPU together are a fraction of it): the runtime's CPU per task is the figure to compare.
 
 | tasks | maxInFlight | makespan | ideal | makespan / ideal | runtime CPU | CPU per task | server CPU | peak RSS |
 |---:|---:|---:|---:|---:|---:|---:|---:|---:|
