@@ -7,7 +7,7 @@
  *   running -final reply-> done
  *   running -retryable error-> backoff -> waiting          -fatal error-> failed
  *   running -429-> waiting (a wait for the next free key, not a retry)
- *   any -CANCEL-> cancelled          any -attempt deadline-> failed (task_timeout)
+ *   any -CANCEL-> cancelled          any -AGENT.TIMEOUT (its deadline)-> failed (task_timeout)
  *
  * The machine decides; `src/` does: the model call is the `callModel` actor, the route's breaker
  * (`breaker:<provider>/<model>`), the key pool (`pool:<provider>`) and the tool bus (`toolBus`)
@@ -531,7 +531,6 @@ export const agentMachine = setup({
   },
   delays: {
     backoff: ({ context }) => clampDelay(context.backoffMs),
-    attemptTimeout: ({ context }) => clampDelay(context.input.timeoutMs, 1),
   },
   guards: {
     isPending: ({ context, event }) => {
@@ -607,9 +606,10 @@ export const agentMachine = setup({
       on: { START: { target: 'active', actions: assign({ startedAt: ({ self }) => nowOf(self) }) } },
     },
     active: {
-      // The deadline runs from the attempt's start, across turns, waits and backoffs.
-      after: {
-        attemptTimeout: { target: 'failed', actions: 'timedOut' },
+      // The deadline runs from the attempt's start, across turns, waits and backoffs; the agent's
+      // group keeps it (machines/supervisor/group.machine.ts) and sends AGENT.TIMEOUT when it passes.
+      on: {
+        'AGENT.TIMEOUT': { target: 'failed', actions: 'timedOut' },
       },
       initial: 'waiting',
       states: {

@@ -149,6 +149,8 @@ export interface AgentContext {
 export type AgentEvent =
   | { type: 'START' }
   | { type: 'CANCEL'; reason?: string }
+  /** The attempt's deadline passed (its group keeps the deadlines: machines/supervisor/group.machine.ts). */
+  | { type: 'AGENT.TIMEOUT' }
   /** Internal: the call moved to a fallback route after its budget was reserved; check again. */
   | { type: 'AGENT.REROUTED' }
   /** Internal: the route's breaker is not closed: ask it for admission before leasing a key. */

@@ -7,7 +7,8 @@ export { agentMachine, type AgentContext, type AgentEvent, type AgentInput } fro
 export { breakerMachine, type BreakerInput } from './breaker.machine.js';
 export { keyMachine, type KeyInput } from './key.machine.js';
 export { poolMachine, type PoolInput } from './pool.machine.js';
-export { supervisorMachine, type SupervisorContext, type SupervisorEvent, type SupervisorInput } from './supervisor.machine.js';
+export { supervisorMachine, type SupervisorContext, type SupervisorEvent, type SupervisorInput } from './supervisor/machine.js';
+export { groupMachine, type GroupInput } from './supervisor/group.machine.js';
 export { toolBusMachine, type ToolBusInput } from './toolBus.machine.js';
 export { RunTable } from './tasks/runTable.js';
 export type { RunResult, RunTotals, TaskResult } from './tasks/results.js';

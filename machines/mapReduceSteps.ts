@@ -10,7 +10,7 @@ import { enqueueReport } from './kit.js';
 import { errorInfo } from './errors.js';
 import type { RunTable } from './tasks/runTable.js';
 import type { SupervisedTask } from './tasks/types.js';
-import type { Enqueue, PlanExpansionInput, SupervisorContext } from './supervisor.machine.js';
+import type { Enqueue, PlanExpansionInput, SupervisorContext } from './supervisor/types.js';
 import { fillInputs, inputText, parseJson, planGroups, promptTokens, refTask, renderInputs, type Group } from './mapReduce.js';
 
 export type { Group };

@@ -1,6 +1,6 @@
 /**
- * Agent actor ids are slot numbers (`agent:0` .. `agent:<maxInFlight-1>`), reused as agents finish,
- * and this table says which task attempt holds each slot. Why not `agent:<task>:<attempt>`? XState
+ * Agent actor ids are slot numbers within their group (`agent:0` .. `agent:<size-1>`), reused as
+ * agents finish, and this table says which task attempt holds each slot. Why not `agent:<task>:<attempt>`? XState
  * copies the children map on every spawn and stop; with a new key each time V8 builds a new object
  * shape per agent, which cost about a sixth of the runtime at 10,000 tasks. A few ids, reused,
  * keep those copies cheap. The task and attempt travel in the agent's input, events and output.
@@ -28,6 +28,18 @@ export class AgentSlots {
     if (this.holders[slot] === undefined) return;
     this.holders[slot] = undefined;
     this.free.push(slot);
+  }
+
+  /** How many slots are held now. */
+  get size(): number {
+    return this.holders.length - this.free.length;
+  }
+
+  /** The actor ids of the slots held now. */
+  held(): string[] {
+    const out: string[] = [];
+    for (let slot = 0; slot < this.holders.length; slot++) if (this.holders[slot] !== undefined) out.push(AgentSlots.PREFIX + slot);
+    return out;
   }
 
   static isAgent(actorId: string): boolean {

@@ -3,7 +3,7 @@
  * has answered. It checks the answer like a plan (src/plan/subtasks.ts) and resolves the
  * sub-tasks as the supervisor runs them (src/resolve.ts), one level deeper than their planner.
  */
-import type { PlanExpansion, PlanExpansionInput } from '../machines/supervisor.machine.js';
+import type { PlanExpansion, PlanExpansionInput } from '../machines/supervisor/machine.js';
 import type { SupervisedTask } from '../machines/tasks/types.js';
 import { criticalPathRanks, parseSubtasks, type Plan, type TaskSpec } from './plan/index.js';
 import { resolveTask, type TaskResolveOptions } from './resolve.js';

@@ -3,7 +3,7 @@
  * routes (one breaker each), tasks into supervised tasks with their critical-path rank and
  * every default applied. Nothing here runs anything.
  */
-import type { SupervisorInput } from '../machines/supervisor.machine.js';
+import type { SupervisorInput } from '../machines/supervisor/machine.js';
 import type { SupervisedTask } from '../machines/tasks/types.js';
 import type { Keyring } from './keys.js';
 import { criticalPathRanks, type ModelSpec, type Plan, type TaskSpec } from './plan/index.js';

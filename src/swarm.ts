@@ -13,7 +13,7 @@
 import { createEmitter, type Emitter } from './util/emitter.js';
 import { customAlphabet, nanoid } from 'nanoid';
 import type { CacheWarmEvent } from '../machines/protocol.js';
-import type { PlanExpansion, PlanExpansionInput } from '../machines/supervisor.machine.js';
+import type { PlanExpansion, PlanExpansionInput } from '../machines/supervisor/machine.js';
 import { PlanExpander } from './planner.js';
 import { createActor, fromPromise, toPromise, type Actor, type InspectionEvent, type Observer } from 'xstate';
 import { agentMachine } from '../machines/agent.machine.js';
@@ -26,7 +26,7 @@ import { ledgerMachine } from '../machines/ledger.machine.js';
 import { priceOf } from './cost/prices.js';
 import type { DispatchDecision, DispatchInfo, ToolCallDecision, ToolCallInfo, ErrorInfo, ModelCallInput, ModelCallOutput, RunEvent, ToolBatchInput, ToolExecInput, ToolResult } from '../machines/protocol.js';
 import type { RunResult } from '../machines/tasks/results.js';
-import { supervisorMachine, type SupervisorInput } from '../machines/supervisor.machine.js';
+import { supervisorMachine, type SupervisorInput } from '../machines/supervisor/machine.js';
 import { costOf } from './cost/price.js';
 import { checkOutput, parsedOutput } from './plan/structured.js';
 import { textOf } from '../machines/tokens.js';

@@ -6,7 +6,7 @@
  */
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { runCommand, type Command } from '../../src/cli/commands/command.js';
@@ -130,8 +130,10 @@ describe('machines', () => {
     const r = await cli(['machines', '--json']);
     expect(r.code).toBe(0);
     const defs = JSON.parse(r.stdout) as Record<string, { id: string; states: Record<string, unknown> }>;
-    const files = readdirSync('machines', { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.machine.ts'));
-    expect(Object.keys(defs).sort()).toEqual(files.map((f) => basename(f, '.machine.ts')).sort());
+    // A machine's file is `<id>.machine.ts`, or `machine.ts` in a folder named by its id.
+    const files = (readdirSync('machines', { recursive: true }) as string[]).map((f) => f.replace(/\\/g, '/'));
+    const ids = files.flatMap((f) => (f.endsWith('/machine.ts') ? [f.split('/').at(-2)!] : f.endsWith('.machine.ts') ? [f.split('/').at(-1)!.replace('.machine.ts', '')] : []));
+    expect(Object.keys(defs).sort()).toEqual(ids.sort());
     for (const [id, def] of Object.entries(defs)) {
       expect(def.id).toBe(id);
       expect(Object.keys(def.states).length).toBeGreaterThan(0);

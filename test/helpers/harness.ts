@@ -32,6 +32,7 @@ import type {
   Usage,
 } from '../../machines/protocol.js';
 import { toolBusMachine } from '../../machines/toolBus.machine.js';
+import { clampDelay } from '../../machines/clock.js';
 
 // ---------------------------------------------------------------------------------------------
 // Scripted replies
@@ -179,10 +180,22 @@ export function createAgentHarness(options: AgentHarnessOptions) {
         actions: enqueueActions(({ event, enqueue }) => {
           enqueue.spawnChild('agent', { id: event.id, input: event.input });
           enqueue.sendTo(event.id, { type: 'START' });
+          // The agent's deadline, as its group keeps it in a run (machines/supervisor/group.machine.ts).
+          enqueue.sendTo(event.id, { type: 'AGENT.TIMEOUT' }, { id: `deadline:${event.id}`, delay: clampDelay(event.input.timeoutMs, 1) });
         }),
       },
-      'xstate.done.actor.*': { actions: ({ event }) => void outputs.set(childIdOf(event.type), event.output) },
-      'xstate.error.actor.*': { actions: ({ event }) => void crashes.set(childIdOf(event.type), event.error) },
+      'xstate.done.actor.*': {
+        actions: enqueueActions(({ event, enqueue }) => {
+          outputs.set(childIdOf(event.type), event.output);
+          enqueue.cancel(`deadline:${childIdOf(event.type)}`);
+        }),
+      },
+      'xstate.error.actor.*': {
+        actions: enqueueActions(({ event, enqueue }) => {
+          crashes.set(childIdOf(event.type), event.error);
+          enqueue.cancel(`deadline:${childIdOf(event.type)}`);
+        }),
+      },
     },
   });
   const actor = createActor(root, { clock }).start();

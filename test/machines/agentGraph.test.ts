@@ -37,7 +37,7 @@ function graphEvents(state: AgentSnapshot): AgentEvent[] {
     { type: 'xstate.error.actor.callModel', error: modelError('bad_request').error },
     { type: 'TOOL.RESULT', callId: 'u1', content: 'found', isError: false },
     { type: 'xstate.after.backoff.agent.active.backoff' },
-    { type: 'xstate.after.attemptTimeout.agent.active' },
+    { type: 'AGENT.TIMEOUT' },
     { type: 'CANCEL' },
   ];
   return events as AgentEvent[];

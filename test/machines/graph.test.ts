@@ -1,7 +1,7 @@
 /**
  * The machines whose bookkeeping is a mutable object held by reference in context (the
- * supervisor's RunTable, the pool's queue, the tool bus's ToolBook), reached by live actors: every
- * state of the supervisor and the pool, and every transition of the tool bus.
+ * supervisor's RunTable, the pool's queue, the tool bus's ToolBook, a group's agents), reached by live
+ * actors: every state of the supervisor, the agents' group and the pool, and every transition of the tool bus.
  *
  * Why not @xstate/graph here: its adjacency walk applies every event to every snapshot it finds,
  * and those snapshots share the one bookkeeping object, so one branch's CANCEL would cancel the
@@ -12,11 +12,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { assign, createActor, fromPromise, setup, SimulatedClock } from 'xstate';
-import type { agentMachine } from '../../machines/agent.machine.js';
+import type { AgentInput, agentMachine } from '../../machines/agent.machine.js';
+import { groupMachine } from '../../machines/supervisor/group.machine.js';
 import { poolMachine } from '../../machines/pool.machine.js';
 import { ZERO_USAGE, type BusTool, type ToolExecInput } from '../../machines/protocol.js';
 import type { SupervisedTask } from '../../machines/tasks/types.js';
-import { supervisorMachine, type SupervisorInput } from '../../machines/supervisor.machine.js';
+import { supervisorMachine, type SupervisorInput } from '../../machines/supervisor/machine.js';
 import { toolBusMachine, type ToolBusInput } from '../../machines/toolBus.machine.js';
 import { advanceClock, pendingTimers } from '../helpers/clock.js';
 
@@ -68,6 +69,21 @@ describe('state reachability (machines with mutable bookkeeping)', () => {
     actor.send({ type: 'CANCEL' });
     expect([...seen]).toEqual(['running', 'draining', 'finished']);
     expect(actor.getSnapshot().output!.status).toBe('cancelled');
+  });
+
+  it('group: idle -SPAWN-> busy -its last agent ended-> idle', () => {
+    const clock = new SimulatedClock();
+    // The group reports to its parent (the supervisor in a run).
+    const parent = setup({ actors: { group: groupMachine.provide({ actors: { agent: slowAgent } }) } }).createMachine({
+      invoke: { id: 'group', src: 'group', input: { group: 0 } },
+      on: { 'AGENT.ENDED': {} },
+    });
+    const group = createActor(parent, { clock }).start().getSnapshot().children.group!;
+    const seen = [String(group.getSnapshot().value)];
+    group.subscribe((s) => seen.at(-1) !== String(s.value) && seen.push(String(s.value)));
+    group.send({ type: 'SPAWN', input: { taskId: 'a', attempt: 1, timeoutMs: 1000 } as AgentInput });
+    clock.increment(10);
+    expect(seen).toEqual(['idle', 'busy', 'idle']);
   });
 
   it('pool: serving, then exhausted once every key is revoked', () => {

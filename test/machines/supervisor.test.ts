@@ -5,7 +5,7 @@ import type { AgentInput, agentMachine } from '../../machines/agent.machine.js';
 import type { AttemptReport, ErrorInfo, RunEvent } from '../../machines/protocol.js';
 import { ZERO_USAGE } from '../../machines/protocol.js';
 import type { SupervisedTask } from '../../machines/tasks/types.js';
-import { supervisorMachine, type SupervisorInput } from '../../machines/supervisor.machine.js';
+import { supervisorMachine, type SupervisorInput } from '../../machines/supervisor/machine.js';
 
 type Outcome = 'ok' | 'retryable' | 'fatal' | 'crash';
 
@@ -68,6 +68,17 @@ function fakeAgent(script: (input: AgentInput) => { outcome: Outcome; delayMs: n
   });
   // The supervisor only needs an actor that takes AgentInput and outputs an AttemptReport.
   return machine as unknown as typeof agentMachine;
+}
+
+/** The agents in flight: the children of the supervisor's group actors. */
+function agentsOf(actor: { getSnapshot(): { children: Record<string, { getSnapshot(): unknown } | undefined> } }): string[] {
+  const out: string[] = [];
+  for (const [id, group] of Object.entries(actor.getSnapshot().children)) {
+    if (!id.startsWith('group:') || !group) continue;
+    const children = (group.getSnapshot() as { children: Record<string, unknown> }).children;
+    for (const agent of Object.keys(children)) out.push(`${id}/${agent}`);
+  }
+  return out;
 }
 
 function task(id: string, deps: string[] = [], extra: Partial<SupervisedTask> = {}): SupervisedTask {
@@ -191,8 +202,7 @@ describe('supervisor', () => {
     const clock = new SimulatedClock();
     const actor = createActor(machine, { input: inputFor(tasks, { maxInFlight: 4, modelMaxInFlight: { big: 2 } }), clock }).start();
     // Right away: 2 big (its cap, although big tasks come first) and 2 small fill the 4 slots.
-    const children = () => Object.keys(actor.getSnapshot().children).filter((id) => id.startsWith('agent:')).length;
-    expect(children()).toBe(4);
+    expect(agentsOf(actor).length).toBe(4);
     for (let i = 0; i < 100 && actor.getSnapshot().status === 'active'; i++) clock.increment(5);
     expect(actor.getSnapshot().output!.status).toBe('completed');
     expect(maxBig).toBe(2);
@@ -344,19 +354,30 @@ describe('supervisor', () => {
     expect(Object.values(out.tasks).every((t) => t.status === 'cancelled')).toBe(true);
   });
 
-  it('keeps only in-flight agents alive', () => {
+  it('keeps only in-flight agents alive, in a bounded number of groups of bounded size', () => {
     const clock = new SimulatedClock();
     const machine = supervisorMachine.provide({ actors: { agent: fakeAgent(() => ({ outcome: 'ok', delayMs: 10 })) } });
     const tasks = Array.from({ length: 50 }, (_, i) => task(`t${i}`));
-    const actor = createActor(machine, { input: inputFor(tasks, { maxInFlight: 4 }), clock }).start();
+    const actor = createActor(machine, { input: inputFor(tasks, { maxInFlight: 7, agentsPerGroup: 3 }), clock }).start();
     let maxAgents = 0;
+    let maxPerGroup = 0;
+    const groups = new Set<string>();
     while (actor.getSnapshot().status === 'active') {
-      const agents = Object.keys(actor.getSnapshot().children).filter((id) => id.startsWith('agent:'));
-      maxAgents = Math.max(maxAgents, agents.length);
+      maxAgents = Math.max(maxAgents, agentsOf(actor).length);
+      for (const [id, group] of Object.entries(actor.getSnapshot().children)) {
+        if (!id.startsWith('group:')) continue;
+        groups.add(id);
+        maxPerGroup = Math.max(maxPerGroup, Object.keys((group!.getSnapshot() as { children: object }).children).length);
+      }
+      // No agent is a direct child of the supervisor.
+      expect(Object.keys(actor.getSnapshot().children).filter((id) => id.startsWith('agent:'))).toEqual([]);
       clock.increment(5);
     }
-    expect(maxAgents).toBe(4);
-    expect(Object.keys(actor.getSnapshot().children).filter((id) => id.startsWith('agent:'))).toEqual([]);
+    expect(maxAgents).toBe(7);
+    expect(maxPerGroup).toBe(3);
+    expect([...groups].sort()).toEqual(['group:0', 'group:1', 'group:2']); // ceil(7 / 3), reused for 50 tasks
+    expect(agentsOf(actor)).toEqual([]);
+    expect(actor.getSnapshot().output!.status).toBe('completed');
   });
 
   it('property: deps respected, maxInFlight never exceeded, one final status per task, always ends', () => {

@@ -4,6 +4,7 @@
  */
 import { agentMachine, breakerMachine, keyMachine, poolMachine, supervisorMachine, toolBusMachine } from '../../../machines/index.js';
 import { ledgerMachine } from '../../../machines/ledger.machine.js';
+import { groupMachine } from '../../../machines/supervisor/group.machine.js';
 import { taskLifecycleMachine } from '../../../machines/tasks/task.machine.js';
 import { EXIT } from '../exit.js';
 import type { Command } from './command.js';
@@ -12,7 +13,7 @@ import type { Command } from './command.js';
  * Every machine of machines/, supervisor first (it spawns the others). `task` is drawn, not run:
  * the task lifecycle the run table checks each status change against (machines/tasks/lifecycle.ts).
  */
-export const MACHINES = [supervisorMachine, agentMachine, poolMachine, keyMachine, breakerMachine, toolBusMachine, ledgerMachine, taskLifecycleMachine];
+export const MACHINES = [supervisorMachine, groupMachine, agentMachine, poolMachine, keyMachine, breakerMachine, toolBusMachine, ledgerMachine, taskLifecycleMachine];
 
 interface StateJson {
   states?: Record<string, StateJson>;

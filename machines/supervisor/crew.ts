@@ -1,0 +1,74 @@
+/**
+ * The supervisor's book of its group actors (`group:<n>`): how many agents each holds. Agents
+ * run under groups of at most `size`, so no actor has more than a bounded number of children:
+ * XState copies an actor's children map on every spawn and stop, which with every agent a child
+ * of the supervisor cost O(agents in flight) per agent. Groups are reused, never one per task:
+ * there are at most ceil(maxInFlight / size) of them, spawned as they are first needed.
+ */
+export const AGENTS_PER_GROUP = 32;
+
+export class Crew {
+  private readonly counts: number[] = [];
+  /** Groups with room, as a stack: the one freed last is filled first. */
+  private readonly room: number[] = [];
+  private readonly hasRoom: boolean[] = [];
+
+  constructor(readonly size: number = AGENTS_PER_GROUP) {}
+
+  static idOf(group: number): string {
+    return `group:${group}`;
+  }
+
+  /** A place for one more agent: its group, and whether that group must be spawned first. */
+  take(): { group: number; spawn: boolean } {
+    let group = this.room[this.room.length - 1];
+    const spawn = group === undefined;
+    if (group === undefined) {
+      group = this.counts.length;
+      this.counts.push(0);
+      this.room.push(group);
+      this.hasRoom[group] = true;
+    }
+    this.counts[group]! += 1;
+    if (this.counts[group] === this.size) {
+      this.room.pop();
+      this.hasRoom[group] = false;
+    }
+    return { group, spawn };
+  }
+
+  /** An agent of `group` ended. */
+  release(group: number): void {
+    const held = this.counts[group]!;
+    if (!(held > 0) || held === Number.POSITIVE_INFINITY) return;
+    this.counts[group]! -= 1;
+    if (!this.hasRoom[group]) {
+      this.room.push(group);
+      this.hasRoom[group] = true;
+    }
+  }
+
+  /** A group that crashed took its agents with it: it holds none, and is never used again. Returns how many it held. */
+  drop(group: number): number {
+    const held = this.counts[group] ?? 0;
+    this.counts[group] = 0;
+    this.hasRoom[group] = false;
+    const at = this.room.indexOf(group);
+    if (at >= 0) this.room.splice(at, 1);
+    // Full forever: take() never picks it again.
+    this.counts[group] = Number.POSITIVE_INFINITY;
+    return held;
+  }
+
+  /** The groups holding agents now. */
+  busy(): number[] {
+    const out: number[] = [];
+    for (let g = 0; g < this.counts.length; g++) if (this.counts[g]! > 0 && this.counts[g] !== Number.POSITIVE_INFINITY) out.push(g);
+    return out;
+  }
+
+  /** Groups spawned so far. */
+  get spawned(): number {
+    return this.counts.length;
+  }
+}

@@ -1,0 +1,133 @@
+/** Starting ready tasks: each goes out as an agent (in a group with room), best first, while there is room in flight. */
+import type { AnyActorLogic } from 'xstate';
+import type { AgentInput } from '../agent.machine.js';
+import { cacheGroupKey, MIN_CACHE_PREFIX_TOKENS } from '../cacheGroups.js';
+import { enqueueReport } from '../kit.js';
+import { aggregateStep, reducePrompt } from '../mapReduceSteps.js';
+import { fillPlaceholders, renderPrompt } from '../prompt.js';
+import { deriveSeed, nextRandom } from '../random.js';
+import { revisionPrompt } from '../review.js';
+import type { Feedback, SupervisedTask } from '../tasks/types.js';
+import { estimateTextTokens } from '../tokens.js';
+import { Crew } from './crew.js';
+import { failAggregate } from './settle.js';
+import type { Enqueue, SupervisorContext } from './types.js';
+
+/** Starts ready tasks; `groupLogic` is the group machine with the supervisor's agent in it. */
+export function dispatchReady(context: SupervisorContext, enqueue: Enqueue, now: number, groupLogic: AnyActorLogic): void {
+  // A run that is stopping starts nothing new (fail-fast decided in this very step).
+  if (context.stop !== null) return;
+  let inFlight = context.inFlight;
+  const table = context.table;
+  while ((inFlight < context.maxInFlight || table.aggregateReady) && table.readyCount > 0) {
+    const next = table.startNext();
+    if (!next) break; // every ready task's model is at its cap
+    const { spec, attempt } = next;
+    // A map, or a reduce that does not fit one call, expands or collects: no agent, no slot.
+    if ((spec.kind === 'map' || spec.kind === 'reduce') && aggregateStep(context, enqueue, spec, attempt, (id, n, error) => failAggregate(context, enqueue, id, n, error)) === 'done') continue;
+    // Taken only for an aggregator (one whose model was at its cap, or a reduce that runs as
+    // one call): a task that needs a slot waits for the next one.
+    if (inFlight >= context.maxInFlight) {
+      table.requeue(spec.id);
+      break;
+    }
+    const input = agentInputOf(context, spec, attempt, next);
+    if (spec.cacheFanOut) {
+      // Cache-aware fan-out: one task of a cold prefix goes first, the others wait for its response.
+      const system = input.system ?? '';
+      if (estimateTextTokens(system) + (spec.toolTokens ?? 0) >= (spec.cacheMinTokens ?? MIN_CACHE_PREFIX_TOKENS)) {
+        const group = cacheGroupKey(`${input.provider}/${input.model}`, spec.tools, system);
+        const admission = context.groups.admit(group, spec.id, attempt, now);
+        if (admission === 'hold') {
+          table.hold(spec.id);
+          continue;
+        }
+        if (admission === 'lead') {
+          input.cacheLead = true;
+          enqueueReport(enqueue, { type: 'cache:lead', taskId: spec.id, group });
+        }
+      }
+    }
+    const { group, spawn } = context.crew.take();
+    const id = Crew.idOf(group);
+    if (spawn) enqueue.spawnChild(groupLogic, { id, input: { group } });
+    enqueue.sendTo(id, { type: 'SPAWN', input });
+    enqueueReport(enqueue, { type: 'task:started', taskId: spec.id, attempt, model: spec.modelName, route: `${input.provider}/${input.model}` });
+    inFlight += 1;
+  }
+  if (inFlight !== context.inFlight) enqueue.assign({ inFlight });
+}
+
+/** What the agent of this attempt is given: its prompt with deps placed, its route, its limits. */
+function agentInputOf(context: SupervisorContext, spec: SupervisedTask, attempt: number, next: { retriesLeft: number; feedback?: Feedback }): AgentInput {
+  const table = context.table;
+  const input: AgentInput = {
+    taskId: spec.id,
+    attempt,
+    provider: spec.provider,
+    model: spec.model,
+    maxTokens: spec.maxTokens,
+    priority: spec.priority,
+    prompt: withFeedback(spec.kind === 'reduce' ? reducePrompt(table, spec) : renderPrompt(spec.prompt, spec.deps, (id) => table.output(id) ?? ''), next.feedback),
+    tools: spec.tools,
+    maxTurns: spec.maxTurns,
+    retries: next.retriesLeft,
+    timeoutMs: spec.timeoutMs,
+    backoff: context.backoff,
+    seed: deriveSeed(context.seed, `${spec.id}:${attempt}`),
+  };
+  if (context.maxRateLimitWaits !== undefined) input.maxRateLimitWaits = context.maxRateLimitWaits;
+  // A system prompt may place dependency outputs too; unplaced ones go only to the prompt.
+  if (spec.inputBudget !== undefined) input.inputBudget = spec.inputBudget;
+  input.modelName = spec.modelName;
+  if (spec.fallbacks?.length) input.fallbacks = spec.fallbacks;
+  if (context.hooked) input.hooked = true;
+  if (context.toolHooked) input.toolHooked = true;
+  if (spec.price) input.price = spec.price;
+  if (context.infra.budgets) input.budgeted = true;
+  if (spec.toolTokens) input.toolTokens = spec.toolTokens;
+  if (context.compaction) input.compaction = context.compaction;
+  if (context.keepLast !== undefined) input.keepLast = context.keepLast;
+  if (spec.routes) {
+    // A weighted route for this attempt, drawn from the run's seed (a retry may draw another).
+    const route = pickRoute(spec.routes, nextRandom(deriveSeed(context.seed, `${spec.id}:${attempt}:route`))[0]);
+    input.provider = route.provider;
+    input.model = route.model;
+    input.maxTokens = route.maxTokens;
+    if (route.price) input.price = route.price;
+    else delete input.price;
+  }
+  if (spec.system !== undefined) input.system = fillPlaceholders(spec.system, spec.deps, (id) => table.output(id) ?? '');
+  if (spec.depth) input.depth = spec.depth;
+  if (spec.output) input.output = spec.output;
+  if (spec.judge) input.judge = spec.judge;
+  return input;
+}
+
+/** The prompt of an attempt that runs again for a reason: a reviewer's findings, a rejected plan. */
+function withFeedback(prompt: string, feedback: Feedback | undefined): string {
+  if (!feedback) return prompt;
+  if (feedback.kind === 'review') return revisionPrompt(prompt, feedback);
+  if (feedback.kind === 'output') return rejectedOutputPrompt(prompt, feedback);
+  return `${prompt}\n\n<rejected-plan>\nYour previous answer was not a valid list of sub-tasks:\n${feedback.issues.map((i) => `- ${i}`).join('\n')}\nAnswer again with a corrected JSON list.\n</rejected-plan>`;
+}
+
+/** The prompt of an attempt whose last answer failed its checks: the answer and what was wrong with it. */
+function rejectedOutputPrompt(prompt: string, feedback: Extract<Feedback, { kind: 'output' }>): string {
+  const what = feedback.code === 'invalid_output' ? 'did not meet the required output schema' : 'was rejected by a quality check';
+  return (
+    `${prompt}\n\n<rejected-answer>\nYour previous answer ${what}:\n${feedback.problems.map((p) => `- ${p}`).join('\n')}\n\n` +
+    `<previous-answer>\n${feedback.draft}\n</previous-answer>\nAnswer the task again in full, fixing these problems.\n</rejected-answer>`
+  );
+}
+
+/** The route whose cumulative weight first passes `r` (in [0, 1)) of the total. */
+function pickRoute<T extends { weight: number }>(routes: readonly T[], r: number): T {
+  const total = routes.reduce((sum, x) => sum + x.weight, 0);
+  let at = r * total;
+  for (const route of routes) {
+    at -= route.weight;
+    if (at < 0) return route;
+  }
+  return routes[routes.length - 1]!;
+}

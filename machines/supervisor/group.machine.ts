@@ -1,0 +1,182 @@
+/**
+ * A group holds up to a bounded number of agents for the supervisor (see crew.ts): it spawns
+ * them on SPAWN, passes CANCEL on to each, and reports each agent's end to the supervisor as
+ * `AGENT.ENDED` (a crash too: as a failed attempt, after handing back what the agent held).
+ *
+ * It also owns its agents' deadlines, as data: one scheduled event for the earliest, re-armed
+ * when that changes, and `AGENT.TIMEOUT` to whoever is past theirs. With an `after` deadline per
+ * agent, every actor stop made XState scan every scheduled event of the system (its
+ * scheduler.cancelAll), O(agents in flight) per stop; now there is one per group.
+ *
+ *   idle -SPAWN-> busy -last agent ended-> idle
+ */
+import { enqueueActions, setup, stopChild, type AnyActorRef, type DoneActorEvent, type ErrorActorEvent } from 'xstate';
+import { agentMachine, type AgentContext, type AgentInput } from '../agent.machine.js';
+import { handBack } from '../agentContext.js';
+import { clampDelay, nowOf } from '../clock.js';
+import { toErrorInfo } from '../errors.js';
+import { childIdOf } from '../kit.js';
+import type { AttemptReport } from '../protocol.js';
+import { AgentSlots } from '../slots.js';
+import type { AgentEndedEvent } from './types.js';
+
+export interface GroupInput {
+  /** The group's index among the supervisor's groups (`group:<index>`). */
+  group: number;
+}
+
+/** Deadlines by agent actor id, and the one the group's timer is armed for. Mutable: held by reference. */
+export class Deadlines {
+  private readonly at = new Map<string, number>();
+  /** The deadline the scheduled event fires for (Infinity: none is scheduled). */
+  armed = Number.POSITIVE_INFINITY;
+
+  set(actorId: string, deadline: number): void {
+    this.at.set(actorId, deadline);
+  }
+
+  delete(actorId: string): void {
+    this.at.delete(actorId);
+  }
+
+  /** Removes and returns the agents whose deadline is at or before `now`. */
+  takeDue(now: number): string[] {
+    const due: string[] = [];
+    for (const [id, deadline] of this.at) if (deadline <= now) due.push(id);
+    for (const id of due) this.at.delete(id);
+    return due;
+  }
+
+  /** A group holds a bounded number of agents, so a scan is as cheap as a heap here. */
+  earliest(): number {
+    let min = Number.POSITIVE_INFINITY;
+    for (const deadline of this.at.values()) if (deadline < min) min = deadline;
+    return min;
+  }
+}
+
+export interface GroupContext {
+  group: number;
+  slots: AgentSlots;
+  deadlines: Deadlines;
+}
+
+export type GroupEvent =
+  | { type: 'SPAWN'; input: AgentInput }
+  | { type: 'CANCEL'; reason?: string }
+  | { type: 'GROUP.DEADLINE' }
+  | DoneActorEvent<AttemptReport, string>
+  | ErrorActorEvent<unknown, string>;
+
+const TIMER = 'deadline';
+
+type GroupEnqueue = {
+  cancel(id: string): void;
+  raise(event: { type: 'GROUP.DEADLINE' }, options: { id: string; delay: number }): void;
+};
+
+/** Keeps the one scheduled event on the earliest deadline (none when no agent has one). */
+function rearm(enqueue: GroupEnqueue, book: Deadlines, now: number): void {
+  const next = book.earliest();
+  if (next === book.armed) return;
+  if (book.armed !== Number.POSITIVE_INFINITY) enqueue.cancel(TIMER);
+  book.armed = next;
+  if (next !== Number.POSITIVE_INFINITY) enqueue.raise({ type: 'GROUP.DEADLINE' }, { id: TIMER, delay: Math.max(0, next - now) });
+}
+
+/** The report of an agent actor that crashed: a failed attempt that keeps what it had done (calls sent are paid for). */
+export function crashReport(holder: { taskId: string; attempt: number } | undefined, error: unknown, last: AgentContext | undefined): AttemptReport {
+  const info = toErrorInfo(error);
+  return {
+    taskId: holder?.taskId ?? '',
+    attempt: holder?.attempt ?? 0,
+    status: 'failed',
+    error: { ...info, message: `agent crashed: ${info.message}` },
+    usage: last?.usage ?? { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0 },
+    requests: last?.requests ?? 0,
+    retries: last?.retries ?? 0,
+    turns: last?.turn ?? 0,
+    messages: last?.messages ?? [],
+    ...(last ? { costUsd: last.costUsd, ...(last.unpricedCalls > 0 ? { unpricedCalls: last.unpricedCalls } : {}) } : {}),
+  };
+}
+
+/** The last context of a child agent (one that crashed keeps its last snapshot). */
+function lastContextOf(self: AnyActorRef, actorId: string): AgentContext | undefined {
+  return (self.getSnapshot().children[actorId]?.getSnapshot() as { context?: AgentContext } | undefined)?.context;
+}
+
+export const groupMachine = setup({
+  types: {} as { context: GroupContext; events: GroupEvent; input: GroupInput },
+  actors: { agent: agentMachine },
+  actions: {
+    spawnAgent: enqueueActions(({ context, event, enqueue, self }) => {
+      const { input } = event as Extract<GroupEvent, { type: 'SPAWN' }>;
+      const id = context.slots.take(input.taskId, input.attempt);
+      enqueue.spawnChild('agent', { id, input });
+      enqueue.sendTo(id, { type: 'START' });
+      // The agent's deadline runs from its start, as its own `after` timer did (at least 1 ms).
+      const now = nowOf(self);
+      context.deadlines.set(id, now + clampDelay(input.timeoutMs, 1));
+      rearm(enqueue, context.deadlines, now);
+    }),
+
+    /** The timer fired: every agent past its deadline is told so, and the timer moves to the next. */
+    expire: enqueueActions(({ context, enqueue, self }) => {
+      const book = context.deadlines;
+      // A timer fires no sooner than it was set for: what it was armed for is due even if the clock reads a hair earlier.
+      const now = Math.max(nowOf(self), book.armed);
+      book.armed = Number.POSITIVE_INFINITY;
+      for (const id of book.takeDue(now)) enqueue.sendTo(id, { type: 'AGENT.TIMEOUT' });
+      rearm(enqueue, book, nowOf(self));
+    }),
+
+    /** An agent ended (a crash is a failed attempt): free its place, tell the supervisor. */
+    agentEnded: enqueueActions(({ context, event, enqueue, self, system }) => {
+      const actorId = childIdOf(event);
+      let report: AttemptReport;
+      if (event.type.startsWith('xstate.done.')) {
+        report = (event as DoneActorEvent<AttemptReport>).output;
+      } else {
+        // A crashed agent never reached a final state, so it gave nothing back: hand back for it
+        // what its last context says it held (lease, reservation, admission, pending requests).
+        const last = lastContextOf(self, actorId);
+        for (const { to, event: message } of last ? handBack(last) : []) {
+          const target = system.get(to);
+          if (target) enqueue.sendTo(target, message);
+        }
+        report = crashReport(context.slots.holder(actorId), (event as ErrorActorEvent).error, last);
+      }
+      enqueue(stopChild(actorId));
+      context.slots.release(actorId);
+      context.deadlines.delete(actorId);
+      rearm(enqueue, context.deadlines, nowOf(self));
+      enqueue.sendParent({ type: 'AGENT.ENDED', group: context.group, report } satisfies AgentEndedEvent);
+    }),
+
+    cancelAgents: enqueueActions(({ context, event, enqueue }) => {
+      const { reason } = event as Extract<GroupEvent, { type: 'CANCEL' }>;
+      for (const id of context.slots.held()) enqueue.sendTo(id, reason === undefined ? { type: 'CANCEL' } : { type: 'CANCEL', reason });
+    }),
+  },
+  guards: {
+    empty: ({ context }) => context.slots.size === 0,
+  },
+}).createMachine({
+  id: 'group',
+  context: ({ input }) => ({ group: input.group, slots: new AgentSlots(), deadlines: new Deadlines() }),
+  initial: 'idle',
+  on: {
+    SPAWN: { target: '.busy', actions: 'spawnAgent' },
+    CANCEL: { actions: 'cancelAgents' },
+    'GROUP.DEADLINE': { actions: 'expire' },
+    'xstate.done.actor.*': { actions: 'agentEnded' },
+    'xstate.error.actor.*': { actions: 'agentEnded' },
+  },
+  states: {
+    idle: {},
+    busy: {
+      always: { guard: 'empty', target: 'idle' },
+    },
+  },
+});

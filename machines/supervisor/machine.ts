@@ -1,0 +1,223 @@
+/**
+ * The supervisor owns one run: it spawns the run's infrastructure (a key pool per provider, a
+ * breaker per route, the tool bus, and a ledger when the plan has budgets), then runs the DAG: ready tasks go out as agents, up to
+ * `maxInFlight` at once, best first (priority, then critical path, then FIFO); each attempt's end
+ * unlocks dependents, retries the task, or skips what depended on it.
+ *
+ *   running -all tasks final-> finished
+ *   running -CANCEL, or a failure under fail-fast-> draining -no agent in flight-> finished
+ *
+ * Agents run under group actors (group.machine.ts), at most a bounded number each, which report every
+ * agent's end as AGENT.ENDED (a crash as a failed attempt) and keep the agents' deadlines: no
+ * actor here has an unbounded number of children or of timers. Every child error is handled,
+ * and every event costs O(its own work): the task table is a mutable RunTable held by
+ * reference, never copied. The parts: dispatch.ts (starting tasks), settle.ts (an attempt's
+ * end), expansion.ts (a planner's sub-tasks), group.machine.ts and crew.ts (the agents' groups).
+ */
+import { assign, enqueueActions, fromPromise, setup, type AnyActorLogic, type AnyActorRef, type ErrorActorEvent } from 'xstate';
+import { agentMachine } from '../agent.machine.js';
+import { breakerMachine } from '../breaker.machine.js';
+import { CacheGroups } from '../cacheGroups.js';
+import { nowOf } from '../clock.js';
+import { toErrorInfo } from '../errors.js';
+import { childIdOf, enqueueReport } from '../kit.js';
+import { ledgerMachine } from '../ledger.machine.js';
+import { poolMachine } from '../pool.machine.js';
+import type { RunEvent } from '../protocol.js';
+import { RunTable } from '../tasks/runTable.js';
+import type { RunResult } from '../tasks/results.js';
+import { toolBusMachine, type ToolBusStats } from '../toolBus.machine.js';
+import { AGENTS_PER_GROUP, Crew } from './crew.js';
+import { dispatchReady } from './dispatch.js';
+import { applyExpansion } from './expansion.js';
+import { groupMachine } from './group.machine.js';
+import { releaseGroup, runStatusOf, settleAttempt } from './settle.js';
+import type { AgentEndedEvent, Enqueue, PlanExpansion, PlanExpansionInput, SupervisorContext, SupervisorEvent, SupervisorInput } from './types.js';
+
+export type { AgentEndedEvent, Enqueue, PlanExpansion, PlanExpansionInput, SupervisorContext, SupervisorEvent, SupervisorInput } from './types.js';
+
+/** The group machine with this supervisor's own `agent` in it (what `provide({ actors: { agent } })` gave it), built once per agent logic. */
+const groupsByAgent = new WeakMap<AnyActorLogic, AnyActorLogic>();
+function groupLogicOf(self: AnyActorRef): AnyActorLogic {
+  const agent = (self as unknown as { logic: { implementations: { actors: { agent: AnyActorLogic } } } }).logic.implementations.actors.agent;
+  let logic = groupsByAgent.get(agent);
+  if (!logic) {
+    logic = groupMachine.provide({ actors: { agent: agent as typeof agentMachine } }) as unknown as AnyActorLogic;
+    groupsByAgent.set(agent, logic);
+  }
+  return logic;
+}
+
+const isGroup = (id: string) => id.startsWith('group:');
+
+export const supervisorMachine = setup({
+  types: {} as {
+    context: SupervisorContext;
+    events: SupervisorEvent;
+    input: SupervisorInput;
+    output: RunResult;
+  },
+  actors: {
+    /** The agent the groups run (spawned inside group.machine.ts's machine, which takes this one). */
+    agent: agentMachine,
+    group: groupMachine,
+    pool: poolMachine,
+    breaker: breakerMachine,
+    toolBus: toolBusMachine,
+    ledger: ledgerMachine,
+    /** Checks a planner's output like a plan and resolves its sub-tasks (src provides it). */
+    expandPlan: fromPromise<PlanExpansion, PlanExpansionInput>(async () => ({ ok: false, issues: ['planner tasks need the runtime (no expandPlan actor provided)'] })),
+  },
+  actions: {
+    /** Where run events go: `src/` provides it. */
+    report: (_, _event: RunEvent) => {},
+
+    spawnInfrastructure: enqueueActions(({ context, enqueue }) => {
+      const input = context.infra;
+      for (const p of input.providers) {
+        enqueue.spawnChild('pool', { id: `pool:${p.name}`, systemId: `pool:${p.name}`, input: { provider: p.name, keys: p.keys } });
+      }
+      for (const r of input.routes) {
+        enqueue.spawnChild('breaker', { id: `breaker:${r.route}`, systemId: `breaker:${r.route}`, input: r });
+      }
+      enqueue.spawnChild('toolBus', { id: 'toolBus', systemId: 'toolBus', input: input.toolBus });
+      if (input.budgets) enqueue.spawnChild('ledger', { id: 'ledger', systemId: 'ledger', input: { budgets: input.budgets } });
+    }),
+
+    /** The first ready tasks. (`run:started` is the runtime's to say, before the actor starts.) */
+    announce: enqueueActions(({ context, enqueue }) => {
+      for (const id of context.table.initiallySkipped) enqueueReport(enqueue, { type: 'task:skipped', taskId: id, reason: 'a task it depends on failed' });
+      for (const id of context.table.initiallyReady) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
+    }),
+
+    /** Starts ready tasks, best first, while there is room in flight. */
+    dispatch: enqueueActions(({ context, enqueue, self }) => {
+      dispatchReady(context, enqueue as unknown as Enqueue, nowOf(self), groupLogicOf(self));
+    }),
+
+    /** An agent ended (its group stopped it): its task completes, retries, fails or is cancelled. */
+    settle: enqueueActions(({ context, event, enqueue, self }) => {
+      const { report, group } = event as AgentEndedEvent;
+      settleAttempt(context, enqueue as unknown as Enqueue, report, group, nowOf(self));
+    }),
+
+    /** A cache leader's response started: its group is warm, the tasks held behind it go out. */
+    warmGroup: enqueueActions(({ context, event, enqueue, self }) => {
+      if (event.type !== 'CACHE.WARM') return;
+      releaseGroup(context, enqueue as unknown as Enqueue, event.taskId, event.attempt, true, nowOf(self));
+    }),
+
+    /** A planner's output was checked: its sub-tasks join the run, or the attempt fails with the problems. */
+    applyExpansion: enqueueActions(({ context, event, enqueue }) => {
+      applyExpansion(context, enqueue as unknown as Enqueue, event);
+    }),
+
+    /**
+     * A group crashed (a bug in swarmstate): its agents went with it, and the run stops. Their
+     * attempts are not settled; they no longer count in flight, so the run can drain.
+     */
+    dropGroup: enqueueActions(({ context, event, enqueue }) => {
+      const held = context.crew.drop(Number(childIdOf(event).slice('group:'.length)));
+      enqueue.assign({ inFlight: context.inFlight - held });
+    }),
+
+    stopOnCrash: assign({
+      stop: ({ event }) => ({ status: 'failed' as const, reason: `${childIdOf(event)} crashed: ${toErrorInfo((event as ErrorActorEvent).error).message}` }),
+    }),
+
+    /** Stops the run early: nothing new starts, agents in flight are cancelled (through their groups) and drain. */
+    halt: enqueueActions(({ context, enqueue }) => {
+      const reason = context.stop?.reason ?? 'cancelled';
+      context.groups.drainHeld();
+      for (const id of context.table.cancelNotStarted()) enqueueReport(enqueue, { type: 'task:cancelled', taskId: id });
+      for (const group of context.crew.busy()) enqueue.sendTo(Crew.idOf(group), { type: 'CANCEL', reason });
+      enqueueReport(enqueue, { type: 'run:cancelled', reason });
+    }),
+
+    finish: enqueueActions(({ context, enqueue, self }) => {
+      const ledger = self.getSnapshot().children.ledger?.getSnapshot() as { context?: { runDenied?: boolean } } | undefined;
+      const status = runStatusOf(context, ledger?.context?.runDenied === true);
+      const result = context.table.result(context.runId, status, Math.max(0, nowOf(self) - context.startedAt));
+      // The bus's counters, as they stand at the end (a copy: the bus updates its own in place).
+      const bus = self.getSnapshot().children.toolBus?.getSnapshot() as { context?: { stats?: ToolBusStats } } | undefined;
+      if (bus?.context?.stats) result.tools = structuredClone(bus.context.stats);
+      enqueue.assign({ result });
+      enqueueReport(enqueue, { type: 'run:completed', status });
+    }),
+  },
+  guards: {
+    allFinal: ({ context }) => context.table.openTasks === 0 && context.inFlight === 0,
+    noneInFlight: ({ context }) => context.inFlight === 0 && context.expanding.size === 0,
+    stopping: ({ context }) => context.stop !== null,
+    isGroup: ({ event }) => isGroup(childIdOf(event)),
+    isExpansion: ({ event }) => childIdOf(event).startsWith('expand:'),
+  },
+}).createMachine({
+  id: 'supervisor',
+  context: ({ input, self }) => ({
+    runId: input.runId,
+    table: new RunTable(input.tasks, input.modelMaxInFlight, input.restore),
+    crew: new Crew(input.agentsPerGroup ?? AGENTS_PER_GROUP),
+    inFlight: 0,
+    maxInFlight: input.maxInFlight,
+    onFailure: input.onFailure,
+    backoff: input.backoff,
+    maxRateLimitWaits: input.maxRateLimitWaits,
+    seed: input.seed,
+    compaction: input.compaction,
+    hooked: input.hooked === true,
+    toolHooked: input.toolHooked === true,
+    keepLast: input.keepLast,
+    groups: new CacheGroups(input.cacheTtlMs),
+    expanding: new Map(),
+    startedAt: nowOf(self),
+    infra: { providers: input.providers, routes: input.routes, toolBus: input.toolBus, budgets: input.budgets },
+    stop: null,
+    result: null,
+  }),
+  entry: ['announce', 'spawnInfrastructure'],
+  initial: 'running',
+  output: ({ context }) => context.result!,
+  states: {
+    running: {
+      entry: 'dispatch',
+      always: [
+        { guard: 'stopping', target: 'draining' },
+        { guard: 'allFinal', target: 'finished' },
+      ],
+      on: {
+        CANCEL: {
+          target: 'draining',
+          actions: assign({ stop: ({ event }) => ({ status: 'cancelled' as const, reason: event.reason ?? 'cancelled by the caller' }) }),
+        },
+        'CACHE.WARM': { actions: ['warmGroup', 'dispatch'] },
+        'AGENT.ENDED': { actions: ['settle', 'dispatch'] },
+        'xstate.done.actor.*': { guard: 'isExpansion', actions: ['applyExpansion', 'dispatch'] },
+        'xstate.error.actor.*': [
+          { guard: 'isExpansion', actions: ['applyExpansion', 'dispatch'] },
+          // A group, pool, breaker or the bus failing is a bug in swarmstate: stop cleanly, keep results.
+          { guard: 'isGroup', target: 'draining', actions: ['dropGroup', 'stopOnCrash'] },
+          { target: 'draining', actions: 'stopOnCrash' },
+        ],
+      },
+    },
+    draining: {
+      entry: 'halt',
+      always: { guard: 'noneInFlight', target: 'finished' },
+      on: {
+        'AGENT.ENDED': { actions: 'settle' },
+        'xstate.done.actor.*': { guard: 'isExpansion', actions: 'applyExpansion' },
+        'xstate.error.actor.*': [
+          { guard: 'isExpansion', actions: 'applyExpansion' },
+          { guard: 'isGroup', actions: 'dropGroup' },
+          // Infrastructure failing while the run drains: already stopping; the error is handled.
+          {},
+        ],
+      },
+    },
+    finished: {
+      type: 'final',
+      entry: 'finish',
+    },
+  },
+});

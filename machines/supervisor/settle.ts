@@ -1,0 +1,90 @@
+/** How an attempt's end moves the run: its task completes, retries, fails (skipping dependents) or is cancelled. */
+import type { AttemptReport, ErrorInfo, RunStatus } from '../protocol.js';
+import { enqueueReport } from '../kit.js';
+import type { ReviewOutcome, Settlement } from '../tasks/types.js';
+import type { Enqueue, PlanExpansionInput, SupervisorContext } from './types.js';
+
+/** Records an agent's end (the group it ran in has stopped it and freed its place). */
+export function settleAttempt(context: SupervisorContext, enqueue: Enqueue, report: AttemptReport, group: number, now: number): void {
+  context.crew.release(group);
+  const table = context.table;
+  // A cache leader that ends releases the tasks held behind it (warm if it completed: the prefix was written).
+  releaseGroup(context, enqueue, report.taskId, report.attempt, report.status === 'completed' && report.servedBy === undefined, now);
+  const settlement = table.settle(report, { retry: context.stop === null });
+  if (settlement.kind === 'stale') return;
+  enqueue.assign({ inFlight: context.inFlight - 1 });
+  switch (settlement.kind) {
+    case 'plan': {
+      // The output becomes sub-tasks (checked like a plan by the `expandPlan` actor `src/` provides).
+      const id = `expand:${report.taskId}`;
+      context.expanding.set(id, { taskId: report.taskId, attempt: report.attempt, output: settlement.output, usage: report.usage });
+      const input: PlanExpansionInput = { taskId: report.taskId, attempt: report.attempt, output: settlement.output, depth: table.spec(report.taskId).depth ?? 0 };
+      enqueue.spawnChild('expandPlan', { id, input });
+      break;
+    }
+    case 'revise':
+      reportReview(enqueue, report.taskId, report.attempt, settlement.review);
+      enqueueReport(enqueue, { type: 'task:queued', taskId: settlement.review.target });
+      break;
+    case 'completed':
+      if (settlement.review) reportReview(enqueue, report.taskId, report.attempt, settlement.review);
+      // usage: this attempt's; requests and retries: the task's, over all its attempts (what the journal keeps).
+      enqueueReport(enqueue, { type: 'task:completed', taskId: report.taskId, attempt: report.attempt, output: report.output ?? '', usage: report.usage, ...table.countersOf(report.taskId) });
+      for (const id of settlement.unlocked) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
+      break;
+    case 'cancelled':
+      enqueueReport(enqueue, { type: 'task:cancelled', taskId: report.taskId });
+      break;
+    case 'retry':
+    case 'failed':
+      reportFailure(context, enqueue, report.taskId, report.attempt, report.error ?? { code: 'internal', message: 'failed', retryable: false }, settlement);
+      break;
+  }
+}
+
+/** A failed attempt: retried (queued again), or final (its dependents skipped, fail-fast stops the run). */
+export function reportFailure(
+  context: SupervisorContext,
+  enqueue: Enqueue,
+  taskId: string,
+  attempt: number,
+  error: ErrorInfo,
+  settlement: Extract<Settlement, { kind: 'retry' | 'failed' }>,
+): void {
+  enqueueReport(enqueue, { type: 'task:failed', taskId, attempt, error, willRetry: settlement.kind === 'retry' });
+  if (settlement.kind === 'retry') {
+    enqueueReport(enqueue, { type: 'task:queued', taskId });
+    return;
+  }
+  for (const id of settlement.skipped) enqueueReport(enqueue, { type: 'task:skipped', taskId: id, reason: `depends on "${taskId}", which failed` });
+  if (context.onFailure === 'fail-fast' && context.stop === null) {
+    enqueue.assign({ stop: { status: 'failed', reason: `task "${taskId}" failed (fail-fast)` } });
+  }
+}
+
+/** An aggregator that cannot expand or merge fails (not retried: its inputs would not change). */
+export function failAggregate(context: SupervisorContext, enqueue: Enqueue, taskId: string, attempt: number, error: ErrorInfo): void {
+  const settlement = context.table.rejectPlan(taskId, attempt, error, [], { retry: false });
+  if (settlement.kind === 'failed') reportFailure(context, enqueue, taskId, attempt, error, settlement);
+}
+
+export function reportReview(enqueue: Enqueue, taskId: string, attempt: number, review: ReviewOutcome): void {
+  enqueueReport(enqueue, { type: 'task:reviewed', taskId, attempt, ...review });
+}
+
+/** Releases the tasks held behind a cache leader, if `taskId` leads a group. */
+export function releaseGroup(context: SupervisorContext, enqueue: Enqueue, taskId: string, attempt: number | undefined, warm: boolean, now: number): void {
+  const released = context.groups.release(taskId, attempt, warm, now);
+  if (!released) return;
+  context.table.release(released.released);
+  enqueueReport(enqueue, { type: 'cache:release', taskId, group: released.key, released: released.released.length, warm });
+}
+
+export function runStatusOf(ctx: SupervisorContext, runBudgetDenied: boolean): RunStatus {
+  if (ctx.stop) return ctx.stop.status;
+  // The run budget ran out: what completed is kept, the rest could not be paid for.
+  if (runBudgetDenied && ctx.table.counts.completed < ctx.table.size) return 'budget_exceeded';
+  const c = ctx.table.counts;
+  if (c.completed === ctx.table.size) return 'completed';
+  return c.completed === 0 && ctx.table.size > 0 ? 'failed' : 'partial';
+}

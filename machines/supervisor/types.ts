@@ -1,0 +1,112 @@
+/** The supervisor's input, context and events, and what its helpers share. */
+import type { DoneActorEvent, ErrorActorEvent } from 'xstate';
+import type { CallTarget } from '../agentContext.js';
+import type { CacheGroups } from '../cacheGroups.js';
+import type { LedgerBudgets } from '../ledger.machine.js';
+import type { Group } from '../mapReduceSteps.js';
+import type { AttemptReport, CacheWarmEvent, KeyLimits, RunStatus, Usage } from '../protocol.js';
+import type { RunRestore } from '../tasks/restore.js';
+import type { RunResult } from '../tasks/results.js';
+import type { RunTable } from '../tasks/runTable.js';
+import type { SupervisedTask } from '../tasks/types.js';
+import type { ToolBusInput } from '../toolBus.machine.js';
+import type { Crew } from './crew.js';
+
+export interface SupervisorInput {
+  runId: string;
+  tasks: SupervisedTask[];
+  providers: { name: string; keys: { keyId: string; limits: KeyLimits; probation?: boolean }[] }[];
+  /** One breaker per route `<provider>/<model>`. */
+  routes: { route: string; failureThreshold?: number; cooldownMs?: number; maxCooldownMs?: number; cooldownFactor?: number }[];
+  /** The tool bus: its tools and its batching, caching and timeout settings. */
+  toolBus: ToolBusInput;
+  maxInFlight: number;
+  /** Caps per model (the plan's model names) on tasks running at once, beside maxInFlight. */
+  modelMaxInFlight?: Record<string, number>;
+  onFailure: 'continue' | 'fail-fast';
+  backoff: { baseMs: number; maxMs: number };
+  /** 429s one attempt may wait out before it fails; unset: only its deadline bounds them. */
+  maxRateLimitWaits?: number;
+  seed: number;
+  /** The model that writes compaction summaries, if the plan names one. */
+  compaction?: CallTarget;
+  /** Budgets: with any, a ledger joins the run and every priced call reserves its worst case. */
+  budgets?: LedgerBudgets;
+  /** The run has a beforeDispatch hook: every model call asks it first. */
+  hooked?: boolean;
+  /** The run has a beforeToolCall hook: every tool call asks it first. */
+  toolHooked?: boolean;
+  /** Messages an agent keeps at the end when it compacts. */
+  keepLast?: number;
+  /** Cache-aware fan-out: how long a written prefix stays readable (ms). Default 300000. */
+  cacheTtlMs?: number;
+  /** A resumed run: what its earlier life had done (finished tasks are not run again). */
+  restore?: RunRestore;
+  /** Agents per group actor (default AGENTS_PER_GROUP); tests set it small to see several groups. */
+  agentsPerGroup?: number;
+}
+
+/** A planner's output, to be checked and turned into sub-tasks by the `expandPlan` actor. */
+export interface PlanExpansionInput {
+  taskId: string;
+  attempt: number;
+  output: string;
+  /** The planner's depth (its sub-tasks are one deeper). */
+  depth: number;
+  /** A map: its prompt and system with its deps' outputs placed, and the `from` task's output. */
+  map?: { prompt: string; system?: string; itemsText?: string };
+  /** A reduce, or a group of one that splits: the groups of its tree (the root last). */
+  reduce?: { groups: Group[] };
+}
+
+/** The sub-tasks, ready to join the run, or every problem with the output (it is then rejected). */
+export type PlanExpansion = { ok: true; tasks: SupervisedTask[] } | { ok: false; issues: string[] };
+
+export interface SupervisorContext {
+  runId: string;
+  table: RunTable;
+  /** The group actors the agents run under, and how many agents each holds. */
+  crew: Crew;
+  inFlight: number;
+  maxInFlight: number;
+  onFailure: 'continue' | 'fail-fast';
+  backoff: { baseMs: number; maxMs: number };
+  maxRateLimitWaits: number | undefined;
+  seed: number;
+  compaction: SupervisorInput['compaction'];
+  hooked: boolean;
+  toolHooked: boolean;
+  keepLast: number | undefined;
+  startedAt: number;
+  /** What the run's infrastructure is made of (spawned once, at the start). */
+  infra: Pick<SupervisorInput, 'providers' | 'routes' | 'toolBus' | 'budgets'>;
+  /** Cache-aware fan-out: groups of tasks sharing a prompt prefix. */
+  groups: CacheGroups;
+  /** Planner outputs being expanded: actor id -> the attempt it came from. */
+  expanding: Map<string, { taskId: string; attempt: number; output: string; usage: Usage }>;
+  /** Why the run stopped early, if it did. */
+  stop: { status: Extract<RunStatus, 'failed' | 'cancelled'>; reason: string } | null;
+  result: RunResult | null;
+}
+
+/** A group's report that one of its agents ended (a crash is a failed report). */
+export interface AgentEndedEvent {
+  type: 'AGENT.ENDED';
+  /** The index of the group the agent ran in. */
+  group: number;
+  report: AttemptReport;
+}
+
+export type SupervisorEvent =
+  | { type: 'CANCEL'; reason?: string }
+  | CacheWarmEvent
+  | AgentEndedEvent
+  | DoneActorEvent<unknown, string>
+  | ErrorActorEvent<unknown, string>;
+
+/** What the supervisor's helpers need of enqueueActions' `enqueue`: run an action, assign context, spawn. */
+export type Enqueue = ((action: unknown) => void) & {
+  assign(values: Partial<SupervisorContext>): void;
+  spawnChild(src: unknown, options: { id: string; input: unknown }): void;
+  sendTo(to: unknown, event: unknown): void;
+};
