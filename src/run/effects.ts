@@ -14,7 +14,7 @@ import { keyMachine } from '../../machines/key.machine.js';
 import { poolMachine } from '../../machines/pool.machine.js';
 import { breakerMachine } from '../../machines/breaker.machine.js';
 import { toolBusMachine } from '../../machines/toolBus.machine.js';
-import { ledgerMachine } from '../../machines/ledger.machine.js';
+import { ledgerMachine, type LedgerBalance } from '../../machines/ledger.machine.js';
 import { nowOf } from '../../machines/clock.js';
 import { textOf } from '../../machines/tokens.js';
 import type { RunJournal } from '../durable.js';
@@ -45,9 +45,11 @@ export interface RunEffects {
   deltas: boolean;
   /** The sampling settings of a plan model, by its name. */
   sampling: (modelName: string | undefined) => Sampling;
+  /** The ledger's announcement of the run budget's balance (the dispatch hooks are told it). */
+  onBalance: (balance: LedgerBalance) => void;
 }
 
-export function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, transport, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, deltas, sampling }: RunEffects) {
+export function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, transport, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, deltas, sampling, onBalance }: RunEffects) {
   const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal, system, self }) => {
     const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
     try {
@@ -120,7 +122,7 @@ export function provideEffects(report: (_: unknown, event: RunEvent) => void, { 
       pool: poolMachine.provide({ actions: { report }, actors: { key: keyMachine.provide({ actions: { report } }) } }),
       breaker: breakerMachine.provide({ actions: { report } }),
       toolBus: toolBusMachine.provide({ actions: { report }, actors: { executeTool, executeBatch } }),
-      ledger: ledgerMachine.provide({ actions: { report } }),
+      ledger: ledgerMachine.provide({ actions: { report, balance: (_, balance: LedgerBalance) => onBalance(balance) } }),
     },
   });
 }

@@ -130,22 +130,20 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
       transport = swarm.remote
         ? remoteTransport(swarm.remote, runId, { providers: plan.providers, tools: plan.tools })
         : localTransport(swarm.registry.forPlan(plan, (name) => keyIdsOf.get(name)!.map((id) => keyring.get(id).secret).filter((x) => x !== '')), keyring, runTools);
-      const budgetLeft = () => {
-        const book = actor?.system.get('ledger')?.getSnapshot().context.book as { run(): { limitUsd?: number; spentUsd: number; reservedUsd: number } } | undefined;
-        const run = book?.run();
-        return run?.limitUsd === undefined ? undefined : run.limitUsd - run.spentUsd - run.reservedUsd;
-      };
+      // As the ledger last announced it (after every event it handles): what a hook is told.
+      let budgetLeftUsd: number | undefined;
       const machine = provideEffects(report, {
         keyring,
         transport,
         runTools,
-        beforeDispatch: dispatchHook(hooks.dispatch, plan, budgetLeft),
+        beforeDispatch: dispatchHook(hooks.dispatch, plan, () => budgetLeftUsd),
         beforeToolCall: toolHook(hooks.tool),
         expander,
         journal,
         readOnly: new Set(busTools.filter((t) => t.readOnly).map((t) => t.name)),
         deltas,
         sampling: (name) => samplingOf(name === undefined ? undefined : plan.models[name]),
+        onBalance: (balance) => (budgetLeftUsd = balance.budgetLeftUsd),
       });
       actor = createActor(machine, { input, clock, systemId: 'supervisor', ...(options.inspect ? { inspect: options.inspect } : {}) });
       report(null, startedEvent(runId, plan, input, restore?.retried));
