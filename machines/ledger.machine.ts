@@ -18,64 +18,79 @@
  * request that settled spend alone leaves no room for is refused at once. Nothing waits forever:
  * a head can only lack room while some reservation is outstanding.
  *
- * The bookkeeping lives in a mutable {@link LedgerBook} held by reference in context (see
- * ledgerBook.ts): every event is O(1).
+ * The bookkeeping (accounts, reservations, the waiting queue) lives in a mutable
+ * {@link LedgerBook} held by reference in context (see ledgerBook.ts), so every event is O(1); it
+ * changes only through its own methods, called inside `assign`. The rest of the context
+ * (`runDenied`, the answers of the last event) is replaced, never changed in place; the answers
+ * are sent by the `answer` action after the assigns that decided them. The run budget's balance
+ * leaves through the `balance` action each time (the runtime hands it to the dispatch hooks), so
+ * nothing outside needs to read the ledger's snapshot for it.
  */
-import { enqueueActions, setup, type AnyActorRef } from 'xstate';
+import { assign, enqueueActions, setup, type AnyActorRef } from 'xstate';
 import { LedgerBook, denialMessage } from './ledgerBook.js';
-import type { LedgerInput } from './ledgerBook.js';
+import type { LedgerInput, ReserveOutcome } from './ledgerBook.js';
 import type { ErrorInfo, LedgerEvent, LedgerReply, RunEvent } from './protocol.js';
 import { enqueueReport } from './kit.js';
 
 export { LedgerBook, denialMessage, formatUsd } from './ledgerBook.js';
-export type { AccountView, Denial, LedgerBudgets, LedgerCounts, LedgerInput, ReserveOutcome } from './ledgerBook.js';
+export type { AccountView, Denial, LedgerBudgets, LedgerCounts, LedgerInput, LedgerRequest, ReserveOutcome } from './ledgerBook.js';
 
 export interface LedgerContext {
-  /** All the accounts and reservations, mutated in place (never copied per event). */
-  book: LedgerBook;
+  /**
+   * All the accounts, reservations and the requests waiting for room (FIFO), changed in place
+   * by its own methods inside `assign` only (never copied per event).
+   */
+  book: LedgerBook<Reserve>;
   /**
    * A reservation was refused by the RUN budget: the run cannot afford all its work, and the
    * supervisor reports the run as over budget. Task and model denials do not set it.
    */
   runDenied: boolean;
-  /**
-   * Requests that could fit once outstanding reservations settle (they may cost less than the
-   * worst case they hold), in arrival order; answered as settlements make room.
-   */
-  waiting: Reserve[];
+  /** The answers the last event decided, in order: the `answer` action sends them. */
+  outbox: readonly Answer[];
+}
+
+/** The run budget's balance, as the `balance` action announces it. */
+export interface LedgerBalance {
+  /** The run budget less settled spend and outstanding reservations (below 0 after an overrun). */
+  budgetLeftUsd: number;
 }
 
 type Reserve = Extract<LedgerEvent, { type: 'LEDGER.RESERVE' }>;
+
+/** One reply to an agent, with the `budget:denied` report that goes before it when it is a budget denial. */
+interface Answer {
+  to: AnyActorRef;
+  reply: LedgerReply;
+  denied?: Extract<RunEvent, { type: 'budget:denied' }>;
+}
 
 function invalidAmount(event: Reserve): ErrorInfo {
   const message = `reservation ${event.reservationId} of task "${event.taskId}" asked for ${String(event.amountUsd)} USD: an amount must be a finite, non-negative number`;
   return { code: 'internal', retryable: false, message, model: event.model };
 }
 
-/** Grants or refuses one request now, and tells its agent. */
-function answer(context: LedgerContext, e: Reserve, enqueue: EnqueueLike): void {
-  const outcome = context.book.reserve(e.reservationId, e.taskId, e.model, e.amountUsd);
-  let reply: LedgerReply;
-  if (outcome.kind === 'reserved') reply = { type: 'LEDGER.RESERVED', reservationId: e.reservationId };
-  else if (outcome.kind === 'invalid') reply = { type: 'LEDGER.DENIED', reservationId: e.reservationId, error: invalidAmount(e) };
-  else {
-    const { denial } = outcome;
-    const error: ErrorInfo = { code: 'budget_exceeded', retryable: false, message: denialMessage(denial), model: e.model };
-    reply = { type: 'LEDGER.DENIED', reservationId: e.reservationId, error };
-    const { taskId, model, amountUsd, budget, limitUsd, spentUsd, reservedUsd } = denial;
-    enqueueReport(enqueue, { type: 'budget:denied', taskId, model, amountUsd, budget, limitUsd, spentUsd, reservedUsd });
-    // Bookkeeping held by reference, like the book: set where it is decided.
-    if (budget === 'run') context.runDenied = true;
-  }
-  enqueue.sendTo(e.replyTo, reply);
+/** What the agent is told of the book's decision on its request. */
+function answerOf(e: Reserve, outcome: ReserveOutcome): Answer {
+  if (outcome.kind === 'reserved') return { to: e.replyTo, reply: { type: 'LEDGER.RESERVED', reservationId: e.reservationId } };
+  if (outcome.kind === 'invalid') return { to: e.replyTo, reply: { type: 'LEDGER.DENIED', reservationId: e.reservationId, error: invalidAmount(e) } };
+  const { denial } = outcome;
+  const error: ErrorInfo = { code: 'budget_exceeded', retryable: false, message: denialMessage(denial), model: e.model };
+  const { taskId, model, amountUsd, budget, limitUsd, spentUsd, reservedUsd } = denial;
+  return {
+    to: e.replyTo,
+    reply: { type: 'LEDGER.DENIED', reservationId: e.reservationId, error },
+    denied: { type: 'budget:denied', taskId, model, amountUsd, budget, limitUsd, spentUsd, reservedUsd },
+  };
 }
 
-type EnqueueLike = { sendTo: (to: AnyActorRef, event: LedgerReply) => void };
-
+/** The context's own fields after these answers: a run-budget denial sets `runDenied` for good. */
+const answered = (context: LedgerContext, outbox: Answer[]) => ({ outbox, runDenied: context.runDenied || outbox.some((a) => a.denied?.budget === 'run') });
 
 /**
  * The ledger of one run. Spawn it with systemId `ledger`; agents send it LedgerEvents and get
- * LedgerReplies. Its only effect is the `report` action (`budget:denied`).
+ * LedgerReplies. Its effects are the `report` action (`budget:denied`) and the `balance` action
+ * (the run budget's balance, when the run has one).
  *
  * @example
  * spawnChild('ledger', { id: 'ledger', systemId: 'ledger', input: { budgets: { runUsd: 5, perModelUsd: { opus: 2 } } } })
@@ -92,54 +107,54 @@ export const ledgerMachine = setup({
   actions: {
     /** Public run event (src forwards it): here only `budget:denied`. */
     report: (_, _event: RunEvent) => {},
-    reserve: enqueueActions(({ context, event, enqueue }) => {
+    /** The run budget's balance after every event (src hands it to the dispatch hooks). */
+    balance: (_, _balance: LedgerBalance) => {},
+    /** Answered now, or queued behind the requests waiting for room (FIFO). */
+    reserve: assign(({ context, event }) => {
       const e = event as Reserve;
-      // A repeat of an outstanding reservation is answered at once (it is not charged twice).
-      if (context.book.isOpen(e.reservationId)) return answer(context, e, enqueue);
-      const verdict = context.book.verdict(e.taskId, e.model, e.amountUsd);
-      // Room held by outstanding reservations may come back when they settle below their worst
-      // case: such a request waits, and so does everyone behind it (FIFO, no starvation).
-      if (verdict !== 'never' && (verdict === 'later' || context.waiting.length > 0)) {
-        context.waiting.push(e);
-        return;
-      }
-      answer(context, e, enqueue);
+      const outcome = context.book.ask(e);
+      return answered(context, outcome === undefined ? [] : [answerOf(e, outcome)]);
     }),
     /** After a settle or release: answer the waiting requests that can be answered now, in order. */
-    drain: enqueueActions(({ context, enqueue }) => {
-      while (context.waiting.length > 0) {
-        const head = context.waiting[0]!;
-        if (!context.book.isOpen(head.reservationId) && context.book.verdict(head.taskId, head.model, head.amountUsd) === 'later') return;
-        context.waiting.shift();
-        answer(context, head, enqueue);
-      }
-    }),
+    drain: assign(({ context }) => answered(context, context.book.drain().map(({ request, outcome }) => answerOf(request, outcome)))),
     /** A request released while it waits (its agent went away) leaves the queue unanswered. */
-    dropWaiting: enqueueActions(({ context, event }) => {
-      const id = (event as Extract<LedgerEvent, { type: 'LEDGER.RELEASE' }>).reservationId;
-      const i = context.waiting.findIndex((w) => w.reservationId === id);
-      if (i >= 0) context.waiting.splice(i, 1);
+    dropWaiting: assign(({ context, event }) => {
+      context.book.withdraw((event as Extract<LedgerEvent, { type: 'LEDGER.RELEASE' }>).reservationId);
+      return {};
     }),
-    // enqueueActions like `reserve`, so the book changes while the transition resolves, as in the pool.
-    settle: enqueueActions(({ context, event }) => {
+    settle: assign(({ context, event }) => {
       const e = event as Extract<LedgerEvent, { type: 'LEDGER.SETTLE' }>;
       context.book.settle(e.reservationId, e.actualUsd); // unknown or closed: ignored
+      return {};
     }),
-    release: enqueueActions(({ context, event }) => {
+    release: assign(({ context, event }) => {
       context.book.release((event as Extract<LedgerEvent, { type: 'LEDGER.RELEASE' }>).reservationId); // idem
+      return {};
+    }),
+    /** Sends what the assigns before it decided (each denial's report first), then the balance. */
+    answer: enqueueActions(({ context, enqueue }) => {
+      for (const { to, reply, denied } of context.outbox) {
+        if (denied) enqueueReport(enqueue, denied);
+        enqueue.sendTo(to, reply);
+      }
+      const budgetLeftUsd = context.book.runLeft();
+      // The same cast as enqueueReport's: an action of setup() cannot name another with its types.
+      if (budgetLeftUsd !== undefined) (enqueue as unknown as (action: { type: 'balance'; params: LedgerBalance }) => void)({ type: 'balance', params: { budgetLeftUsd } });
     }),
   },
 }).createMachine({
   id: 'ledger',
-  context: ({ input }) => ({ book: new LedgerBook(input.budgets), runDenied: false, waiting: [] }),
+  context: ({ input }) => ({ book: new LedgerBook<Reserve>(input.budgets), runDenied: false, outbox: [] }),
   initial: 'open',
   states: {
     /** Always open: a denied reservation says nothing of a smaller one, or of the next settlement. */
     open: {
+      // The balance the run starts from (a resumed run's earlier spend), before any hook asks.
+      entry: 'answer',
       on: {
-        'LEDGER.RESERVE': { actions: 'reserve' },
-        'LEDGER.SETTLE': { actions: ['settle', 'drain'] },
-        'LEDGER.RELEASE': { actions: ['dropWaiting', 'release', 'drain'] },
+        'LEDGER.RESERVE': { actions: ['reserve', 'answer'] },
+        'LEDGER.SETTLE': { actions: ['settle', 'drain', 'answer'] },
+        'LEDGER.RELEASE': { actions: ['dropWaiting', 'release', 'drain', 'answer'] },
       },
     },
   },

@@ -1,8 +1,9 @@
 /**
  * The ledger's bookkeeping: one account per budget (the run, each task, each plan model), the
- * outstanding reservations by id, and the counters. Pure logic, mutable on purpose: the ledger
- * keeps one instance in its context by reference, so every event costs O(1) and never copies a
- * table.
+ * outstanding reservations by id, the requests waiting for room (FIFO), and the counters. Pure
+ * logic, mutable on purpose: the ledger keeps one instance in its context by reference and
+ * changes it only through these methods, inside `assign`, so every event costs O(1) and never
+ * copies a table or the queue.
  *
  * Amounts are kept as integer nano-dollars. Sums and differences of integers are exact, so a
  * budget of $0.30 takes reservations of $0.10 and $0.20 (in floating point they add up to
@@ -63,6 +64,14 @@ export interface Denial {
   reservedUsd: number;
 }
 
+/** A request for a reservation, as the book queues it (the ledger's carries its reply address too). */
+export interface LedgerRequest {
+  reservationId: string;
+  taskId: string;
+  model: string;
+  amountUsd: number;
+}
+
 export type ReserveOutcome =
   | { kind: 'reserved'; duplicate: boolean }
   | { kind: 'denied'; denial: Denial }
@@ -114,7 +123,7 @@ function viewOf(account: Account): AccountView {
  * book.reserve('r2', 't2', 'sonnet', 0.6); // { kind: 'denied', denial: { budget: 'run', ... } }
  * book.settle('r1', 0.25);                 // spent $0.25, reserved $0
  */
-export class LedgerBook {
+export class LedgerBook<R extends LedgerRequest = LedgerRequest> {
   readonly counts: LedgerCounts = { reserved: 0, denied: 0, settled: 0, released: 0, overruns: 0 };
   private readonly runAccount: Account;
   private readonly tasks = new Map<string, Account>();
@@ -122,6 +131,9 @@ export class LedgerBook {
   private readonly taskLimits: Map<string, number>;
   private readonly modelLimits: Map<string, number>;
   private readonly open = new Map<string, Reservation>();
+  /** Requests waiting for room: `queue[head]` on are waiting, in arrival order (a head index keeps taking one O(1)). */
+  private queue: R[] = [];
+  private head = 0;
 
   constructor(budgets: LedgerBudgets) {
     this.runAccount = newAccount(budgets.runUsd);
@@ -182,6 +194,67 @@ export class LedgerBook {
   }
 
   /**
+   * A request as the ledger answers it: a repeat of an outstanding reservation at once (not
+   * charged twice); one that could fit once outstanding reservations settle waits, and so does
+   * every request behind one that waits (FIFO, no starvation): undefined, queued. Otherwise it is
+   * reserved or refused now.
+   */
+  ask(request: R): ReserveOutcome | undefined {
+    if (!this.open.has(request.reservationId)) {
+      const verdict = this.verdict(request.taskId, request.model, request.amountUsd);
+      if (verdict !== 'never' && (verdict === 'later' || this.waitingCount > 0)) {
+        this.queue.push(request);
+        return undefined;
+      }
+    }
+    return this.reserve(request.reservationId, request.taskId, request.model, request.amountUsd);
+  }
+
+  /**
+   * After a settle or release: the waiting requests that can be answered now, head first, each
+   * reserved or refused; stops at the first that still only lacks room held by reservations.
+   */
+  drain(): { request: R; outcome: ReserveOutcome }[] {
+    const answered: { request: R; outcome: ReserveOutcome }[] = [];
+    while (this.head < this.queue.length) {
+      const request = this.queue[this.head]!;
+      if (!this.open.has(request.reservationId) && this.verdict(request.taskId, request.model, request.amountUsd) === 'later') break;
+      this.head++;
+      answered.push({ request, outcome: this.reserve(request.reservationId, request.taskId, request.model, request.amountUsd) });
+    }
+    this.compact();
+    return answered;
+  }
+
+  /** A waiting request released (its agent went away) leaves the queue unanswered; false if none waits with that id. */
+  withdraw(reservationId: string): boolean {
+    const i = this.queue.findIndex((r, at) => at >= this.head && r.reservationId === reservationId);
+    if (i < 0) return false;
+    this.queue.splice(i, 1);
+    return true;
+  }
+
+  /** The requests waiting for room, head first (a copy: O(waiting), for reports and tests). */
+  get waiting(): R[] {
+    return this.queue.slice(this.head);
+  }
+
+  get waitingCount(): number {
+    return this.queue.length - this.head;
+  }
+
+  /** Drops the answered part of the queue once it is most of it (amortised O(1) per request). */
+  private compact(): void {
+    if (this.head === this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  /**
    * Replaces a reservation by what the call actually cost, even above the reservation: that is
    * what was spent. An actual that is not a finite, non-negative number counts as the whole
    * reservation (the worst case we held). Unknown or already closed ids: false, nothing changes.
@@ -220,6 +293,12 @@ export class LedgerBook {
 
   run(): AccountView {
     return viewOf(this.runAccount);
+  }
+
+  /** What is left of the run budget (settled spend and outstanding reservations taken off); undefined without one. */
+  runLeft(): number | undefined {
+    const run = this.run();
+    return run.limitUsd === undefined ? undefined : run.limitUsd - run.spentUsd - run.reservedUsd;
   }
 
   /** A task's account, once the task reserved anything (whether or not it has a cap). */

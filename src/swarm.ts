@@ -1,56 +1,42 @@
 /**
- * Wires one run's actor system. Read top to bottom, this is the flow of a run:
+ * The public face of the runtime: createSwarm() and what its runs hand back. A run, top to bottom:
  *
- * 1. the plan is validated (every problem at once) and resolved: keys from the environment into
- *    the keyring (ids only leave it), models into routes, tasks into supervised tasks with their
- *    critical-path rank;
- * 2. the machines get their effects with `machine.provide(...)`: `callModel` (a provider call
- *    with the lease's key and an AbortSignal), `executeTool` (a registered tool's handler), and
- *    `report` (the public event stream);
+ * 1. run() validates the plan (every problem at once), journals it and takes its lock
+ *    (src/run/lock.ts); resume() and retry() read the run back from its journal first
+ *    (src/run/journaled.ts, src/run/retry.ts);
+ * 2. src/run/start.ts connects the plan's tool servers, loads its hooks, resolves it (keys into the
+ *    keyring, models into routes, tasks into supervised tasks with their critical-path rank), picks
+ *    where its calls are made (src/run/transport.ts: here, or on the workers) and gives the
+ *    machines their effects (src/run/effects.ts);
  * 3. the supervisor actor starts with the clock and inspector given to createSwarm, and its
  *    output is the run's result.
  */
-import { createEmitter, type Emitter } from './util/emitter.js';
 import { customAlphabet, nanoid } from 'nanoid';
-import type { CacheWarmEvent } from '../machines/protocol.js';
-import type { PlanExpansion, PlanExpansionInput } from '../machines/supervisor/machine.js';
-import { PlanExpander } from './planner.js';
-import { createActor, fromPromise, toPromise, type Actor, type InspectionEvent, type Observer } from 'xstate';
-import { agentMachine } from '../machines/agent.machine.js';
-import { nowOf, realClock, type TimedClock } from '../machines/clock.js';
-import { keyMachine } from '../machines/key.machine.js';
-import { poolMachine } from '../machines/pool.machine.js';
-import { breakerMachine } from '../machines/breaker.machine.js';
-import { toolBusMachine } from '../machines/toolBus.machine.js';
-import { ledgerMachine } from '../machines/ledger.machine.js';
-import { priceOf } from './cost/prices.js';
-import type { DispatchDecision, DispatchInfo, ToolCallDecision, ToolCallInfo, ErrorInfo, ModelCallInput, ModelCallOutput, RunEvent, ToolBatchInput, ToolExecInput, ToolResult } from '../machines/protocol.js';
-import type { RunResult } from '../machines/tasks/results.js';
-import { supervisorMachine, type SupervisorInput } from '../machines/supervisor/machine.js';
-import { costOf } from './cost/price.js';
-import { checkOutput, parsedOutput } from './plan/structured.js';
-import { textOf } from '../machines/tokens.js';
-import { Keyring } from './keys.js';
-import { parsePlan, PlanValidationError, type Plan, type ResultOf } from './plan/index.js';
-import { ProviderError, asProviderError } from './providers/errors.js';
-import { ProviderRegistry, type ProviderObject } from './providers/registry.js';
-import { fromWire, toolNaming, toWire } from './providers/toolNames.js';
-import type { Provider, ToolSpec } from './providers/types.js';
-import { resolveRun, samplingOf, targetOfModel, type BreakerOptions, type Sampling } from './resolve.js';
-import { decisionOf, loadHookModule, toolDecisionOf, type BeforeDispatch, type BeforeToolCall, type Hooks } from './hooks.js';
-import type { ToolDefinition } from './tools/local.js';
-import { RunTools } from './tools/registry.js';
-import { hasRedactions, inlineSecretPaths, redactPlan, refusalOf, restoreOf, RunJournal, settingSecrets, unredactPlan } from './durable.js';
-import { openStore, openStoreToRead, type AttemptRow, type RunRecord, type RunSummary, type Spent, type Store, type StoreError, type TaskRow } from './store/index.js';
-import { DeltaStream } from './run/deltas.js';
-import { RetryError, retryBasesOf, retrySessionsOf, tasksToRetry, type RetrySession } from './run/retry.js';
-import { readFileSync } from 'node:fs';
-import { lazyRemote, unwrap, type Remote } from './distributed/lazy.js';
-import type { BatchJob, ModelJob, RunConfig, ToolJob } from './distributed/protocol.js';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
+import type { Actor, InspectionEvent, Observer } from 'xstate';
 import type { Tracer } from '@opentelemetry/api';
-import { defaultTracer, RunTracer } from './telemetry.js';
+import type { ErrorInfo, RunEvent } from '../machines/protocol.js';
+import type { RunResult } from '../machines/tasks/results.js';
+import type { supervisorMachine } from '../machines/supervisor/machine.js';
+import { realClock, type TimedClock } from '../machines/clock.js';
+import type { Emitter } from './util/emitter.js';
+import { parsePlan, type Plan, type ResultOf } from './plan/index.js';
+import { ProviderRegistry, type ProviderObject } from './providers/registry.js';
+import type { Provider } from './providers/types.js';
+import type { BreakerOptions } from './resolve.js';
+import type { Hooks } from './hooks.js';
+import type { ToolDefinition } from './tools/local.js';
+import { hasRedactions, redactPlan, refusalOf, unredactPlan } from './durable.js';
+import { openStore, openStoreToRead, type RunRecord, type RunSummary, type Store, type StoreError } from './store/index.js';
+import { lazyRemote } from './distributed/lazy.js';
+import { RetryError, retrySessionsOf, tasksToRetry, type RetrySession } from './run/retry.js';
+import { FINISHED, finishedHandle, readPlanFile, stateOf, type JournaledState } from './run/journaled.js';
+import { takeLock, withLiveness } from './run/lock.js';
+import { startRun, type SwarmShared } from './run/start.js';
+import { checkDistributable } from './run/transport.js';
+
+export { RunLockedError } from './run/lock.js';
 
 /** The public event stream of a run: one entry per RunEvent type. */
 /** A run event as the stream carries it: stamped with the time (ms, the swarm's clock). */
@@ -136,18 +122,6 @@ export interface RetryOptions extends ResumeOptions {
   tasks?: readonly string[];
 }
 
-/** Another process is running (or resuming) this run. */
-export class RunLockedError extends Error {
-  readonly code = 'RUN_LOCKED';
-  constructor(
-    readonly runId: string,
-    readonly holder: { pid: number; host: string; since: number },
-  ) {
-    super(`run ${runId} is already being run by process ${holder.pid} on ${holder.host} (since ${new Date(holder.since).toISOString()}); not starting it twice`);
-    this.name = 'RunLockedError';
-  }
-}
-
 export interface RunHandle<R = RunResult> {
   readonly id: string;
   /**
@@ -208,10 +182,10 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   const clock = options.clock ?? realClock;
   const tools = new Map((options.tools ?? []).map((t) => [t.name, t]));
   const registry = new ProviderRegistry({ now: () => clock.now(), seed: options.seed ?? 0, ...(options.providers ? { overrides: options.providers } : {}) });
-  const live = new Set<RunHandle>();
 
   let store: Store | undefined;
   const ownStore = typeof options.store !== 'object';
+  const journals = new Set<{ failWith(e: StoreError): void }>();
   /** The journal, opened on first use (creating the swarm touches no disk). */
   const storeOf = (): Store | undefined => {
     if (options.store === false) return undefined;
@@ -219,204 +193,22 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     store ??= openStore(options.store ?? (env.SWARMSTATE_STORE || undefined), { onError: (e) => journals.forEach((j) => j.failWith(e)) });
     return store;
   };
-  const journals = new Set<{ failWith(e: StoreError): void }>();
-  const owner = { id: nanoid(10), pid: process.pid, host: hostname() };
-  /** Distributed runs: one connection to the call queue for every run of the swarm. */
-  const remote = options.redis ? lazyRemote(options.redis) : undefined;
-
-  /** Starts a run (new, or resumed from its journal); the plan is valid and the run locked. */
-  const start = (plan: Plan, runId: string, seed: number, restore: JournaledState | undefined, deltas = options.deltas === true, baseDir?: string): RunHandle => {
-    const events = createEmitter<RunEvents>();
-    const durable = storeOf();
-    runningHere.add(runId);
-    // Every secret of the run, known before anything can echo one: the tool servers' settings now,
-    // the provider keys as resolveRun adds them (before the first event).
-    const keyring = new Keyring();
-    for (const { path, value } of settingSecrets(plan, env)) keyring.redactor.addSetting(value, path);
-    const redact = <T>(value: T): T => keyring.redactor.redactDeep(value);
-    const journal = durable ? new RunJournal(durable, runId, redact) : undefined;
-    const journalRef = journal ? { failWith: (e: StoreError) => journal.fail(e) } : undefined;
-    if (journalRef) journals.add(journalRef);
-    // Made here, synchronously in run(): the caller's active span becomes the run span's parent.
-    const tracing = options.tracer === false ? undefined : new RunTracer(options.tracer ?? defaultTracer(), runId, plan);
-    const report = (_: unknown, raw: RunEvent) => {
-      // Events go to the journal, the spans and to listeners (the CLI's --events, --json, the report): out.
-      const event = redact(raw);
-      // Streamed text is for the listeners of this life only: the output is journaled whole.
-      if (event.type !== 'task:delta') journal?.record(event);
-      if (tracing?.active) tracing.record(event, clock.now());
-      // Nobody listening: no stamped copy to make (the hot path of a big run).
-      if (!events.all.has(event.type) && !events.all.has('*')) return;
-      try {
-        events.emit(event.type, { ...event, at: clock.now() } as never);
-      } catch {
-        // A listener that throws must not take the run down with it.
-      }
-    };
-    let actor: Actor<typeof supervisorMachine> | undefined;
-    let cancelled: string | undefined;
-    const heartbeat = durable ? setInterval(() => {
-      try {
-        // Another process took the lock over (this one stalled past the stale limit): stop, so
-        // the run never goes on in two places.
-        if (!durable.heartbeat(runId, owner.id)) {
-          cancelled = 'lost the run\'s lock to another process';
-          actor?.send({ type: 'CANCEL', reason: cancelled });
-        }
-      } catch {
-        // A journal that fails stops the run through its next write.
-      }
-    }, 10_000) : undefined;
-    heartbeat?.unref();
-    if (journal) {
-      // A journal that cannot write stops the run: nothing more is sent that it could not record.
-      journal.onFailure = (error) => {
-        cancelled = `the run's journal cannot be written: ${error.message}`;
-        actor?.send({ type: 'CANCEL', reason: cancelled });
-      };
-    }
-
-    // Started on the next microtask at the earliest, so listeners attached right after run()
-    // see every event, `run:started` included. MCP servers connect first: a task naming a tool
-    // its server does not have fails the run before anything is sent.
-    /** Whether the supervisor started: a new run refused before that is journaled as failed. */
-    let started = false;
-    const result = (async () => {
-      await Promise.resolve();
-      const runTools = await RunTools.open(plan, [...tools.values()], env);
-      const planHooks = plan.hooks ? await loadHookModule(plan.hooks.module, process.cwd()).catch(async (error: unknown) => {
-        await runTools.close();
-        throw new PlanValidationError([{ path: 'hooks.module', message: (error as Error).message }]);
-      }) : undefined;
-      const hooks = [options.hooks?.beforeDispatch, planHooks?.beforeDispatch].filter((h): h is BeforeDispatch => h !== undefined);
-      const toolHooks = [options.hooks?.beforeToolCall, planHooks?.beforeToolCall].filter((h): h is BeforeToolCall => h !== undefined);
-      try {
-        const problems = runTools.problems(plan);
-        if (problems.length > 0) throw new PlanValidationError(problems);
-        const busTools = runTools.busTools();
-        const input = resolveRun(plan, {
-          runId,
-          keyring,
-          env,
-          busTools,
-          toolTokens: (names) => runTools.specTokens(names),
-          seed,
-          backoff: options.backoff ?? { baseMs: 500, maxMs: 30_000 },
-          ...(options.breaker ? { breaker: options.breaker } : {}),
-          ...(options.shareTools === false ? { shareTools: false } : {}),
-          ...(hooks.length > 0 ? { hooked: true } : {}),
-          ...(toolHooks.length > 0 ? { toolHooked: true } : {}),
-        });
-        const expander = new PlanExpander(
-          plan,
-          { toolTokens: (names) => runTools.specTokens(names), toolNames: busTools.map((t) => t.name), ...(baseDir !== undefined ? { baseDir } : {}) },
-          journal ? (planner, specs) => journal.acceptSubtasks(planner, specs) : undefined,
-        );
-        if (restore) {
-          input.restore = restoreOf(restore.rows, restore.attempts, restore.spent.byTask, expander, new Set(plan.tasks.map((t) => t.id)), restore.retryBases);
-          if (input.budgets) input.budgets.spent = { runUsd: restore.spent.total, byTask: restore.spent.byTask, byModel: restore.spent.byModel };
-        }
-        const keyIdsOf = new Map(input.providers.map((p) => [p.name, p.keys.map((k) => k.keyId)]));
-        // A distributed run makes no call here: no adapters (and no embedded simulator) in the coordinator.
-        const adapters = remote ? new Map<string, Provider>() : registry.forPlan(plan, (name) => keyIdsOf.get(name)!.map((id) => keyring.get(id).secret).filter((x) => x !== ''));
-        const budgetLeft = () => {
-          const book = actor?.system.get('ledger')?.getSnapshot().context.book as { run(): { limitUsd?: number; spentUsd: number; reservedUsd: number } } | undefined;
-          const run = book?.run();
-          return run?.limitUsd === undefined ? undefined : run.limitUsd - run.spentUsd - run.reservedUsd;
-        };
-        const beforeDispatch = dispatchHook(hooks, plan, budgetLeft);
-        const readOnly = new Set(busTools.filter((t) => t.readOnly).map((t) => t.name));
-        const machine = provideEffects(report, {
-          keyring,
-          adapters,
-          runTools,
-          beforeDispatch,
-          beforeToolCall: toolHook(toolHooks),
-          expander,
-          journal,
-          readOnly,
-          deltas,
-          sampling: (name) => samplingOf(name === undefined ? undefined : plan.models[name]),
-          remote: remote ? { calls: remote, runId, config: { providers: plan.providers, tools: plan.tools } } : undefined,
-        });
-        actor = createActor(machine, { input, clock, systemId: 'supervisor', ...(options.inspect ? { inspect: options.inspect } : {}) });
-        report(null, {
-          type: 'run:started',
-          runId,
-          tasks: input.tasks.length + (input.restore?.expansions.reduce((n, e) => n + e.tasks.length, 0) ?? 0),
-          models: Object.fromEntries(
-            Object.entries(plan.models).map(([name, m]) => {
-              const price = priceOf(m.model, m.price);
-              return [name, { provider: m.provider, model: m.model, ...(price ? { price } : {}) }];
-            }),
-          ),
-          keys: Object.fromEntries(input.providers.flatMap((p) => p.keys.map((k) => [k.keyId, k.limits]))),
-          maxInFlight: input.maxInFlight,
-          ...(plan.budget?.usd !== undefined ? { budgetUsd: plan.budget.usd } : {}),
-          ...depsOf([...input.tasks, ...(input.restore?.expansions.flatMap((e) => e.tasks) ?? [])]),
-          ...beforeOf(input.restore?.tasks),
-          ...(input.restore ? { resumed: true, alreadyCompleted: input.restore.tasks.filter((t) => t.status === 'completed').length } : {}),
-          ...(restore?.retried !== undefined ? { retried: restore.retried } : {}),
-        });
-        started = true;
-        actor.start();
-        if (cancelled !== undefined) actor.send({ type: 'CANCEL', reason: cancelled });
-        const out = redact(withParsedOutputs(priced(await toPromise(actor), plan), plan));
-        if (journal?.failure) throw journal.failure;
-        journal?.finish(out.status, out);
-        if (journal?.failure) throw journal.failure;
-        return out;
-      } finally {
-        await runTools.close();
-      }
-    })().catch((error: unknown) => {
-      // Errors reach the caller's output: a tool server's or a provider's words may hold a secret.
-      if (error instanceof Error) error.message = keyring.redact(error.message);
-      tracing?.close(clock.now(), error);
-      // A new run refused before anything ran (a tool server that does not connect, a tool it
-      // lacks): failed, with why, not left `running` (listed as interrupted, resumable for nothing).
-      // A resume refused so keeps its journal as it was: its work so far is still worth resuming.
-      if (!started && !restore) journal?.refusedAtStart(error);
-      throw error;
-    }).finally(() => {
-      tracing?.close(clock.now());
-      live.delete(handle);
-      runningHere.delete(runId);
-      remote?.forgetRun(runId);
-      if (heartbeat) clearInterval(heartbeat);
-      if (journalRef) journals.delete(journalRef);
-      try {
-        durable?.releaseLock(runId, owner.id);
-      } catch {
-        // A broken journal has no lock to give back; the next resume takes it over (dead pid).
-      }
-    });
-
-    const handle: RunHandle = {
-      id: runId,
-      events,
-      result,
-      get actor() {
-        return actor;
-      },
-      cancel: (reason) => {
-        cancelled = reason ?? 'cancelled by the caller';
-        actor?.send({ type: 'CANCEL', reason: cancelled });
-      },
-    };
-    live.add(handle);
-    return handle;
+  const shared: SwarmShared = {
+    options,
+    env,
+    clock,
+    tools,
+    registry,
+    // Distributed runs: one connection to the call queue for every run of the swarm.
+    remote: options.redis ? lazyRemote(options.redis) : undefined,
+    storeOf,
+    journals,
+    owner: { id: nanoid(10), pid: process.pid, host: hostname() },
+    live: new Set(),
   };
-
-  /** Takes the run's lock for this process, or says who holds it. */
-  const lock = (durable: Store, runId: string) => {
-    if (runningHere.has(runId)) throw new RunLockedError(runId, { pid: process.pid, host: owner.host, since: Date.now() });
-    let got = durable.acquireLock(runId, owner);
-    // Held by this very process for a run it no longer runs (its journal broke before it could
-    // let go): stale, take it over.
-    if (!got.ok && got.holder.pid === process.pid && got.holder.host === owner.host && !runningHere.has(runId)) got = durable.acquireLock(runId, owner, -1);
-    if (!got.ok) throw new RunLockedError(runId, got.holder);
-  };
+  const { owner, remote, live } = shared;
+  const start = (plan: Plan, runId: string, seed: number, restore: JournaledState | undefined, deltas: boolean, baseDir?: string) =>
+    startRun(shared, { plan, runId, seed, restore, deltas, ...(baseDir !== undefined ? { baseDir } : {}) });
 
   /** A journaled run that can be continued: it exists and was not refused at start. */
   const journaledRun = (runId: string, what: 'resume' | 'retry') => {
@@ -473,7 +265,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           tasksTotal: plan.tasks.length,
           createdAt: Date.now(),
         });
-        lock(durable, runId);
+        takeLock(durable, runId, owner);
       }
       // The result's outputs are typed from the plan as written (structured ones are parsed values).
       return start(plan, runId, options.seed ?? 0, undefined, runOptions.deltas ?? options.deltas === true, baseDir) as RunHandle<never>;
@@ -483,7 +275,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       const { durable, record } = journaledRun(runId, 'resume');
       if (FINISHED.has(record.status)) return finishedHandle(runId, record.result as RunResult);
       const { plan, seed, baseDir } = planOf(record, resumeOptions.plan);
-      lock(durable, runId);
+      takeLock(durable, runId, owner);
       try {
         return start(plan, runId, seed, stateOf(durable, runId, record.options), resumeOptions.deltas ?? options.deltas === true, baseDir);
       } catch (error) {
@@ -500,7 +292,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       const { durable, record } = journaledRun(runId, 'retry');
       const { plan, seed, baseDir } = planOf(record, retryOptions.plan);
       // Taken first: a run that is running is refused for that, whatever else it is.
-      lock(durable, runId);
+      takeLock(durable, runId, owner);
       try {
         const rows = durable.loadTasks(runId);
         const tasks = tasksToRetry(runId, plan.tasks, rows, retryOptions.tasks);
@@ -544,290 +336,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   };
 }
 
-/** What a resume (or a retry) restores a run from. */
-interface JournaledState {
-  rows: TaskRow[];
-  attempts: AttemptRow[];
-  spent: Spent;
-  /** Per task sent back by a retry: the attempts it had made before. */
-  retryBases: Map<string, number>;
-  /** A retry: how many tasks it sent back to pending. */
-  retried?: number;
-}
-
-function stateOf(store: Store, runId: string, runOptions: unknown): JournaledState {
-  return { rows: store.loadTasks(runId), attempts: store.loadAttempts(runId), spent: store.spent(runId), retryBases: retryBasesOf(runOptions) };
-}
-
-interface RunEffects {
-  keyring: Keyring;
-  adapters: Map<string, Provider>;
-  runTools: RunTools;
-  beforeDispatch: ReturnType<typeof dispatchHook>;
-  beforeToolCall: ReturnType<typeof toolHook>;
-  expander: PlanExpander;
-  journal: RunJournal | undefined;
-  /** Tools whose calls have no side effect (their results are not journaled). */
-  readOnly: ReadonlySet<string>;
-  /** Turns stream their text as `task:delta` events. */
-  deltas: boolean;
-  /** A distributed run: calls go to the workers as BullMQ jobs. */
-  remote: { calls: Remote; runId: string; config: RunConfig } | undefined;
-  /** The sampling settings of a plan model, by its name. */
-  sampling: (modelName: string | undefined) => Sampling;
-}
-
 /** Run ids: letters and digits only (a leading "-" would read as an option on the command line). */
 const newRunId = customAlphabet('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz', 12);
-
-/** A run journaled as `running` whose lock no live process holds died (or never started): `interrupted`. */
-function withLiveness(store: Store, runs: RunSummary[]): RunSummary[] {
-  return runs.map((r) => (r.status === 'running' && !runningHere.has(r.id) && !store.isHeld(r.id) ? { ...r, status: 'interrupted' as const } : r));
-}
-
-/** How much later than measured a distributed call is taken to have reached the server (key windows err late). */
-const SENT_AT_MARGIN_MS = 100;
-
-/** Runs this process is running now (a lock it holds for any other run is stale). */
-const runningHere = new Set<string>();
-
-/** Run statuses a resume does not run again. */
-const FINISHED = new Set(['completed', 'partial', 'failed', 'budget_exceeded']);
-
-/** A distributed run's keys are read by each worker from its own environment: no inline key. */
-function checkDistributable(plan: Plan, localTools: number): void {
-  // Keys and tool servers' settings travel to the workers (settings in every job): nothing inline that may be a secret.
-  const issues = inlineSecretPaths(plan).map((path) => ({
-    path,
-    message: path.startsWith('providers.')
-      ? 'a distributed run (--redis) needs keys from the environment ({"env": "NAME"}): each worker reads its own'
-      : 'a distributed run (--redis) sends tool server settings through Redis: give this value as {"env": "NAME"} (each worker reads its own)',
-  }));
-  for (const [name, p] of Object.entries(plan.providers)) {
-    if (p.type === 'custom' || p.type === 'ai-sdk') issues.push({ path: `providers.${name}.type`, message: `a distributed run (--redis) makes its calls on the workers: a "${p.type}" provider is an object in this process and cannot go there` });
-  }
-  if (localTools > 0) issues.push({ path: 'tools', message: 'a distributed run (--redis) runs tools on the workers: in-process tools (createSwarm({ tools })) cannot go there; serve them from an MCP server' });
-  if (issues.length > 0) throw new PlanValidationError(issues);
-}
-
-/** A handle for a run that had already finished: its result as recorded. */
-/** The DAG for `run:started`: every task with its dependencies, in plan order. */
-function depsOf(tasks: readonly { id: string; deps: readonly string[] }[]): { deps?: Record<string, string[]> } {
-  return tasks.length > 0 ? { deps: Object.fromEntries(tasks.map((t) => [t.id, [...t.deps]])) } : {};
-}
-
-/** For `run:started` on a resume or retry: how the tasks that had ended before ended. */
-function beforeOf(tasks: readonly { id: string; status: string }[] | undefined): { before?: Record<string, 'completed' | 'failed' | 'skipped'> } {
-  const ended = (tasks ?? []).filter((t): t is { id: string; status: 'completed' | 'failed' | 'skipped' } => t.status !== 'pending');
-  return ended.length > 0 ? { before: Object.fromEntries(ended.map((t) => [t.id, t.status])) } : {};
-}
-
-function finishedHandle(runId: string, result: RunResult): RunHandle {
-  return { id: runId, events: createEmitter<RunEvents>(), result: Promise.resolve(result), cancel: () => {}, actor: undefined };
-}
-
-function readPlanFile(path: string): unknown {
-  try {
-    return JSON.parse(readFileSync(path, 'utf8'));
-  } catch {
-    return undefined;
-  }
-}
-
-/** The tool hooks as the agents' `beforeToolCall` actor: per call, the first that does not allow decides. */
-function toolHook(hooks: BeforeToolCall[]) {
-  return fromPromise<ToolCallDecision[], ToolCallInfo[]>(({ input }) =>
-    Promise.all(
-      input.map(async (call): Promise<ToolCallDecision> => {
-        for (const hook of hooks) {
-          let decision: ToolCallDecision;
-          try {
-            decision = toolDecisionOf(await hook(call));
-          } catch (error) {
-            return { action: 'deny', reason: `the hook threw: ${(error as Error)?.message ?? String(error)}` };
-          }
-          if (decision.action !== 'allow') return decision;
-        }
-        return { action: 'allow' };
-      }),
-    ),
-  );
-}
-
-/** The hooks as the agents' `beforeDispatch` actor: each in turn; the first that does not allow decides. */
-function dispatchHook(hooks: BeforeDispatch[], plan: Plan, budgetLeft: () => number | undefined) {
-  return fromPromise<DispatchDecision, DispatchInfo>(async ({ input }) => {
-    const left = budgetLeft();
-    const info: DispatchInfo = left === undefined ? input : { ...input, budgetLeftUsd: left };
-    for (const hook of hooks) {
-      let decision: DispatchDecision;
-      try {
-        decision = decisionOf(await hook(info), (name) => (plan.models[name] ? targetOfModel(plan, name, input.maxTokens) : undefined));
-        if (decision.action === 'rewrite' && decision.maxTokens !== undefined && decision.maxTokens > input.maxTokens) {
-          decision = { action: 'deny', reason: `the hook raised maxTokens from ${input.maxTokens} to ${decision.maxTokens}: a rewrite may only lower it` };
-        }
-      } catch (error) {
-        return { action: 'deny', reason: `the hook threw: ${(error as Error)?.message ?? String(error)}` };
-      }
-      if (decision.action !== 'allow') return decision;
-    }
-    return { action: 'allow' };
-  });
-}
-
-/**
- * The machines with this run's effects: a model call through the provider's adapter with the
- * lease's key, tool calls through the run's tools, and every report into the event stream.
- */
-function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, adapters, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, deltas, remote, sampling }: RunEffects) {
-  const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal, system, self }) => {
-    const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
-    try {
-      // The spend of earlier calls is on disk before this one leaves (a resumed budget must not undercount).
-      journal?.beforeCall();
-      const naming = toolNaming(call.tools);
-      const wire = toWire(naming, call.tools.flatMap((name) => runTools.spec(name) ?? []), call.messages);
-      const meta = { taskId: call.taskId, attempt: call.attempt, turn: call.turn };
-      const output = call.output?.schema ? { output: { name: outputFormatName(call.taskId), schema: call.output.schema } } : {};
-      const stream = deltas && !call.summary ? new DeltaStream(keyring.redactor, (text) => report(null, { type: 'task:delta', ...meta, text })) : undefined;
-      if (remote) {
-        // A distributed run: a worker makes the call with this lease's key (its secret from the
-        // worker's own environment); the outcome comes back through the job.
-        const job: ModelJob = {
-          kind: 'model',
-          runId: remote.runId,
-          config: remote.config,
-          provider: call.provider,
-          model: call.model,
-          messages: wire.messages,
-          tools: wire.tools,
-          maxTokens: call.maxTokens,
-          ...sampling(call.modelName),
-          keyId: call.keyId,
-          meta,
-          ...output,
-          ...(call.system !== undefined ? { system: call.system } : {}),
-        };
-        const outcome = unwrap(await remote.calls.call(job, signal)) as { model: ModelCallOutput; callMs?: number };
-        const out = fromWire(naming, outcome.model);
-        // The call may have waited in the queue for a worker: the key's request bucket counts it
-        // from when it really left (the worker's own measure of the call, so no clock is compared).
-        // A margin keeps the estimate on the late side: a server counts arrivals by its own clock.
-        if (outcome.callMs !== undefined) out.sentAt = nowOf(self) - outcome.callMs + SENT_AT_MARGIN_MS;
-        stream?.end(textOf(out.content));
-        return withVerdict(call, keyring.redactor.redactDeep(out));
-      }
-      const reply = await adapters.get(call.provider)!.call({
-        provider: call.provider,
-        model: call.model,
-        messages: wire.messages,
-        tools: wire.tools,
-        maxTokens: call.maxTokens,
-        ...sampling(call.modelName),
-        key: keyring.get(call.keyId),
-        signal,
-        meta,
-        ...output,
-        ...(call.system !== undefined ? { system: call.system } : {}),
-        ...(stream ? { onText: (text: string) => stream.push(text) } : {}),
-        // A cache leader's response has begun: its prefix is readable, the tasks held behind it can go.
-        ...(call.cacheLead
-          ? { onResponseStart: () => system.get('supervisor')?.send({ type: 'CACHE.WARM', taskId: call.taskId, attempt: call.attempt } satisfies CacheWarmEvent) }
-          : {}),
-      });
-      const out = fromWire(naming, reply);
-      stream?.end(textOf(out.content));
-      // A reply that echoes a key (a hostile or broken endpoint) does not carry it into the run.
-      return withVerdict(call, keyring.redactor.redactDeep(out));
-    } catch (error) {
-      const e = asProviderError(error, facts);
-      // Servers echo keys back in error bodies: nothing leaves with a secret in it.
-      throw new ProviderError(e.code, keyring.redact(e.message), e.toJSON());
-    }
-  });
-  /** One tool execution: here, or (a distributed run) on a worker. */
-  const execute = async (name: string, args: unknown, signal: AbortSignal, idempotencyKey?: string): Promise<string> => {
-    // What a tool says goes to a model and to the journal: no secret of the run in it, result or error.
-    try {
-      return keyring.redact(await executeHere(name, args, signal, idempotencyKey));
-    } catch (error) {
-      if (error instanceof Error) error.message = keyring.redact(error.message);
-      throw error;
-    }
-  };
-  const executeHere = async (name: string, args: unknown, signal: AbortSignal, idempotencyKey?: string): Promise<string> => {
-    if (!remote) return runTools.execute(name, args, signal, idempotencyKey);
-    const job: ToolJob = { kind: 'tool', runId: remote.runId, config: remote.config, name, args, ...(idempotencyKey ? { idempotencyKey } : {}) };
-    const outcome = await remote.calls.call(job, signal);
-    // A tool's error is its own words (as from a tool run here), not a provider's.
-    if (!outcome.ok) throw new Error(outcome.error.message);
-    return (outcome as { text: string }).text;
-  };
-  const executeTool = fromPromise<string, ToolExecInput>(({ input: call, signal }) => {
-    if (!journal) return execute(call.name, call.args, signal);
-    // A call with a side effect runs once per run: a resumed agent gets the recorded result.
-    if (call.taskId !== undefined && !readOnly.has(call.name)) return journal.sideEffect(call.taskId, call.name, call.args, signal, (idempotencyKey) => execute(call.name, call.args, signal, idempotencyKey));
-    journal.flush();
-    return execute(call.name, call.args, signal);
-  });
-  const executeBatch = fromPromise<ToolResult[], ToolBatchInput>(async ({ input: batch, signal }) =>
-    (await executeBatchHere(batch, signal)).map((r) => ({ ...r, content: keyring.redact(r.content) })),
-  );
-  const executeBatchHere = async (batch: ToolBatchInput, signal: AbortSignal): Promise<ToolResult[]> => {
-    if (!remote) return runTools.executeBatch(batch.name, batch.calls, signal);
-    const job: BatchJob = { kind: 'batch', runId: remote.runId, config: remote.config, name: batch.name, calls: batch.calls };
-    const outcome = await remote.calls.call(job, signal);
-    if (!outcome.ok) throw new Error(outcome.error.message);
-    return (outcome as { results: ToolResult[] }).results;
-  };
-  const expandPlan = fromPromise<PlanExpansion, PlanExpansionInput>(async ({ input }) => expander.expand(input));
-  return supervisorMachine.provide({
-    actions: { report },
-    actors: {
-      expandPlan,
-      agent: agentMachine.provide({ actions: { report }, actors: { callModel, beforeDispatch, beforeToolCall } }),
-      pool: poolMachine.provide({ actions: { report }, actors: { key: keyMachine.provide({ actions: { report } }) } }),
-      breaker: breakerMachine.provide({ actions: { report } }),
-      toolBus: toolBusMachine.provide({ actions: { report }, actors: { executeTool, executeBatch } }),
-      ledger: ledgerMachine.provide({ actions: { report } }),
-    },
-  });
-}
-
-/** A final answer of a task with output checks, checked on arrival (the agent reads the verdict). */
-function withVerdict(call: ModelCallInput, out: ModelCallOutput): ModelCallOutput {
-  if (!call.output || out.content.some((b) => b.type === 'tool_use')) return out;
-  return { ...out, verdict: checkOutput(textOf(out.content), call.output) };
-}
-
-/** A wire-safe name for a task's output format (OpenAI: a-z, A-Z, 0-9, _ and -, at most 64). */
-function outputFormatName(taskId: string): string {
-  return taskId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64) || 'output';
-}
-
-/** A structured output is its parsed value in the public result (the runtime keeps its JSON text). */
-function withParsedOutputs(result: RunResult, plan: Plan): RunResult {
-  for (const spec of plan.tasks) {
-    const task = result.tasks[spec.id];
-    if ((spec.output || spec.kind === 'map') && task && typeof task.output === 'string') task.output = parsedOutput(spec, task.output);
-  }
-  return result;
-}
-
-/** Adds what each task cost (its model's price times its usage) and the total. */
-function priced(result: RunResult, plan: Plan): RunResult {
-  let total: number | null = null;
-  for (const task of Object.values(result.tasks)) {
-    // The agents priced each call at the model that served it; what they could not price (a task
-    // that never called, or a model without a price) is priced here from its usage, or unknown.
-    if (task.costUsd === undefined) {
-      const model = plan.models[task.model];
-      task.costUsd = task.requests === 0 ? 0 : costOf(task.usage, model ? priceOf(model.model, model.price) : undefined);
-    }
-    if (task.costUsd !== null) total = (total ?? 0) + task.costUsd;
-  }
-  result.totals.costUsd = total === null ? null : Math.round(total * 1e8) / 1e8;
-  return result;
-}
 
 export type { ErrorInfo, RunResult };

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createActor, createMachine } from 'xstate';
+import { createActor, createMachine, transition } from 'xstate';
 import { LedgerBook, ledgerMachine } from '../../machines/ledger.machine.js';
-import type { LedgerBudgets } from '../../machines/ledger.machine.js';
+import type { LedgerBalance, LedgerBudgets } from '../../machines/ledger.machine.js';
 import type { LedgerReply, RunEvent } from '../../machines/protocol.js';
 
 /** A ledger with one agent stand-in that logs every reply, and the run events it reports. */
@@ -28,7 +28,7 @@ function harness(budgets: LedgerBudgets) {
     book,
     runDenied: () => ledger.getSnapshot().context.runDenied,
     /** The ids of the requests waiting for room, head first. */
-    waiting: () => ledger.getSnapshot().context.waiting.map((w) => w.reservationId),
+    waiting: () => ledger.getSnapshot().context.book.waiting.map((w) => w.reservationId),
     sendReserve,
     /** Sends a reservation that must be answered at once, and returns that one reply. */
     reserve: (reservationId: string, taskId: string, model: string, amountUsd: number) => {
@@ -39,7 +39,7 @@ function harness(budgets: LedgerBudgets) {
     /** Sends a reservation that must wait: no reply, and it joins the end of the queue. */
     wait: (reservationId: string, taskId: string, model: string, amountUsd: number) => {
       expect(sendReserve(reservationId, taskId, model, amountUsd)).toEqual([]);
-      expect(ledger.getSnapshot().context.waiting.at(-1)?.reservationId).toBe(reservationId);
+      expect(ledger.getSnapshot().context.book.waiting.at(-1)?.reservationId).toBe(reservationId);
     },
     /** Settles, and returns the replies to waiting requests it caused, in order. */
     settle: (reservationId: string, actualUsd: number) => repliesOf(() => ledger.send({ type: 'LEDGER.SETTLE', reservationId, actualUsd })),
@@ -497,7 +497,7 @@ describe('ledgerMachine: property', () => {
           expect(h.runDenied()).toBe(runDenied);
           expect(h.waiting()).toEqual(queue.map((r) => r.id));
           // A head waits only while something is outstanding that may come back.
-          const head = h.ledger.getSnapshot().context.waiting[0];
+          const head = h.ledger.getSnapshot().context.book.waiting[0];
           if (head) {
             expect(h.book().verdict(head.taskId, head.model, head.amountUsd)).toBe('later');
             expect(h.book().outstanding).toBeGreaterThan(0);
@@ -577,5 +577,52 @@ describe('ledgerMachine: property', () => {
       }),
       { seed: 42, numRuns: 200 },
     );
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Purity, and the balance the ledger announces
+// ---------------------------------------------------------------------------------------------
+
+describe('ledgerMachine: context changes only in assign; the balance leaves by action', () => {
+  const agent = () => createActor(createMachine({})).start();
+
+  it('leaves the snapshot a transition is computed from as it was: its own fields are replaced, not changed in place', () => {
+    const h = harness({ runUsd: 1 });
+    h.reserve('r1', 't1', 'm', 0.6);
+    const before = h.ledger.getSnapshot();
+    const { runDenied, outbox } = before.context;
+    // Denied by the run budget: the next snapshot says so; the one it came from must not (the
+    // book is held by reference on purpose, so only the context's own fields can be compared).
+    const [next] = transition(ledgerMachine, before, { type: 'LEDGER.RESERVE', reservationId: 'r2', taskId: 't2', model: 'm', amountUsd: 2, replyTo: agent() });
+    expect(before.context.runDenied).toBe(runDenied);
+    expect(before.context.runDenied).toBe(false);
+    expect(next.context.runDenied).toBe(true);
+    expect(next.context.outbox.map((a) => a.reply.type)).toEqual(['LEDGER.DENIED']);
+    expect(next.context).not.toBe(before.context);
+    expect(before.context.outbox).toBe(outbox);
+    expect(before.context.outbox.map((a) => a.reply.type)).toEqual(['LEDGER.RESERVED']);
+  });
+
+  it('announces the run budget left through its balance action: at start (a resumed run\'s spend counted) and after every event', () => {
+    const balances: number[] = [];
+    const machine = ledgerMachine.provide({ actions: { balance: (_, b: LedgerBalance) => void balances.push(b.budgetLeftUsd) } });
+    const ledger = createActor(machine, { input: { budgets: { runUsd: 1, spent: { runUsd: 0.25, byTask: {}, byModel: {} } } } }).start();
+    const replyTo = agent();
+    ledger.send({ type: 'LEDGER.RESERVE', reservationId: 'r1', taskId: 't', model: 'm', amountUsd: 0.5, replyTo });
+    ledger.send({ type: 'LEDGER.RESERVE', reservationId: 'r2', taskId: 't', model: 'm', amountUsd: 0.5, replyTo }); // waits
+    ledger.send({ type: 'LEDGER.SETTLE', reservationId: 'r1', actualUsd: 0.1 }); // r2 granted
+    ledger.send({ type: 'LEDGER.RELEASE', reservationId: 'r2' });
+    expect(balances.map((b) => Math.round(b * 1e6) / 1e6)).toEqual([0.75, 0.25, 0.25, 0.15, 0.65]);
+    // What a hook is told is what the book holds.
+    expect(balances.at(-1)).toBe(ledger.getSnapshot().context.book.runLeft());
+  });
+
+  it('announces nothing without a run budget (a task budget alone has no run balance)', () => {
+    const balances: number[] = [];
+    const machine = ledgerMachine.provide({ actions: { balance: (_, b: LedgerBalance) => void balances.push(b.budgetLeftUsd) } });
+    const ledger = createActor(machine, { input: { budgets: { perTaskUsd: { t: 1 } } } }).start();
+    ledger.send({ type: 'LEDGER.RESERVE', reservationId: 'r1', taskId: 't', model: 'm', amountUsd: 0.5, replyTo: agent() });
+    expect(balances).toEqual([]);
   });
 });

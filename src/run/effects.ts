@@ -1,0 +1,139 @@
+/**
+ * The machines with one run's effects (`machine.provide(...)`): a model call and tool calls
+ * through the run's CallTransport (here or on the workers), the hooks, the planner's expansion,
+ * and every report into the event stream. What a call needs whichever transport makes it is done
+ * here: the journal before it, tool names to and from the wire, deltas, redaction of what comes
+ * back, and the output checks of a final answer.
+ */
+import { fromPromise } from 'xstate';
+import type { CacheWarmEvent, ModelCallInput, ModelCallOutput, RunEvent, ToolBatchInput, ToolExecInput, ToolResult } from '../../machines/protocol.js';
+import type { PlanExpansion, PlanExpansionInput } from '../../machines/supervisor/machine.js';
+import { supervisorMachine } from '../../machines/supervisor/machine.js';
+import { agentMachine } from '../../machines/agent.machine.js';
+import { keyMachine } from '../../machines/key.machine.js';
+import { poolMachine } from '../../machines/pool.machine.js';
+import { breakerMachine } from '../../machines/breaker.machine.js';
+import { toolBusMachine } from '../../machines/toolBus.machine.js';
+import { ledgerMachine, type LedgerBalance } from '../../machines/ledger.machine.js';
+import { nowOf } from '../../machines/clock.js';
+import { textOf } from '../../machines/tokens.js';
+import type { RunJournal } from '../durable.js';
+import type { Keyring } from '../keys.js';
+import type { PlanExpander } from '../planner.js';
+import { checkOutput } from '../plan/structured.js';
+import { ProviderError, asProviderError } from '../providers/errors.js';
+import { fromWire, toolNaming, toWire } from '../providers/toolNames.js';
+import type { Sampling } from '../resolve.js';
+import type { RunTools } from '../tools/registry.js';
+import { DeltaStream } from './deltas.js';
+import type { dispatchHook, toolHook } from './hookActors.js';
+import type { CallTransport } from './transport.js';
+
+export interface RunEffects {
+  keyring: Keyring;
+  /** Where the calls are made (here, or on the workers). */
+  transport: CallTransport;
+  /** The tools' specs, as the models see them. */
+  runTools: RunTools;
+  beforeDispatch: ReturnType<typeof dispatchHook>;
+  beforeToolCall: ReturnType<typeof toolHook>;
+  expander: PlanExpander;
+  journal: RunJournal | undefined;
+  /** Tools whose calls have no side effect (their results are not journaled). */
+  readOnly: ReadonlySet<string>;
+  /** Turns stream their text as `task:delta` events. */
+  deltas: boolean;
+  /** The sampling settings of a plan model, by its name. */
+  sampling: (modelName: string | undefined) => Sampling;
+  /** The ledger's announcement of the run budget's balance (the dispatch hooks are told it). */
+  onBalance: (balance: LedgerBalance) => void;
+}
+
+export function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, transport, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, deltas, sampling, onBalance }: RunEffects) {
+  const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal, system, self }) => {
+    const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
+    try {
+      // The spend of earlier calls is on disk before this one leaves (a resumed budget must not undercount).
+      journal?.beforeCall();
+      const naming = toolNaming(call.tools);
+      const wire = toWire(naming, call.tools.flatMap((name) => runTools.spec(name) ?? []), call.messages);
+      const meta = { taskId: call.taskId, attempt: call.attempt, turn: call.turn };
+      const output = call.output?.schema ? { output: { name: outputFormatName(call.taskId), schema: call.output.schema } } : {};
+      const stream = deltas && !call.summary ? new DeltaStream(keyring.redactor, (text) => report(null, { type: 'task:delta', ...meta, text })) : undefined;
+      const reply = await transport.model(
+        {
+          provider: call.provider,
+          model: call.model,
+          messages: wire.messages,
+          tools: wire.tools,
+          maxTokens: call.maxTokens,
+          ...sampling(call.modelName),
+          keyId: call.keyId,
+          meta,
+          ...output,
+          ...(call.system !== undefined ? { system: call.system } : {}),
+        },
+        {
+          signal,
+          now: () => nowOf(self),
+          ...(stream ? { onText: (text: string) => stream.push(text) } : {}),
+          // A cache leader's response has begun: its prefix is readable, the tasks held behind it can go.
+          ...(call.cacheLead
+            ? { onResponseStart: () => system.get('supervisor')?.send({ type: 'CACHE.WARM', taskId: call.taskId, attempt: call.attempt } satisfies CacheWarmEvent) }
+            : {}),
+        },
+      );
+      const out = fromWire(naming, reply);
+      stream?.end(textOf(out.content));
+      // A reply that echoes a key (a hostile or broken endpoint) does not carry it into the run.
+      return withVerdict(call, keyring.redactor.redactDeep(out));
+    } catch (error) {
+      const e = asProviderError(error, facts);
+      // Servers echo keys back in error bodies: nothing leaves with a secret in it.
+      throw new ProviderError(e.code, keyring.redact(e.message), e.toJSON());
+    }
+  });
+  /** One tool execution, wherever the transport makes it. */
+  const execute = async (name: string, args: unknown, signal: AbortSignal, idempotencyKey?: string): Promise<string> => {
+    // What a tool says goes to a model and to the journal: no secret of the run in it, result or error.
+    try {
+      return keyring.redact(await transport.tool(name, args, signal, idempotencyKey));
+    } catch (error) {
+      if (error instanceof Error) error.message = keyring.redact(error.message);
+      throw error;
+    }
+  };
+  const executeTool = fromPromise<string, ToolExecInput>(({ input: call, signal }) => {
+    if (!journal) return execute(call.name, call.args, signal);
+    // A call with a side effect runs once per run: a resumed agent gets the recorded result.
+    if (call.taskId !== undefined && !readOnly.has(call.name)) return journal.sideEffect(call.taskId, call.name, call.args, signal, (idempotencyKey) => execute(call.name, call.args, signal, idempotencyKey));
+    journal.flush();
+    return execute(call.name, call.args, signal);
+  });
+  const executeBatch = fromPromise<ToolResult[], ToolBatchInput>(async ({ input: batch, signal }) =>
+    (await transport.batch(batch.name, batch.calls, signal)).map((r) => ({ ...r, content: keyring.redact(r.content) })),
+  );
+  const expandPlan = fromPromise<PlanExpansion, PlanExpansionInput>(async ({ input }) => expander.expand(input));
+  return supervisorMachine.provide({
+    actions: { report },
+    actors: {
+      expandPlan,
+      agent: agentMachine.provide({ actions: { report }, actors: { callModel, beforeDispatch, beforeToolCall } }),
+      pool: poolMachine.provide({ actions: { report }, actors: { key: keyMachine.provide({ actions: { report } }) } }),
+      breaker: breakerMachine.provide({ actions: { report } }),
+      toolBus: toolBusMachine.provide({ actions: { report }, actors: { executeTool, executeBatch } }),
+      ledger: ledgerMachine.provide({ actions: { report, balance: (_, balance: LedgerBalance) => onBalance(balance) } }),
+    },
+  });
+}
+
+/** A final answer of a task with output checks, checked on arrival (the agent reads the verdict). */
+function withVerdict(call: ModelCallInput, out: ModelCallOutput): ModelCallOutput {
+  if (!call.output || out.content.some((b) => b.type === 'tool_use')) return out;
+  return { ...out, verdict: checkOutput(textOf(out.content), call.output) };
+}
+
+/** A wire-safe name for a task's output format (OpenAI: a-z, A-Z, 0-9, _ and -, at most 64). */
+function outputFormatName(taskId: string): string {
+  return taskId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64) || 'output';
+}
