@@ -31,6 +31,8 @@ export interface WriteOptions {
   readOnly: boolean;
   busyLimitMs: number;
   onError: ((error: StoreError) => void) | undefined;
+  /** The run counters the batch's writes changed: written after them, in the same transaction. */
+  counters?: { apply(): void; reset(): void };
 }
 
 export class SqliteWrites {
@@ -49,6 +51,7 @@ export class SqliteWrites {
   private readonly readOnly: boolean;
   private readonly busyLimitMs: number;
   private readonly onError: ((error: StoreError) => void) | undefined;
+  private readonly counters: WriteOptions['counters'];
 
   constructor(
     private readonly db: SqlDatabase,
@@ -59,6 +62,7 @@ export class SqliteWrites {
     this.readOnly = options.readOnly;
     this.busyLimitMs = options.busyLimitMs;
     this.onError = options.onError;
+    this.counters = options.counters;
   }
 
   flush(): void {
@@ -114,6 +118,8 @@ export class SqliteWrites {
         write.body();
       }
       this.pending = [];
+      step = 'record run counters';
+      this.counters?.apply();
       step = doing ?? 'commit';
       let value: T | undefined;
       let refused: StoreError | undefined;
@@ -199,6 +205,7 @@ export class SqliteWrites {
   private poison(error: unknown, doing: string, waited: boolean): StoreError {
     this.clearTimers();
     this.pending = [];
+    this.counters?.reset();
     if (this.db.inTransaction) this.rollbackQuietly();
     if (this.failed !== null) return this.failed;
     const code = codeOf(error);
