@@ -3,7 +3,8 @@
  *
  * - The journal takes the run's events as they happen (task status changes, outputs, usage, each
  *   priced call's cost), the sub-tasks planners make, review rounds, and the results of tool calls
- *   that are not read-only. Writes are batched, one transaction per macrotask; tool results,
+ *   that are not read-only. Writes are batched, one transaction per macrotask (or per 512
+ *   writes, store/sqliteWrites.ts); tool results,
  *   sub-tasks, reopened drafts and final failures are committed at once; pending spend is
  *   committed before each model call, and everything pending before each side-effecting tool call.
  * - A journal that cannot write (disk full, read-only file) stops the run: agents are cancelled,
