@@ -27,6 +27,7 @@ import {
   rateOf,
   rateSourceOf,
   waitsForRelease,
+  unpaced,
   type KeyBook,
   type RateSource,
 } from './keyLimits.js';
@@ -161,6 +162,19 @@ export const keyMachine = setup({
   guards: {
     hasCapacity: ({ context }) => canGrant(context),
     fitsRequest: ({ context, event }) => event.type === 'KEY.GRANT' && fits(context, event.request),
+    /**
+     * The grant leaves the key ready: it stays in `ready` (and says so) without the round trip
+     * through `deciding`, the common case of a key with room. Judged on the book before the
+     * clock's sync, which only adds capacity: a `true` here holds after it too.
+     */
+    grantKeepsReady: ({ context, event }) =>
+      event.type === 'KEY.GRANT' && fits(context, event.request) && canGrant(grant(context, event.leaseId, event.request)),
+    /** The same for a release in `ready`, for a key that paces nothing (where the clock changes nothing). */
+    releaseKeepsReady: ({ context, event }) => {
+      if (event.type !== 'KEY.RELEASE' || context.state !== 'ready' || !unpaced(context)) return false;
+      const after = release(context, event.leaseId, event.outcome);
+      return after.backoffUntil <= after.at && canGrant(after);
+    },
     waitsForRelease: ({ context }) => waitsForRelease(context),
     unknownLease: ({ context, event }) => event.type === 'KEY.RELEASE' && !holds(context, event.leaseId),
     authFailed: ({ event }) => event.type === 'KEY.RELEASE' && event.outcome.kind === 'auth',
@@ -188,6 +202,7 @@ export const keyMachine = setup({
       // Re-entering backoff restarts its timer from the (never earlier) new backoffUntil.
       { guard: 'rateLimited', target: '.backoff', actions: ['release', 'noteRate', 'reportBackoff'] },
       { guard: 'inBackoff', actions: ['release', 'noteRate', 'announce'] },
+      { guard: 'releaseKeepsReady', actions: ['release', 'noteRate', 'announce'] },
       { target: '.deciding', actions: ['release', 'noteRate'] },
     ],
   },
@@ -206,6 +221,7 @@ export const keyMachine = setup({
       entry: { type: 'enter', params: { state: 'ready' } },
       on: {
         'KEY.GRANT': [
+          { guard: 'grantKeepsReady', actions: ['grant', 'confirm', 'announce'] },
           { guard: 'fitsRequest', target: 'deciding', actions: ['grant', 'confirm'] },
           // Bigger than the buckets hold now: refused, and the key waits until it fits.
           { target: 'deciding', actions: ['awaitSize', 'reject'] },

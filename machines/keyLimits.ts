@@ -230,6 +230,11 @@ export function canGrant(book: KeyBook): boolean {
   return grantable(book, book.requests.want, book.input.want, book.output.want);
 }
 
+/** True when the key paces nothing (no rate stated or learned, no concurrency cap): time changes nothing. */
+export function unpaced(book: KeyBook): boolean {
+  return book.limits.concurrency === undefined && LANES.every((lane) => rateOf(book, lane) === undefined);
+}
+
 /** True when this request fits now (the grant's own check; `canGrant` checks the likely size). */
 export function fits(book: KeyBook, request: LeaseRequest): boolean {
   return grantable(book, 1, request.inputTokens, request.outputTokens);
