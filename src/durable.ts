@@ -159,7 +159,8 @@ export class RunJournal {
   /** One run event (already redacted) into the journal (a failure stops the run; later events are dropped). */
   record(event: RunEvent & { at?: number }): void {
     if (this.failure) return;
-    this.attempt(() => {
+    // Every event of the run comes through here: no closure per event, as `attempt` would take.
+    try {
       this.journal.record(event);
       if (event.type === 'model:response' && event.costUsd !== undefined) this.spendPending = true;
       if (event.type === 'task:planned') {
@@ -170,7 +171,9 @@ export class RunJournal {
         this.store.addTasks(this.runId, specs.map((t) => ({ id: t.id, spec: this.redact(t), parent: event.taskId })));
         this.store.setTaskExtra(this.runId, event.taskId, { subtasks: event.subtasks } satisfies PlannerExtra);
       }
-    });
+    } catch (error) {
+      this.failWith(error);
+    }
   }
 
   /** Sub-tasks a planner's answer made, kept until the supervisor has taken them in (`task:planned`). */
@@ -256,8 +259,12 @@ export class RunJournal {
     try {
       write();
     } catch (error) {
-      this.fail(error instanceof StoreError ? error : new StoreError(`journal write failed: ${(error as Error).message}`, this.store.path, 'unknown'));
+      this.failWith(error);
     }
+  }
+
+  private failWith(error: unknown): void {
+    this.fail(error instanceof StoreError ? error : new StoreError(`journal write failed: ${(error as Error).message}`, this.store.path, 'unknown'));
   }
 
   /** Throws the journal's failure: what depends on a durable write must not go on without it. */
