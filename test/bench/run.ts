@@ -252,7 +252,7 @@ The scheduler benchmark above (10,000 tasks, layered DAG, instant provider, \`ma
 with a journal: the in-memory store, and SQLite (WAL, \`synchronous=NORMAL\`) on a fresh file on
 each driver this Node loads (better-sqlite3; Node's built-in node:sqlite from Node 22.13), as
 every durable run writes it: each task's start, attempt, completion with output and usage, the
-run's counters. Writes are batched into one transaction per macrotask; spend is committed before
+run's counters. Writes are batched into one transaction per macrotask (or per 512 writes); spend is committed before
 each model call. Three runs of each in fresh processes, alternating; the median counts.
 ${machineLine()}.
 
