@@ -26,11 +26,12 @@ import {
   newBook,
   rateOf,
   rateSourceOf,
-  release,
   waitsForRelease,
+  unpaced,
   type KeyBook,
   type RateSource,
 } from './keyLimits.js';
+import { release } from './keyRelease.js';
 import type { KeyLimits, KeyState, LeaseOutcome, LeaseRequest, RunEvent } from './protocol.js';
 
 /** What the key is spawned with. */
@@ -105,17 +106,20 @@ export const keyMachine = setup({
     report: (_, _event: RunEvent) => {},
     /** Every message to the pool goes through here (a graph walk, with no parent, stubs it). */
     tellPool: sendParent((_, reply: KeyReply) => reply),
-    /** Brings refills, window and pause up to the system clock: first action of every event. */
+    /**
+     * Brings refills, window and pause up to the system clock. The actions below that change the
+     * book do it first themselves: one assign per event, since each one copies the context.
+     */
     sync: assign(({ context, self }) => advance(context, nowOf(self))),
-    grant: assign(({ context, event }) => {
+    grant: assign(({ context, event, self }) => {
       if (event.type !== 'KEY.GRANT') return {};
-      return grant(context, event.leaseId, event.request);
+      return grant(advance(context, nowOf(self)), event.leaseId, event.request);
     }),
     /** A request larger than the buckets hold now: remember its size, so `ready` waits for it. */
-    awaitSize: assign(({ context, event }) => (event.type === 'KEY.GRANT' ? awaiting(context, event.request) : {})),
-    release: assign(({ context, event }) => {
+    awaitSize: assign(({ context, event, self }) => (event.type === 'KEY.GRANT' ? awaiting(advance(context, nowOf(self)), event.request) : {})),
+    release: assign(({ context, event, self }) => {
       if (event.type !== 'KEY.RELEASE') return {};
-      return release(context, event.leaseId, event.outcome);
+      return release(advance(context, nowOf(self)), event.leaseId, event.outcome);
     }),
     confirm: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'KEY.GRANT') return;
@@ -158,6 +162,19 @@ export const keyMachine = setup({
   guards: {
     hasCapacity: ({ context }) => canGrant(context),
     fitsRequest: ({ context, event }) => event.type === 'KEY.GRANT' && fits(context, event.request),
+    /**
+     * The grant leaves the key ready: it stays in `ready` (and says so) without the round trip
+     * through `deciding`, the common case of a key with room. Judged on the book before the
+     * clock's sync, which only adds capacity: a `true` here holds after it too.
+     */
+    grantKeepsReady: ({ context, event }) =>
+      event.type === 'KEY.GRANT' && fits(context, event.request) && canGrant(grant(context, event.leaseId, event.request)),
+    /** The same for a release in `ready`, for a key that paces nothing (where the clock changes nothing). */
+    releaseKeepsReady: ({ context, event }) => {
+      if (event.type !== 'KEY.RELEASE' || context.state !== 'ready' || !unpaced(context)) return false;
+      const after = release(context, event.leaseId, event.outcome);
+      return after.backoffUntil <= after.at && canGrant(after);
+    },
     waitsForRelease: ({ context }) => waitsForRelease(context),
     unknownLease: ({ context, event }) => event.type === 'KEY.RELEASE' && !holds(context, event.leaseId),
     authFailed: ({ event }) => event.type === 'KEY.RELEASE' && event.outcome.kind === 'auth',
@@ -181,11 +198,12 @@ export const keyMachine = setup({
     'KEY.RELEASE': [
       // Released twice, or by an agent that was cancelled: nothing to settle.
       { guard: 'unknownLease', actions: 'announce' },
-      { guard: 'authFailed', target: '.revoked', actions: ['sync', 'release'] },
+      { guard: 'authFailed', target: '.revoked', actions: 'release' },
       // Re-entering backoff restarts its timer from the (never earlier) new backoffUntil.
-      { guard: 'rateLimited', target: '.backoff', actions: ['sync', 'release', 'noteRate', 'reportBackoff'] },
-      { guard: 'inBackoff', actions: ['sync', 'release', 'noteRate', 'announce'] },
-      { target: '.deciding', actions: ['sync', 'release', 'noteRate'] },
+      { guard: 'rateLimited', target: '.backoff', actions: ['release', 'noteRate', 'reportBackoff'] },
+      { guard: 'inBackoff', actions: ['release', 'noteRate', 'announce'] },
+      { guard: 'releaseKeepsReady', actions: ['release', 'noteRate', 'announce'] },
+      { target: '.deciding', actions: ['release', 'noteRate'] },
     ],
   },
   states: {
@@ -203,9 +221,10 @@ export const keyMachine = setup({
       entry: { type: 'enter', params: { state: 'ready' } },
       on: {
         'KEY.GRANT': [
-          { guard: 'fitsRequest', target: 'deciding', actions: ['sync', 'grant', 'confirm'] },
+          { guard: 'grantKeepsReady', actions: ['grant', 'confirm', 'announce'] },
+          { guard: 'fitsRequest', target: 'deciding', actions: ['grant', 'confirm'] },
           // Bigger than the buckets hold now: refused, and the key waits until it fits.
-          { target: 'deciding', actions: ['sync', 'awaitSize', 'reject'] },
+          { target: 'deciding', actions: ['awaitSize', 'reject'] },
         ],
       },
     },

@@ -3,7 +3,8 @@
  *
  * - The journal takes the run's events as they happen (task status changes, outputs, usage, each
  *   priced call's cost), the sub-tasks planners make, review rounds, and the results of tool calls
- *   that are not read-only. Writes are batched, one transaction per macrotask; tool results,
+ *   that are not read-only. Writes are batched, one transaction per macrotask (or per 512
+ *   writes, store/sqliteWrites.ts); tool results,
  *   sub-tasks, reopened drafts and final failures are committed at once; pending spend is
  *   committed before each model call, and everything pending before each side-effecting tool call.
  * - A journal that cannot write (disk full, read-only file) stops the run: agents are cancelled,
@@ -159,7 +160,8 @@ export class RunJournal {
   /** One run event (already redacted) into the journal (a failure stops the run; later events are dropped). */
   record(event: RunEvent & { at?: number }): void {
     if (this.failure) return;
-    this.attempt(() => {
+    // Every event of the run comes through here: no closure per event, as `attempt` would take.
+    try {
       this.journal.record(event);
       if (event.type === 'model:response' && event.costUsd !== undefined) this.spendPending = true;
       if (event.type === 'task:planned') {
@@ -170,7 +172,9 @@ export class RunJournal {
         this.store.addTasks(this.runId, specs.map((t) => ({ id: t.id, spec: this.redact(t), parent: event.taskId })));
         this.store.setTaskExtra(this.runId, event.taskId, { subtasks: event.subtasks } satisfies PlannerExtra);
       }
-    });
+    } catch (error) {
+      this.failWith(error);
+    }
   }
 
   /** Sub-tasks a planner's answer made, kept until the supervisor has taken them in (`task:planned`). */
@@ -256,8 +260,12 @@ export class RunJournal {
     try {
       write();
     } catch (error) {
-      this.fail(error instanceof StoreError ? error : new StoreError(`journal write failed: ${(error as Error).message}`, this.store.path, 'unknown'));
+      this.failWith(error);
     }
+  }
+
+  private failWith(error: unknown): void {
+    this.fail(error instanceof StoreError ? error : new StoreError(`journal write failed: ${(error as Error).message}`, this.store.path, 'unknown'));
   }
 
   /** Throws the journal's failure: what depends on a durable write must not go on without it. */

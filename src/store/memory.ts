@@ -7,6 +7,7 @@
  */
 import type { Usage } from '../../machines/protocol.js';
 import { fromJson, mayTake, toJson, type HeldLock } from './shared.js';
+import { attemptOf, attemptRowOf, newRunData, newTask, summaryOf, taskOf, taskRowOf, type AttemptState, type RunData, type RunState, type TaskState } from './memoryRows.js';
 import {
   StoreError,
   type AttemptRow,
@@ -23,77 +24,6 @@ import {
   type StoredTaskStatus,
   type TaskRow,
 } from './types.js';
-
-interface RunState {
-  seq: number;
-  id: string;
-  status: StoredRunStatus;
-  createdAt: number;
-  updatedAt: number;
-  source: string | null;
-  optionsJson: string | null;
-  planJson: string | null;
-  resultJson: string | null;
-  tasksTotal: number;
-  tasksDone: number;
-  costUsd: number;
-}
-
-interface TaskState {
-  status: StoredTaskStatus;
-  attempts: number;
-  output: string | null;
-  errorJson: string | null;
-  reason: string | null;
-  usageJson: string | null;
-  costUsd: number | null;
-  requests: number;
-  retries: number;
-  specJson: string | null;
-  parent: string | null;
-  extraJson: string | null;
-  updatedAt: number;
-}
-
-interface AttemptState {
-  taskId: string;
-  attempt: number;
-  route: string;
-  startedAt: number;
-  endedAt: number | null;
-  status: AttemptRow['status'];
-  requests: number;
-  usageJson: string | null;
-  costUsd: number | null;
-}
-
-/** Everything journaled under one run id (a run record need not exist, as in SQLite: no foreign keys). */
-interface RunData {
-  tasks: Map<string, TaskState>;
-  attempts: AttemptState[];
-  attemptsOf: Map<string, Map<number, AttemptState>>;
-  /** `${taskId}\0${model}` -> spend, summed like the SQL upsert. */
-  spend: Map<string, { taskId: string; model: string; usd: number }>;
-  tools: Map<string, { content: string; isError: boolean; at: number }>;
-}
-
-function newTask(at: number): TaskState {
-  return {
-    status: 'pending',
-    attempts: 0,
-    output: null,
-    errorJson: null,
-    reason: null,
-    usageJson: null,
-    costUsd: null,
-    requests: 0,
-    retries: 0,
-    specJson: null,
-    parent: null,
-    extraJson: null,
-    updatedAt: at,
-  };
-}
 
 export class MemoryStore implements Store {
   readonly path = ':memory:';
@@ -295,22 +225,7 @@ export class MemoryStore implements Store {
 
   loadTasks(runId: string): TaskRow[] {
     this.open();
-    return [...(this.data.get(runId)?.tasks ?? new Map<string, TaskState>())].map(([taskId, t]) => ({
-      taskId,
-      status: t.status,
-      attempts: t.attempts,
-      output: t.output,
-      error: fromJson(t.errorJson),
-      reason: t.reason,
-      usage: fromJson(t.usageJson) as Usage | null,
-      costUsd: t.costUsd,
-      requests: t.requests,
-      retries: t.retries,
-      spec: fromJson(t.specJson),
-      parent: t.parent,
-      extra: fromJson(t.extraJson),
-      updatedAt: t.updatedAt,
-    }));
+    return [...(this.data.get(runId)?.tasks ?? new Map<string, TaskState>())].map(([taskId, t]) => taskRowOf(taskId, t));
   }
 
   loadAttempts(runId: string, taskId?: string): AttemptRow[] {
@@ -318,17 +233,7 @@ export class MemoryStore implements Store {
     const rows = this.data.get(runId)?.attempts ?? [];
     return rows
       .filter((row) => taskId === undefined || row.taskId === taskId)
-      .map((row) => ({
-        taskId: row.taskId,
-        attempt: row.attempt,
-        route: row.route,
-        startedAt: row.startedAt,
-        endedAt: row.endedAt,
-        status: row.status,
-        requests: row.requests,
-        usage: fromJson(row.usageJson) as Usage | null,
-        costUsd: row.costUsd,
-      }));
+      .map(attemptRowOf);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -429,51 +334,17 @@ export class MemoryStore implements Store {
   private runData(runId: string): RunData {
     let data = this.data.get(runId);
     if (data === undefined) {
-      data = { tasks: new Map(), attempts: [], attemptsOf: new Map(), spend: new Map(), tools: new Map() };
+      data = newRunData();
       this.data.set(runId, data);
     }
     return data;
   }
 
-  /** The task's state, made (`pending`) when first written, like the SQL upserts. */
   private task(runId: string, taskId: string, at: number): TaskState {
-    const tasks = this.runData(runId).tasks;
-    let task = tasks.get(taskId);
-    if (task === undefined) {
-      task = newTask(at);
-      tasks.set(taskId, task);
-    }
-    return task;
+    return taskOf(this.runData(runId), taskId, at);
   }
 
-  /** The attempt's state, made when first written: route '' and started when first seen. */
   private attempt(runId: string, taskId: string, attempt: number, at: number): AttemptState {
-    const data = this.runData(runId);
-    let ofTask = data.attemptsOf.get(taskId);
-    if (ofTask === undefined) {
-      ofTask = new Map();
-      data.attemptsOf.set(taskId, ofTask);
-    }
-    let row = ofTask.get(attempt);
-    if (row === undefined) {
-      row = { taskId, attempt, route: '', startedAt: at, endedAt: null, status: null, requests: 0, usageJson: null, costUsd: null };
-      ofTask.set(attempt, row);
-      data.attempts.push(row);
-    }
-    return row;
+    return attemptOf(this.runData(runId), taskId, attempt, at);
   }
-}
-
-function summaryOf(run: RunState): RunSummary {
-  return {
-    id: run.id,
-    status: run.status,
-    createdAt: run.createdAt,
-    updatedAt: run.updatedAt,
-    source: run.source,
-    options: fromJson(run.optionsJson),
-    tasksTotal: run.tasksTotal,
-    tasksDone: run.tasksDone,
-    costUsd: run.costUsd,
-  };
 }

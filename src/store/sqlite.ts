@@ -22,6 +22,7 @@ import type { Usage } from '../../machines/protocol.js';
 import { fromJson, mayTake, toJson, type HeldLock } from './shared.js';
 import { BUSY_LIMIT_MS, BUSY_TIMEOUT_MS, retryBusy } from './busy.js';
 import { codeOf, reasonOf, SqliteWrites } from './sqliteWrites.js';
+import { RunCounters } from './sqliteCounters.js';
 import { checkVersion, migrate, prepare, recognise, type AttemptDbRow, type RunRow, type Statements, type SummaryRow, type TaskDbRow } from './sqliteSchema.js';
 import {
   StoreError,
@@ -66,6 +67,7 @@ export class SqliteStore implements Store {
   private readonly st: Statements;
   private readonly now: () => number;
   private readonly writes: SqliteWrites;
+  private readonly counters: RunCounters;
 
   constructor(file: string = DEFAULT_DB_PATH, options: StoreOptions = {}) {
     this.path = file === ':memory:' ? file : resolve(file);
@@ -112,7 +114,8 @@ export class SqliteStore implements Store {
     }
     this.db = db;
     this.driver = db.driver;
-    this.writes = new SqliteWrites(db, this.st, { path: this.path, readOnly, busyLimitMs, onError: options.onError });
+    this.counters = new RunCounters(this.st);
+    this.writes = new SqliteWrites(db, this.st, { path: this.path, readOnly, busyLimitMs, onError: options.onError, counters: this.counters });
   }
 
   /** The connection, for tests and diagnostics (pragmas, a look at the tables). Not for writes. */
@@ -192,8 +195,8 @@ export class SqliteStore implements Store {
   ): void {
     const usageJson = toJson(usage);
     this.writes.batched('record task completion', () => {
-      // One statement fewer per task than reading the status first (this is the journal's hot path).
-      this.st.runDoneOnce.run(at, runId, runId, taskId);
+      // Counted once per task: a completion journaled again (a replayed batch) does not count twice.
+      if (this.st.taskStatus.get(runId, taskId) !== 'completed') this.counters.add(runId, 1, 0, at);
       this.st.taskComplete.run(runId, taskId, attempt, output, usageJson, costUsd, requests, retries, at);
       this.st.attemptComplete.run(runId, taskId, attempt, at, at, requests, usageJson, costUsd);
     });
@@ -299,7 +302,7 @@ export class SqliteStore implements Store {
     const at = this.now();
     this.writes.batched('record spend', () => {
       this.st.spend.run(runId, taskId, model, usd);
-      this.st.runCost.run(usd, at, runId);
+      this.counters.add(runId, 0, usd, at);
     });
   }
 

@@ -107,15 +107,11 @@ export function prepare(db: SqlDatabase) {
     setStatus: p('UPDATE runs SET status = ?, updated_at = ? WHERE id = ?'),
     setStatusResult: p('UPDATE runs SET status = ?, result_json = ?, updated_at = ? WHERE id = ?'),
     setOptions: p('UPDATE runs SET options_json = ?, updated_at = ? WHERE id = ?'),
-    /** tasks_done + 1 unless the task is completed already (run before the task's row is updated). */
-    runDoneOnce: p(
-      `UPDATE runs SET tasks_done = tasks_done + 1, updated_at = ? WHERE id = ?
-       AND NOT EXISTS (SELECT 1 FROM tasks WHERE run_id = ? AND task_id = ? AND status = 'completed')`,
-    ),
     runUndone: p('UPDATE runs SET tasks_done = tasks_done - 1, updated_at = ? WHERE id = ?'),
+    /** A batch's completions and spend, at once (sqliteCounters.ts). */
+    runAdd: p('UPDATE runs SET tasks_done = tasks_done + ?, cost_usd = cost_usd + ?, updated_at = ? WHERE id = ?'),
     taskReopen: p(`UPDATE tasks SET status = 'queued', extra_json = ?, updated_at = ? WHERE run_id = ? AND task_id = ?`),
     runTotal: p('UPDATE runs SET tasks_total = tasks_total + ?, updated_at = ? WHERE id = ?'),
-    runCost: p('UPDATE runs SET cost_usd = cost_usd + ?, updated_at = ? WHERE id = ?'),
 
     taskStatus: p('SELECT status FROM tasks WHERE run_id = ? AND task_id = ?').pluck(),
     taskStart: p(

@@ -4,7 +4,8 @@
  *
  * A batch is not an open transaction: batched writes are kept in order (closures over their bound
  * values) and run together in one `BEGIN IMMEDIATE` ... `COMMIT` when the batch commits (the
- * `setImmediate` armed by its first write, a durable-now write, `flush()`, or a read). So the
+ * `setImmediate` armed by its first write, a durable-now write, `flush()`, a read, or
+ * BATCH_MAX_WRITES pending). So the
  * write lock is held for the statements only, never while the run works between two writes, and
  * several processes can share the file. A lock held by another process is waited for (busy.ts):
  * a durable write blocks, within a limit; a batch committing by itself tries again on a timer.
@@ -26,11 +27,21 @@ export function reasonOf(error: unknown): string {
   return text.length > 200 ? `${text.slice(0, 200)}...` : text;
 }
 
+/**
+ * A batch commits by itself once this many writes are pending, without waiting for the next
+ * macrotask: a run whose calls all settle in microtasks (an instant provider, a cache) would
+ * otherwise keep its whole journal pending until it ends, which loses that much in a crash and
+ * keeps every pending write alive for the garbage collector to walk.
+ */
+export const BATCH_MAX_WRITES = 512;
+
 export interface WriteOptions {
   path: string;
   readOnly: boolean;
   busyLimitMs: number;
   onError: ((error: StoreError) => void) | undefined;
+  /** The run counters the batch's writes changed: written after them, in the same transaction. */
+  counters?: { apply(): void; reset(): void };
 }
 
 export class SqliteWrites {
@@ -41,6 +52,8 @@ export class SqliteWrites {
   /** The next try of a commit that found the write lock held by another process. */
   private retry: NodeJS.Timeout | null = null;
   private busySince: number | null = null;
+  /** A full batch found the write lock held: it waits for the armed commit. */
+  private fullWaits = false;
   private busyTries = 0;
   /** Set by the first failed write; every later write throws it. */
   private failed: StoreError | null = null;
@@ -49,6 +62,7 @@ export class SqliteWrites {
   private readonly readOnly: boolean;
   private readonly busyLimitMs: number;
   private readonly onError: ((error: StoreError) => void) | undefined;
+  private readonly counters: WriteOptions['counters'];
 
   constructor(
     private readonly db: SqlDatabase,
@@ -59,6 +73,7 @@ export class SqliteWrites {
     this.readOnly = options.readOnly;
     this.busyLimitMs = options.busyLimitMs;
     this.onError = options.onError;
+    this.counters = options.counters;
   }
 
   flush(): void {
@@ -85,6 +100,7 @@ export class SqliteWrites {
     this.usable();
     this.pending.push({ doing, body });
     if (this.timer === null && this.retry === null) this.timer = setImmediate(this.autoCommit);
+    else if (this.pending.length >= BATCH_MAX_WRITES && this.retry === null && !this.fullWaits) this.commitFull();
   }
 
   /** A durable-now write: the pending batch and then `body`, committed together before this returns. */
@@ -114,6 +130,8 @@ export class SqliteWrites {
         write.body();
       }
       this.pending = [];
+      step = 'record run counters';
+      this.counters?.apply();
       step = doing ?? 'commit';
       let value: T | undefined;
       let refused: StoreError | undefined;
@@ -173,6 +191,18 @@ export class SqliteWrites {
     }
   };
 
+  /** A full batch commits now, as the armed commit would (which stays armed while the lock is busy). */
+  private commitFull(): void {
+    try {
+      this.transact(undefined, undefined, false);
+    } catch (error) {
+      if (error instanceof StoreError) this.onError?.(error);
+      // Busy: the armed commit tries again on the next macrotask, and waits from there; until a
+      // commit succeeds, later writes do not try (each try can block for SQLite's busy timeout).
+      else this.fullWaits = true;
+    }
+  }
+
   private clearTimers(): void {
     if (this.timer !== null) clearImmediate(this.timer);
     if (this.retry !== null) clearTimeout(this.retry);
@@ -180,6 +210,7 @@ export class SqliteWrites {
     this.retry = null;
     this.busySince = null;
     this.busyTries = 0;
+    this.fullWaits = false;
   }
 
   /** Throws when the store cannot take writes: read-only, closed, or failed before. */
@@ -199,6 +230,7 @@ export class SqliteWrites {
   private poison(error: unknown, doing: string, waited: boolean): StoreError {
     this.clearTimers();
     this.pending = [];
+    this.counters?.reset();
     if (this.db.inTransaction) this.rollbackQuietly();
     if (this.failed !== null) return this.failed;
     const code = codeOf(error);

@@ -8,8 +8,9 @@
  *
  * Durability. Writes are grouped in batches: a batched write is kept, in order, and the batch
  * runs as one short transaction on `flush()`, or by itself on the next macrotask (`setImmediate`)
- * after its first write. The runtime calls `flush()` before any network side effect. Some writes
- * are "durable now": they commit at once, together with anything pending, before they return.
+ * after its first write, or at once when it holds 512 writes (BATCH_MAX_WRITES, sqliteWrites.ts).
+ * The runtime calls `flush()` before any network side effect. Some writes are "durable now":
+ * they commit at once, together with anything pending, before they return.
  * Each method says which kind it is:
  *
  *   durable now: createRun, setRunStatus, reopenRun, taskFailed with final = true, addTasks, taskReopened,
@@ -18,7 +19,7 @@
  *                setTaskExtra, recordSpend
  *
  * Completions are batched: one commit per task would be the journal's largest cost on a big run
- * (10,000 tasks), and a crash loses at most one macrotask of them (those tasks run again on
+ * (10,000 tasks), and a crash loses at most one macrotask (or batch) of them (those tasks run again on
  * resume). The runtime commits pending spend before every model call.
  *
  * Reads see every write made through the same store: a read commits what is pending first.

@@ -2,33 +2,9 @@
  * `npm run bench [-- <name>...]`: runs the benchmarks, each size in a fresh process (so peak RSS
  * is that run's own), and writes their tables into docs/benchmarks.md between markers.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import { availableDrivers } from '../../src/store/driver.js';
-
-const DOC = 'docs/benchmarks.md';
-
-function child(script: string, args: string[], env: Record<string, string> = {}): Record<string, number> {
-  const out = execFileSync(process.execPath, ['--import', 'tsx', script, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
-  const last = out.trim().split('\n').pop()!;
-  return JSON.parse(last) as Record<string, number>;
-}
-
-function machineLine(): string {
-  return `Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model.trim() ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${new Date().toISOString().slice(0, 10)}`;
-}
-
-function writeSection(name: string, body: string): void {
-  const start = `<!-- bench:${name} -->`;
-  const end = `<!-- /bench:${name} -->`;
-  let doc = existsSync(DOC) ? readFileSync(DOC, 'utf8') : '# Benchmarks\n\nWritten by `npm run bench`; each table is replaced when its benchmark runs again.\n';
-  const block = `${start}\n${body.trim()}\n${end}`;
-  const i = doc.indexOf(start);
-  const j = doc.indexOf(end);
-  doc = i >= 0 && j > i ? doc.slice(0, i) + block + doc.slice(j + end.length) : `${doc.trimEnd()}\n\n${block}\n`;
-  writeFileSync(DOC, doc);
-}
+import { child, DOC, machineLine, writeSection } from './report.js';
+import { schedulerBench } from './schedulerTable.js';
 
 const benches: Record<string, () => void> = {
   pacing() {
@@ -95,35 +71,7 @@ floor too, so where it completes every task the two differ by noise: a peer coun
 every task only if it did so in all three runs.`,
     );
   },
-  scheduler() {
-    const sizes = [1_000, 10_000];
-    const rows = sizes.map((n) => child('test/bench/scheduler.ts', [String(n), 'none']));
-    for (const r of rows) console.log(`scheduler: ${r.tasks} tasks ${r.ms!.toFixed(0)} ms, ${r.usPerTask!.toFixed(1)} us/task, ${r.maxRssMb!.toFixed(0)} MB`);
-    const [small, large] = rows as [Record<string, number>, Record<string, number>];
-    const growth = large.usPerTask! / small.usPerTask!;
-    const ok = (b: boolean) => (b ? 'yes' : '**NO**');
-    writeSection(
-      'scheduler',
-      `## Scheduler overhead (issue 2)
-
-A layered DAG (100 tasks per layer, each task after the first layer depends on 1-3 tasks of the
-layer before), \`maxInFlight\` 50, on an instant in-process provider: every microsecond is the
-runtime's own (actors, events, leases, breakers, bookkeeping), without a journal (\`store: false\`;
-the journal's cost is measured below). Each size runs in a fresh process after a 200-task
-warm-up. ${machineLine()}.
-
-| tasks | wall time | tasks/s | overhead per task | peak RSS |
-|---:|---:|---:|---:|---:|
-${rows.map((r) => `| ${r.tasks!.toLocaleString('en')} | ${r.ms!.toFixed(0)} ms | ${r.tasksPerSec!.toFixed(0)} | ${r.usPerTask!.toFixed(1)} µs | ${r.maxRssMb!.toFixed(0)} MB |`).join('\n')}
-
-| goal | result | met |
-|---|---|---|
-| ≤ 250 µs per task at 10,000 | ${large.usPerTask!.toFixed(1)} µs | ${ok(large.usPerTask! <= 250)} |
-| ≤ 400 MB peak RSS at 10,000 | ${large.maxRssMb!.toFixed(0)} MB | ${ok(large.maxRssMb! <= 400)} |
-| per-task overhead at 10,000 within 1.5× of 1,000 (no quadratic growth) | ${growth.toFixed(2)}× | ${ok(growth <= 1.5)} |`,
-    );
-  },
-
+  scheduler: schedulerBench,
 
   tools() {
     const configs = [
@@ -215,7 +163,7 @@ The scheduler benchmark above (10,000 tasks, layered DAG, instant provider, \`ma
 with a journal: the in-memory store, and SQLite (WAL, \`synchronous=NORMAL\`) on a fresh file on
 each driver this Node loads (better-sqlite3; Node's built-in node:sqlite from Node 22.13), as
 every durable run writes it: each task's start, attempt, completion with output and usage, the
-run's counters. Writes are batched into one transaction per macrotask; spend is committed before
+run's counters. Writes are batched into one transaction per macrotask (or per 512 writes); spend is committed before
 each model call. Three runs of each in fresh processes, alternating; the median counts.
 ${machineLine()}.
 

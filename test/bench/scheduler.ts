@@ -1,13 +1,19 @@
 /**
  * Scheduler overhead: a layered DAG on an instant in-process provider, so all the time measured
  * is the runtime's own (actors, events, leases, bookkeeping). Prints one JSON line.
- *   node --import tsx test/bench/scheduler.ts <tasks> [memory|sqlite]
- * The journal: `memory` (default: the runtime's own overhead) or `sqlite` (a fresh file in a
- * temporary folder, as a durable run writes it).
+ *   node --import tsx test/bench/scheduler.ts <tasks> [none|memory|sqlite]
+ * The journal: `none` (`store: false`), `memory` (default: the in-memory store) or `sqlite` (a
+ * fresh file in a temporary folder, as a durable run writes it).
+ *
+ * The same process first measures one bare XState actor's lifecycle (create, start, two events,
+ * stop): absolute figures do not travel between machines, a ratio to XState's own cost does.
+ * Both are measured in wall time and in CPU time of the process (on a shared machine the wall
+ * time includes waiting for a core; the CPU time does not).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { assign, createActor, setup } from 'xstate';
 import { createScriptedProvider, createSwarm } from '../../src/index.js';
 import { layeredPlan } from './plans.js';
 
@@ -15,22 +21,58 @@ const journal = process.argv[3] ?? 'memory';
 const dir = mkdtempSync(join(tmpdir(), 'swarmstate-bench-'));
 let runs = 0;
 
+const bare = setup({}).createMachine({
+  context: { n: 0 },
+  initial: 'a',
+  states: {
+    a: { on: { GO: { target: 'b', actions: assign({ n: ({ context }) => context.n + 1 }) } } },
+    b: { on: { GO: { target: 'a' } } },
+  },
+});
+
+const cpuSince = (t0: NodeJS.CpuUsage) => {
+  const d = process.cpuUsage(t0);
+  return (d.user + d.system) / 1000; // ms
+};
+
+/** µs per bare actor lifecycle over `reps` actors: [wall, CPU]. */
+function bareLifecycle(reps: number): [number, number] {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  for (let i = 0; i < reps; i++) {
+    const actor = createActor(bare);
+    actor.start();
+    actor.send({ type: 'GO' });
+    actor.send({ type: 'GO' });
+    actor.stop();
+  }
+  return [((performance.now() - t0) * 1000) / reps, (cpuSince(c0) * 1000) / reps];
+}
+
 async function once(n: number) {
   const provider = createScriptedProvider({ reply: () => 'ok' });
   const store = journal === 'sqlite' ? join(dir, `runs-${runs++}.db`) : journal === 'none' ? false : 'memory';
   const swarm = createSwarm({ providers: { p: provider }, store });
   const plan = layeredPlan(n);
+  const c0 = process.cpuUsage();
   const t0 = performance.now();
   const result = await swarm.run(plan).result;
   const ms = performance.now() - t0;
+  const cpuMs = cpuSince(c0);
   await swarm.close();
   if (result.totals.completed !== n) throw new Error(`only ${result.totals.completed} of ${n} tasks completed`);
-  return ms;
+  return { ms, cpuMs };
 }
 
 const n = Number(process.argv[2] ?? 10_000);
+// Warm, then the median of five: XState's code is compiled by then, as the runtime's is below.
+bareLifecycle(20_000);
+const bares = [0, 1, 2, 3, 4].map(() => bareLifecycle(20_000));
+const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const bareUs = median(bares.map((b) => b[0]));
+const bareCpuUs = median(bares.map((b) => b[1]));
 await once(200); // JIT warm-up, so the sizes compare the runtime, not the compiler
-const ms = await once(n);
+const { ms, cpuMs } = await once(n);
 const maxRssMb = process.resourceUsage().maxRSS / 1024;
 rmSync(dir, { recursive: true, force: true });
-console.log(JSON.stringify({ tasks: n, ms, usPerTask: (ms * 1000) / n, tasksPerSec: n / (ms / 1000), maxRssMb, journal }));
+console.log(JSON.stringify({ tasks: n, ms, usPerTask: (ms * 1000) / n, tasksPerSec: n / (ms / 1000), maxRssMb, journal, bareUs, cpuUsPerTask: (cpuMs * 1000) / n, bareCpuUs }));

@@ -5,7 +5,8 @@ import { createActor, setup, SimulatedClock, spawnChild } from 'xstate';
 import type { ActorRefFrom } from 'xstate';
 import { keyMachine } from '../../machines/key.machine.js';
 import type { KeyEvent, KeyReply } from '../../machines/key.machine.js';
-import { advance, canGrant, capacityOf, grant, JITTER_MS, msUntilCapacity, newBook, PACING_SHARE, rateLimitDelay, rateOf, release } from '../../machines/keyLimits.js';
+import { advance, canGrant, capacityOf, grant, JITTER_MS, msUntilCapacity, newBook, PACING_SHARE, rateOf } from '../../machines/keyLimits.js';
+import { rateLimitDelay, release } from '../../machines/keyRelease.js';
 import type { KeyLimits, KeyState, LeaseOutcome, LeaseRequest, RunEvent, Usage } from '../../machines/protocol.js';
 import { advanceClock, pendingTimers } from '../helpers/clock.js';
 

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openStore, MemoryStore, SCHEMA_VERSION, SqliteStore, StoreError } from '../../src/store/index.js';
 import { HOST } from '../../src/store/shared.js';
 import { BUSY_TIMEOUT_MS } from '../../src/store/busy.js';
+import { BATCH_MAX_WRITES } from '../../src/store/sqliteWrites.js';
 import { APPLICATION_ID } from '../../src/store/sqliteSchema.js';
 import { exited, lineReader, manualClock, ROOT, tempDir, tsChild, usage } from './helpers.js';
 import { DRIVERS, rawDb } from '../helpers/sqlite.js';
@@ -158,6 +159,60 @@ describe.each(DRIVERS)('on %s', (driver) => {
       await new Promise((resolve) => setImmediate(resolve));
       expect(store.database.inTransaction).toBe(false);
       expect(countTasks(other)).toBe(2);
+    });
+
+    it('commits a full batch at once, without waiting for the macrotask to end (a run that settles in microtasks)', () => {
+      const file = dbFile();
+      const store = open(file);
+      store.createRun(RUN);
+      const other = peek(file);
+      // Each task: its start (one write) and its completion (one more).
+      const tasks = BATCH_MAX_WRITES / 2;
+      for (let i = 0; i < tasks - 1; i++) {
+        store.taskStarted('r1', `t${i}`, 1, 'p/m', 110);
+        store.taskCompleted('r1', `t${i}`, 1, 'out', usage(1, 1), 0.01, 1, 0, 120);
+      }
+      store.taskStarted('r1', 'last', 1, 'p/m', 130);
+      expect(countTasks(other)).toBe(0);
+      store.taskCompleted('r1', 'last', 1, 'out', usage(1, 1), 0.01, 1, 0, 140); // the batch is full
+      expect(countTasks(other)).toBe(tasks);
+      expect(other.prepare('SELECT tasks_done, updated_at FROM runs').get()).toEqual({ tasks_done: tasks, updated_at: 140 });
+      expect(store.database.inTransaction).toBe(false);
+    });
+
+    it('a full batch that finds the write lock held waits for the armed commit, and loses nothing', async () => {
+      const file = dbFile();
+      const errors: StoreError[] = [];
+      const store = open(file, { onError: (e: StoreError) => errors.push(e) });
+      store.createRun(RUN);
+      const holder = rawDb(file, { driver });
+      handles.push(holder);
+      holder.exec('BEGIN IMMEDIATE'); // another run, in the middle of a write
+      const writes = BATCH_MAX_WRITES + 10;
+      for (let i = 0; i < writes; i++) store.taskStarted('r1', `t${i}`, 1, 'p/m', 110);
+      expect(errors).toEqual([]);
+      holder.exec('COMMIT');
+      const other = peek(file);
+      while (countTasks(other) === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(countTasks(other)).toBe(writes);
+      expect(errors).toEqual([]);
+    });
+
+    it('counts a task done once per run, whether its completions share a batch or not', () => {
+      const file = dbFile();
+      const store = open(file);
+      store.createRun(RUN);
+      const other = peek(file);
+      store.taskCompleted('r1', 'a', 1, 'out', usage(1, 1), null, 1, 0, 120);
+      store.taskCompleted('r1', 'a', 1, 'out', usage(1, 1), null, 1, 0, 121); // the same batch
+      store.recordSpend('r1', 'a', 'm', 0.25);
+      store.flush();
+      expect(other.prepare('SELECT tasks_done, cost_usd FROM runs').get()).toEqual({ tasks_done: 1, cost_usd: 0.25 });
+      store.taskCompleted('r1', 'a', 2, 'again', usage(1, 1), null, 1, 0, 130); // a later batch
+      store.taskCompleted('r1', 'b', 1, 'out', usage(1, 1), null, 1, 0, 131);
+      store.recordSpend('r1', 'b', 'm', 0.5);
+      store.taskReopened('r1', 'a', null, 140); // durable: after the batch, in its transaction
+      expect(other.prepare('SELECT tasks_done, cost_usd, updated_at FROM runs').get()).toEqual({ tasks_done: 1, cost_usd: 0.75, updated_at: 140 });
     });
 
     it('makes a durable-now write visible to another connection at once, with what was pending', () => {

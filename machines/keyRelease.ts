@@ -1,0 +1,193 @@
+/**
+ * Settling a lease on a key's book (keyLimits.ts): what the server charged, given back to the
+ * buckets; a 429's backoff and rate cut (AIMD); the limits the server's headers state. Pure
+ * functions over the immutable `KeyBook`, like the rest of the key's arithmetic; apart from
+ * keyLimits.ts (the buckets and grants) so each file reads on its own.
+ */
+import {
+  BACKOFF_BASE_MS,
+  BACKOFF_MAX_MS,
+  capacityOf,
+  CUT_KNOWN,
+  CUT_UNKNOWN,
+  limitOf,
+  MIN_ADAPTIVE_RPM,
+  MINUTE_MS,
+  rateOf,
+  SEND_RATE_TAU_MS,
+  shareOf,
+  type KeyBook,
+  type Lane,
+  type LaneBook,
+  type LeaseRecord,
+} from './keyLimits.js';
+import type { LeaseOutcome, RateLimitHint, Usage } from './protocol.js';
+
+/**
+ * Settles a lease at `book.at` with what happened on it. For `rate_limited` this also moves
+ * `backoffUntil` (never earlier than it was) and cuts the request rate. Unknown lease ids leave
+ * the book as it is.
+ */
+export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): KeyBook {
+  const index = book.leases.findIndex((l) => l.leaseId === leaseId);
+  if (index < 0) return book;
+  const lease = book.leases[index]!;
+  const leases = book.leases.slice();
+  leases.splice(index, 1);
+  let next: KeyBook = { ...book, leases, leasesOut: book.leasesOut - 1 };
+  switch (outcome.kind) {
+    case 'ok':
+      next = settle(next, lease, charged(outcome.usage), outcome.usage.outputTokens);
+      next = { ...learn(next, outcome.rateLimit), strikes: 0, proven: true };
+      if (outcome.sentAt !== undefined && outcome.sentAt > lease.grantedAt) next = sentLate(next, lease.grantedAt, outcome.sentAt);
+      if (lease.grantedAt > next.cutAt) next = raise(next);
+      break;
+    case 'error':
+      // Without usage we cannot know the input was not processed: keep it; no output was counted.
+      next = outcome.usage
+        ? settle(next, lease, charged(outcome.usage), outcome.usage.outputTokens)
+        : settle(next, lease, lease.inputTokens, 0);
+      next = learn(next, outcome.rateLimit);
+      break;
+    case 'rate_limited': {
+      // A 429 is refused before processing: the server charged nothing; the request slot stays spent.
+      next = learn(settle(next, lease, 0, 0, false), outcome.rateLimit);
+      const strikes = next.strikes + 1;
+      const until = next.at + rateLimitDelay(strikes, outcome.retryAfterMs);
+      next = { ...next, strikes, backoffUntil: Math.max(next.backoffUntil, until), proven: true };
+      // Against a stated or learned rate one 429 is more likely jitter (a request that reached
+      // the server a few ms early) than a wrong rate, and its backoff already answers it: the
+      // rate is cut on the second 429 in a row. With no rate known, on the first.
+      const known = rateOf(next, 'requests') !== undefined && next.adaptive === undefined;
+      if (lease.grantedAt > next.cutAt && (!known || strikes >= 2)) next = cut(next);
+      break;
+    }
+    case 'unused':
+      // Never sent: the server saw nothing of it.
+      next = { ...settle(next, lease, 0, 0, false), requests: refund(next, 'requests', lease, 1) };
+      break;
+    case 'auth':
+      break;
+  }
+  return next;
+}
+
+/**
+ * Multiplicative decrease: the request rate drops to a share of the rate that met the 429 (the
+ * paced rate, or the observed one when none was known). One cut per round: 429s on leases
+ * granted before this cut were sent at the old rate and do not cut again.
+ */
+function cut(book: KeyBook): KeyBook {
+  const paced = rateOf(book, 'requests');
+  const observed = book.sendRate * Math.exp(-Math.max(0, book.at - book.sendRateAt) / SEND_RATE_TAU_MS) * MINUTE_MS;
+  const from = paced !== undefined ? paced / shareOf(book, 'requests') : observed;
+  const share = paced !== undefined ? CUT_KNOWN : CUT_UNKNOWN;
+  const adaptive = Math.max(MIN_ADAPTIVE_RPM, from * share);
+  const next: KeyBook = { ...book, adaptive, cutAt: book.at };
+  // A bucket that was not paced before starts full: the backoff already waits out this 429.
+  const level = paced === undefined ? capacityOf(next, 'requests') : Math.min(next.requests.level, capacityOf(next, 'requests'));
+  return { ...next, requests: { ...next.requests, level } };
+}
+
+/**
+ * Additive increase: each success after a cut raises the rate by one request per minute, or by
+ * less above 60 rpm, so the rate grows by at most about 1 rpm per second of successes. Back at
+ * the stated or learned limit, the cut is over.
+ */
+function raise(book: KeyBook): KeyBook {
+  if (book.adaptive === undefined) return book;
+  const adaptive = book.adaptive + Math.min(1, 60 / book.adaptive);
+  const limit = limitOf(book, 'requests');
+  return { ...book, adaptive: limit !== undefined && adaptive >= limit ? undefined : adaptive };
+}
+
+/**
+ * A request that left later than its grant (a distributed call queued for a worker): the server
+ * charged it at `sentAt`. While our bucket held it from the grant, the server's, without it, may
+ * have been full and lost refill to its cap, at most the refill over the delay and at most the
+ * request itself: that much is taken back, so the key never runs ahead of the server.
+ */
+function sentLate(book: KeyBook, grantedAt: number, sentAt: number): KeyBook {
+  const rate = rateOf(book, 'requests');
+  if (rate === undefined) return book;
+  const lost = Math.min(1, ((sentAt - grantedAt) * rate) / MINUTE_MS);
+  return { ...book, requests: { ...book.requests, level: book.requests.level - lost } };
+}
+
+/**
+ * The wait after the `strikes`-th consecutive 429: the server's Retry-After when it sent one,
+ * else 1 s doubling, capped at 60 s.
+ */
+export function rateLimitDelay(strikes: number, retryAfterMs: number | undefined): number {
+  if (retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs >= 0) return Math.ceil(retryAfterMs);
+  return Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.min(Math.max(strikes - 1, 0), 30));
+}
+
+/** Input tokens that count against itpm: cache reads do not (Anthropic), cache writes do. */
+function charged(usage: Usage): number {
+  return usage.inputTokens + usage.cacheWriteTokens;
+}
+
+/**
+ * Gives back to a bucket what the key charged and the server did not (or takes what it charged
+ * too little, as debt), capped at the capacity.
+ *
+ * A late refund must not credit more than the server has: while our bucket held the charge, the
+ * server's, without it, may have been full and lost to its cap what came in meanwhile: refill,
+ * and other refunds. It cannot have lost more than everything credited since the grant (`added`
+ * counts it before the cap), so an over-charge is refunded less that (exact for a refund at the
+ * grant's instant). `symmetric`: the server charged the same and refunds the same (max_tokens
+ * held for output), so the refund is whole.
+ */
+function refund(book: KeyBook, lane: Lane, lease: LeaseRecord, amount: number, symmetric = false): LaneBook {
+  if (rateOf(book, lane) === undefined) return book[lane];
+  const state = book[lane];
+  const credit = amount <= 0 || symmetric ? amount : Math.max(0, amount - (state.added - lease.addedAt[lane]));
+  return { ...state, level: Math.min(capacityOf(book, lane), state.level + credit), added: state.added + Math.max(0, credit) };
+}
+
+/** Settles the token estimates of a lease to what the server charged (output: it held max_tokens too). */
+function settle(book: KeyBook, lease: LeaseRecord, actualInput: number, actualOutput: number, outputSymmetric = true): KeyBook {
+  return {
+    ...book,
+    input: refund(book, 'input', lease, lease.inputTokens - actualInput),
+    output: refund(book, 'output', lease, lease.outputTokens - actualOutput, outputSymmetric),
+  };
+}
+
+/**
+ * Believes the server. A `*-limit` header is the lane's rate (the lower of it and the plan's);
+ * `remaining` is the bucket's level now, so ours is lowered to it (never raised: the server's
+ * count is older than our grants since). With nothing remaining and no rate to pace at, grants
+ * pause for the time one unit takes to come back, estimated from the reset and the most the
+ * server ever said remained; never until the bucket is full.
+ */
+function learn(book: KeyBook, hint: RateLimitHint | undefined): KeyBook {
+  if (hint === undefined) return book;
+  let next = book;
+  const lanes: [Lane, number | undefined, number | undefined, number | undefined][] = [
+    ['requests', hint.requestsLimit, hint.requestsRemaining, hint.requestsResetMs],
+    ['input', hint.inputTokensLimit, hint.inputTokensRemaining, hint.inputTokensResetMs],
+    ['output', hint.outputTokensLimit, hint.outputTokensRemaining, hint.outputTokensResetMs],
+  ];
+  for (const [lane, limit, remaining, resetMs] of lanes) {
+    let state = next[lane];
+    if (limit !== undefined && limit > 0 && state.learned !== limit) {
+      const hadRate = rateOf(next, lane) !== undefined;
+      next = { ...next, [lane]: { ...state, learned: limit } };
+      // A lane that was not paced starts at what the server says remains, within one burst.
+      const level = hadRate ? next[lane].level : Math.min(capacityOf(next, lane), remaining ?? capacityOf(next, lane));
+      next = { ...next, [lane]: { ...next[lane], level: Math.min(level, capacityOf(next, lane)) } };
+      state = next[lane];
+    }
+    if (remaining === undefined) continue;
+    if (remaining > state.peakRemaining) next = { ...next, [lane]: { ...state, peakRemaining: remaining } };
+    if (rateOf(next, lane) !== undefined) {
+      if (remaining < next[lane].level) next = { ...next, [lane]: { ...next[lane], level: remaining } };
+    } else if (remaining < 1 && resetMs !== undefined && resetMs > 0) {
+      const oneUnitMs = Math.ceil(resetMs / Math.max(1, next[lane].peakRemaining + 1));
+      next = { ...next, pausedUntil: Math.max(next.pausedUntil, next.at + oneUnitMs) };
+    }
+  }
+  return next;
+}

@@ -1,0 +1,157 @@
+/**
+ * `MemoryStore`'s rows (memory.ts): the records it keeps per run, task and attempt, made when
+ * first written like SQLite's upserts, and turned into the rows the `Store` contract returns
+ * (opaque values through JSON, as the file store stores them). Apart so memory.ts holds the
+ * store's writes only.
+ */
+import type { Usage } from '../../machines/protocol.js';
+import { fromJson } from './shared.js';
+import type { AttemptRow, RunSummary, StoredRunStatus, StoredTaskStatus, TaskRow } from './types.js';
+
+export interface RunState {
+  seq: number;
+  id: string;
+  status: StoredRunStatus;
+  createdAt: number;
+  updatedAt: number;
+  source: string | null;
+  optionsJson: string | null;
+  planJson: string | null;
+  resultJson: string | null;
+  tasksTotal: number;
+  tasksDone: number;
+  costUsd: number;
+}
+
+export interface TaskState {
+  status: StoredTaskStatus;
+  attempts: number;
+  output: string | null;
+  errorJson: string | null;
+  reason: string | null;
+  usageJson: string | null;
+  costUsd: number | null;
+  requests: number;
+  retries: number;
+  specJson: string | null;
+  parent: string | null;
+  extraJson: string | null;
+  updatedAt: number;
+}
+
+export interface AttemptState {
+  taskId: string;
+  attempt: number;
+  route: string;
+  startedAt: number;
+  endedAt: number | null;
+  status: AttemptRow['status'];
+  requests: number;
+  usageJson: string | null;
+  costUsd: number | null;
+}
+
+/** Everything journaled under one run id (a run record need not exist, as in SQLite: no foreign keys). */
+export interface RunData {
+  tasks: Map<string, TaskState>;
+  attempts: AttemptState[];
+  attemptsOf: Map<string, Map<number, AttemptState>>;
+  /** `${taskId}\0${model}` -> spend, summed like the SQL upsert. */
+  spend: Map<string, { taskId: string; model: string; usd: number }>;
+  tools: Map<string, { content: string; isError: boolean; at: number }>;
+}
+
+export function newTask(at: number): TaskState {
+  return {
+    status: 'pending',
+    attempts: 0,
+    output: null,
+    errorJson: null,
+    reason: null,
+    usageJson: null,
+    costUsd: null,
+    requests: 0,
+    retries: 0,
+    specJson: null,
+    parent: null,
+    extraJson: null,
+    updatedAt: at,
+  };
+}
+
+export function newRunData(): RunData {
+  return { tasks: new Map(), attempts: [], attemptsOf: new Map(), spend: new Map(), tools: new Map() };
+}
+
+/** The task's state, made (`pending`) when first written, like the SQL upserts. */
+export function taskOf(data: RunData, taskId: string, at: number): TaskState {
+  let task = data.tasks.get(taskId);
+  if (task === undefined) {
+    task = newTask(at);
+    data.tasks.set(taskId, task);
+  }
+  return task;
+}
+
+/** The attempt's state, made when first written: route '' and started when first seen. */
+export function attemptOf(data: RunData, taskId: string, attempt: number, at: number): AttemptState {
+  let ofTask = data.attemptsOf.get(taskId);
+  if (ofTask === undefined) {
+    ofTask = new Map();
+    data.attemptsOf.set(taskId, ofTask);
+  }
+  let row = ofTask.get(attempt);
+  if (row === undefined) {
+    row = { taskId, attempt, route: '', startedAt: at, endedAt: null, status: null, requests: 0, usageJson: null, costUsd: null };
+    ofTask.set(attempt, row);
+    data.attempts.push(row);
+  }
+  return row;
+}
+
+export function taskRowOf(taskId: string, t: TaskState): TaskRow {
+  return {
+    taskId,
+    status: t.status,
+    attempts: t.attempts,
+    output: t.output,
+    error: fromJson(t.errorJson),
+    reason: t.reason,
+    usage: fromJson(t.usageJson) as Usage | null,
+    costUsd: t.costUsd,
+    requests: t.requests,
+    retries: t.retries,
+    spec: fromJson(t.specJson),
+    parent: t.parent,
+    extra: fromJson(t.extraJson),
+    updatedAt: t.updatedAt,
+  };
+}
+
+export function attemptRowOf(row: AttemptState): AttemptRow {
+  return {
+    taskId: row.taskId,
+    attempt: row.attempt,
+    route: row.route,
+    startedAt: row.startedAt,
+    endedAt: row.endedAt,
+    status: row.status,
+    requests: row.requests,
+    usage: fromJson(row.usageJson) as Usage | null,
+    costUsd: row.costUsd,
+  };
+}
+
+export function summaryOf(run: RunState): RunSummary {
+  return {
+    id: run.id,
+    status: run.status,
+    createdAt: run.createdAt,
+    updatedAt: run.updatedAt,
+    source: run.source,
+    options: fromJson(run.optionsJson),
+    tasksTotal: run.tasksTotal,
+    tasksDone: run.tasksDone,
+    costUsd: run.costUsd,
+  };
+}
