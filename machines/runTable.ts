@@ -6,7 +6,7 @@
  *
  * Ready order: higher priority first, then the longer remaining critical path, then FIFO.
  */
-import type { CallTarget } from './agentContext.js';
+import type { CallTarget } from './agent/index.js';
 import type { Price } from './cost.js';
 import { Heap } from './heap.js';
 import type { ToolBusStats } from './toolBusBook.js';

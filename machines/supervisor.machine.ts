@@ -21,9 +21,9 @@ import {
   type DoneActorEvent,
   type ErrorActorEvent,
 } from 'xstate';
-import { agentMachine, type AgentContext, type AgentInput } from './agent.machine.js';
-import { handBack } from './agentContext.js';
-import { breakerMachine } from './breaker.machine.js';
+import { agentMachine, type AgentContext, type AgentInput } from './agent/index.js';
+import { handBack } from './agent/index.js';
+import { breakerMachine, type BreakerInput } from './breaker.machine.js';
 import { nowOf } from './clock.js';
 import { toErrorInfo } from './errors.js';
 import { poolMachine } from './pool.machine.js';
@@ -41,14 +41,14 @@ import { AgentSlots } from './slots.js';
 import { toolBusMachine, type ToolBusInput, type ToolBusStats } from './toolBus.machine.js';
 import { ledgerMachine, type LedgerBudgets } from './ledger.machine.js';
 import { aggregateStep, reducePrompt, type Group } from './mapReduceSteps.js';
-import type { CallTarget } from './agentContext.js';
+import type { CallTarget } from './agent/index.js';
 
 export interface SupervisorInput {
   runId: string;
   tasks: SupervisedTask[];
   providers: { name: string; keys: { keyId: string; limits: KeyLimits; probation?: boolean }[] }[];
   /** One breaker per route `<provider>/<model>`. */
-  routes: { route: string; failureThreshold?: number; cooldownMs?: number; maxCooldownMs?: number; cooldownFactor?: number }[];
+  routes: BreakerInput[];
   /** The tool bus: its tools and its batching, caching and timeout settings. */
   toolBus: ToolBusInput;
   maxInFlight: number;

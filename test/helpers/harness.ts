@@ -15,7 +15,7 @@
  */
 import { createActor, enqueueActions, fromPromise, setup, SimulatedClock, spawnChild } from 'xstate';
 import type { AnyActorRef, DoneActorEvent, ErrorActorEvent } from 'xstate';
-import { agentMachine, type AgentContext, type AgentInput } from '../../machines/agent.machine.js';
+import { agentMachine, type AgentContext, type AgentInput } from '../../machines/agent/index.js';
 import { breakerMachine, type BreakerContext, type BreakerInput } from '../../machines/breaker.machine.js';
 import { keyMachine, type KeyContext } from '../../machines/key.machine.js';
 import { poolMachine, type PoolContext } from '../../machines/pool.machine.js';

@@ -281,8 +281,10 @@ describe('agentMachine: cancellation', () => {
     expect(h.breaker().value).toBe('open');
     const id = h.start(agentInput({ taskId: 'held' }));
     await h.advance(0);
-    expect(h.agent(id).value).toEqual({ active: { waiting: 'admission' } });
+    // Its lease request waits at the breaker (it never reached the pool).
+    expect(h.agent(id).value).toEqual({ active: { waiting: 'lease' } });
     expect(h.breaker().context.waiters.map((w) => w.requestId)).toEqual(['held#1.1']);
+    expect(h.pool().context.book.byRequest.has('held#1.1')).toBe(false);
     h.cancel(id);
     await h.settle();
     expect(h.output(id)?.status).toBe('cancelled');
@@ -302,8 +304,9 @@ describe('agentMachine: cancellation', () => {
     const probe = h.start(agentInput({ taskId: 'probe' }));
     const next = h.start(agentInput({ taskId: 'next' }));
     await h.advance(0);
-    expect(h.agent(probe).context.admission).toEqual({ requestId: 'probe#1.1', probe: true });
-    expect(h.agent(next).value).toEqual({ active: { waiting: 'admission' } });
+    expect(h.agent(probe).context.admission).toBe('probe#1.1');
+    expect(h.breaker().context.probe).toBe('probe#1.1');
+    expect(h.agent(next).value).toEqual({ active: { waiting: 'lease' } });
     const call = h.callsOf('probe')[0];
 
     h.cancel(probe);

@@ -322,7 +322,7 @@ function runScenario(config: Required<Omit<BreakerInput, 'route'>>, ops: Op[]) {
     waiting.delete(reply.requestId);
     admitted.add(reply.requestId);
     holding.add(reply.requestId);
-    if (reply.probe) probes.add(reply.requestId);
+    if (reply.type === 'BREAKER.ADMITTED' && reply.probe) probes.add(reply.requestId);
   });
   let consecutive = 0; // the test's own count of consecutive failures while closed
   let seenReports = 0;
