@@ -16,7 +16,7 @@ import type { CacheWarmEvent } from '../machines/protocol.js';
 import type { PlanExpansion, PlanExpansionInput } from '../machines/supervisor.machine.js';
 import { PlanExpander } from './planner.js';
 import { createActor, fromPromise, toPromise, type Actor, type InspectionEvent, type Observer } from 'xstate';
-import { agentMachine } from '../machines/agent.machine.js';
+import { agentMachine } from '../machines/agent/index.js';
 import { nowOf, realClock, type TimedClock } from '../machines/clock.js';
 import { keyMachine } from '../machines/key.machine.js';
 import { poolMachine } from '../machines/pool.machine.js';
