@@ -16,7 +16,7 @@
 import { createActor, enqueueActions, fromPromise, setup, SimulatedClock } from 'xstate';
 import type { AnyActorRef, DoneActorEvent, ErrorActorEvent } from 'xstate';
 import { agentMachine, type AgentContext, type AgentInput } from '../../machines/agent/index.js';
-import { breakerMachine, type BreakerContext, type BreakerInput } from '../../machines/breaker.machine.js';
+import { breakerMachine, type BreakerContext, type BreakerOptions } from '../../machines/breaker.machine.js';
 import { keyMachine, type KeyContext } from '../../machines/key.machine.js';
 import { poolMachine, type PoolContext } from '../../machines/pool.machine.js';
 import type {
@@ -105,7 +105,7 @@ export interface AgentHarnessOptions {
   /** Keys of provider `p`. Default: one key `A` without limits. */
   keys?: { keyId: string; limits: KeyLimits }[];
   /** Options of the breaker of route `p/m` (and of the other routes'). */
-  breaker?: Omit<BreakerInput, 'route'>;
+  breaker?: BreakerOptions;
   /** Models of provider `p` beside `m` that have a breaker (`breaker:p/<model>`), for fallbacks. */
   models?: string[];
   /** Tools the bus knows. Default: `search`, `fail` and `rm`, none shareable. */

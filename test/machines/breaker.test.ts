@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createActor, createEmptyActor, createMachine, SimulatedClock } from 'xstate';
 import type { AnyActorRef } from 'xstate';
 import { breakerMachine, initialBreakerContext } from '../../machines/breaker.machine.js';
-import type { BreakerContext, BreakerInput } from '../../machines/breaker.machine.js';
+import type { BreakerContext, BreakerInput, BreakerOptions } from '../../machines/breaker.machine.js';
 import type { BreakerEvent, BreakerReply, BreakerVerdict, RunEvent } from '../../machines/protocol.js';
 
 const ROUTE = 'anthropic/claude-test';
@@ -381,7 +381,7 @@ const configArb = fc
  * Runs `ops` against a breaker, playing the agents' side, and checks the invariants after every
  * step; then drains with successes and checks that nobody is left waiting.
  */
-function runScenario(config: Required<Omit<BreakerInput, 'route'>>, ops: Op[]) {
+function runScenario(config: Required<BreakerOptions>, ops: Op[]) {
   const waiting = new Set<string>(); // asked, neither admitted nor withdrawn
   const holding = new Set<string>(); // admitted, not yet reported or withdrawn
   const probes = new Set<string>(); // admitted as probe, not yet reported or withdrawn
