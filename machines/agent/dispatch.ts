@@ -56,6 +56,24 @@ export function fallbackEvent(context: AgentContext, from: CallTarget, to: CallT
   };
 }
 
+/** What a hook's rewrite changes of the call about to be sent (for this call only). */
+export function overrideOf(decision: Extract<DispatchDecision, { action: 'rewrite' }>): NonNullable<AgentContext['override']> {
+  const override: NonNullable<AgentContext['override']> = {};
+  if (decision.target) override.target = decision.target;
+  if (decision.maxTokens !== undefined) override.maxTokens = decision.maxTokens;
+  if (decision.messages) override.messages = decision.messages;
+  return override;
+}
+
+/** No budget in the run, or the call's model has no price: nothing to reserve. */
+export const unbudgeted = (context: AgentContext) => !context.input.budgeted || targetOf(context).price === undefined;
+
+/** The same, of the call as the hook's decision (the event's output) leaves it: a rewrite may name another model. */
+export const unbudgetedAsDecided = (context: AgentContext, event: unknown) => {
+  const decision = (event as { output?: DispatchDecision }).output;
+  return unbudgeted(decision?.action === 'rewrite' ? { ...context, override: overrideOf(decision) } : context);
+};
+
 /**
  * A turn on its own choice of route may move to a fallback when that route is open; a call a hook
  * sent to another model keeps it (the hook chose it), and so does one that already looked and
@@ -75,11 +93,7 @@ export const recordDecision = ({ context, event, enqueue }: ActionArgs, params: 
   const decision = params ?? (event as unknown as { output: DispatchDecision }).output;
   const from = targetOf(context);
   if (decision.action === 'rewrite') {
-    const override: NonNullable<AgentContext['override']> = {};
-    if (decision.target) override.target = decision.target;
-    if (decision.maxTokens !== undefined) override.maxTokens = decision.maxTokens;
-    if (decision.messages) override.messages = decision.messages;
-    enqueue.assign({ override });
+    enqueue.assign({ override: overrideOf(decision) });
   } else if (decision.action === 'deny') {
     const error = errorInfo('dispatch_denied', `task "${context.input.taskId}": the beforeDispatch hook denied the call: ${decision.reason ?? 'denied'}`);
     enqueue.assign({ error });

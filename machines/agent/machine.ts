@@ -55,6 +55,8 @@ import {
   requestLease,
   requestReservation,
   start,
+  unbudgeted,
+  unbudgetedAsDecided,
 } from './dispatch.js';
 import {
   cancelledBy,
@@ -140,7 +142,8 @@ export const agentMachine = setup({
       context.call === 'turn' && context.input.inputBudget !== undefined && requestTokensOf(context) > context.input.inputBudget,
     canCompact: ({ context }) => canCompact(context.messages, keepLastOf(context)),
     summarizes: ({ context }) => context.input.compaction !== undefined,
-    unbudgeted: ({ context }) => !context.input.budgeted || targetOf(context).price === undefined,
+    unbudgeted: ({ context }) => unbudgeted(context),
+    unbudgetedAsDecided: ({ context, event }) => unbudgetedAsDecided(context, event),
     hooked: ({ context }) => context.input.hooked === true,
     denied: ({ event }) => (event as { output?: DispatchDecision }).output?.action === 'deny',
     toolHooked: ({ context }) => context.input.toolHooked === true,
@@ -245,7 +248,7 @@ export const agentMachine = setup({
                 onDone: [
                   { guard: 'denied', target: '#agent.failed', actions: 'recordDecision' },
                   // A rewrite may name another model: whether to reserve is asked of the call as rewritten.
-                  { guard: 'unbudgeted', target: 'lease', actions: 'recordDecision' },
+                  { guard: 'unbudgetedAsDecided', target: 'lease', actions: 'recordDecision' },
                   { target: 'reserving', actions: 'recordDecision' },
                 ],
                 // A hook that throws denies.

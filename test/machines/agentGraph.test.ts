@@ -7,7 +7,7 @@
  */
 import { getShortestPaths } from '@xstate/graph';
 import { describe, expect, it } from 'vitest';
-import { createEmptyActor, transition } from 'xstate';
+import { createEmptyActor, initialTransition, transition } from 'xstate';
 import type { AnyActorRef, AnyActorScope } from 'xstate';
 import { agentMachine, type AgentEvent, type AgentInput } from '../../machines/agent/index.js';
 import type { ModelCallOutput } from '../../machines/protocol.js';
@@ -178,6 +178,21 @@ describe('agentMachine: graph', () => {
     const lease = byValue.get('{"active":{"waiting":"lease"}}')!.state;
     const [stale] = transition(agentMachine, lease, { type: 'LEASE.GRANTED', requestId: 't#1.0', leaseId: 'A#9', keyId: 'A' });
     expect(stale.value).toEqual({ active: { waiting: 'lease' } });
+  });
+
+  it('asks whether to reserve of the call as the hook rewrote it: a rewrite to a priced model reserves, one to an unpriced model does not', () => {
+    const logic = withInfrastructure();
+    const unpriced: AgentInput = { ...BASE_INPUT, hooked: true, budgeted: true };
+    const priced: AgentInput = { ...unpriced, price: { input: 3, output: 15 } };
+    const afterRewrite = (input: AgentInput, target: { provider: string; model: string; maxTokens: number; price?: { input: number; output: number } }) => {
+      let [state] = initialTransition(logic, input);
+      [state] = transition(logic, state, { type: 'START' });
+      expect(state.value).toEqual({ active: { waiting: 'hook' } });
+      [state] = transition(logic, state, { type: 'xstate.done.actor.beforeDispatch', output: { action: 'rewrite', target } } as unknown as AgentEvent);
+      return state.value;
+    };
+    expect(afterRewrite(unpriced, { provider: 'p', model: 'm2', maxTokens: 100, price: { input: 1, output: 1 } })).toEqual({ active: { waiting: 'reserving' } });
+    expect(afterRewrite(priced, { provider: 'p', model: 'm2', maxTokens: 100 })).toEqual({ active: { waiting: 'lease' } });
   });
 
   it('with no infrastructure in the system (a bare walk), fails at once: no pool to lease from', () => {
