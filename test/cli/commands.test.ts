@@ -4,7 +4,7 @@
  * `validate --json`, `machines --json`, `--verbose`, and --json's lines on stderr. The built CLI
  * as a child process (npm run build first), plus the registry itself for what needs no process.
  */
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -130,8 +130,13 @@ describe('machines', () => {
     const r = await cli(['machines', '--json']);
     expect(r.code).toBe(0);
     const defs = JSON.parse(r.stdout) as Record<string, { id: string; states: Record<string, unknown> }>;
-    const files = readdirSync('machines').filter((f) => f.endsWith('.machine.ts'));
-    expect(Object.keys(defs).sort()).toEqual(files.map((f) => f.replace('.machine.ts', '')).sort());
+    // A machine is machines/<id>.machine.ts, or machines/<id>/machine.ts when it has files of its own.
+    const entries = readdirSync('machines', { withFileTypes: true });
+    const ids = [
+      ...entries.filter((e) => e.isFile() && e.name.endsWith('.machine.ts')).map((e) => e.name.replace('.machine.ts', '')),
+      ...entries.filter((e) => e.isDirectory() && existsSync(`machines/${e.name}/machine.ts`)).map((e) => e.name),
+    ];
+    expect(Object.keys(defs).sort()).toEqual(ids.sort());
     for (const [id, def] of Object.entries(defs)) {
       expect(def.id).toBe(id);
       expect(Object.keys(def.states).length).toBeGreaterThan(0);
