@@ -18,10 +18,10 @@ import {
   reservationUsd,
   routeOf,
   targetOf,
-  type AgentContext,
   type ActionArgs,
-  type PatchArgs,
+  type AgentContext,
   type AgentEvent,
+  type PatchArgs,
   type CallTarget,
 } from './context.js';
 

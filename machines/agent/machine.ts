@@ -34,7 +34,6 @@ import {
   outputOf,
   reportOf,
   requestTokensOf,
-  targetOf,
   toolCallInfosOf,
   type AgentContext,
   type AgentEvent,

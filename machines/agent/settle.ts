@@ -27,10 +27,9 @@ import {
   routeOf,
   routedOf,
   targetOf,
-  type AgentContext,
   type ActionArgs,
+  type AgentContext,
   type PatchArgs,
-  type AgentEvent,
 } from './context.js';
 import { fallbackEvent } from './dispatch.js';
 

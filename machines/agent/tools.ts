@@ -6,8 +6,7 @@
 import { errorInfo } from '../errors.js';
 import { enqueueReport } from '../kit.js';
 import type { ContentBlock, ToolBusEvent, ToolCallDecision } from '../protocol.js';
-import { toolCallInfosOf, toolCallsOf, type AgentContext, type ActionArgs,
-  type PatchArgs, type AgentEvent, type ToolWait } from './context.js';
+import { toolCallInfosOf, toolCallsOf, type ActionArgs, type AgentContext, type PatchArgs, type ToolWait } from './context.js';
 
 /** One bus request per tool call; calls to tools the task may not use get an error result. */
 export const callTools = ({ context, enqueue, self, system }: ActionArgs) => {
