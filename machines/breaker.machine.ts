@@ -1,8 +1,11 @@
 /**
  * The circuit breaker of one route (provider + model): `closed` lets every call through,
  * `open` holds them while the route cools down, `halfOpen` lets exactly one probe through and
- * decides from its outcome. Agents ask with BREAKER.ADMIT and wait for BREAKER.ADMITTED (nobody
- * polls), then tell the breaker how the call went with BREAKER.REPORT.
+ * decides from its outcome. Agents ask with BREAKER.ADMIT (nobody polls), then tell the breaker
+ * how the call went with BREAKER.REPORT. An ADMIT may carry the message it lets through (`then`:
+ * the agent's lease request for the pool), so a closed breaker passes it on at once and the agent
+ * waits for its lease, not for an answer; one with `unlessOpen` is refused, not held, while open
+ * (its agent has a fallback to go to). BREAKER.PEEK asks whether the route is open.
  *
  * Only server-side failures (5xx, 529, timeout, reset) count against the route; agents report
  * 4xx, 429 and cancellations as `neutral`, which never opens the breaker.
@@ -15,10 +18,11 @@ import type { BreakerEvent, BreakerReply, BreakerVerdict, RunEvent } from './pro
 // Types
 // ---------------------------------------------------------------------------------------------
 
-/** What the spawner gives a breaker (systemId `breaker:<provider>/<model>`). */
-export interface BreakerInput {
-  /** The route this breaker guards, `<provider>/<model>`. */
-  route: string;
+/**
+ * A breaker's settings, the same for every route of a swarm (`createSwarm({ breaker })`). The one
+ * type for them: src/ and the supervisor's input use it too.
+ */
+export interface BreakerOptions {
   /** Consecutive failures that open the breaker. Default 5. */
   failureThreshold?: number;
   /** Cooldown of the first open period, in ms. Default 10 000. */
@@ -29,10 +33,18 @@ export interface BreakerInput {
   cooldownFactor?: number;
 }
 
+/** What the spawner gives a breaker (systemId `breaker:<provider>/<model>`). */
+export interface BreakerInput extends BreakerOptions {
+  /** The route this breaker guards, `<provider>/<model>`. */
+  route: string;
+}
+
 /** A request held until the breaker lets it through. */
 export interface BreakerWaiter {
   requestId: string;
   replyTo: AnyActorRef;
+  /** What to send on when it is let through, instead of BREAKER.ADMITTED. */
+  then?: { to: AnyActorRef; event: { type: string } };
 }
 
 export interface BreakerContext {
@@ -102,12 +114,19 @@ export function initialBreakerContext(input: BreakerInput): BreakerContext {
 }
 
 /** The waiter an ADMIT stands for (without the event's `type`). */
-function toWaiter(event: { requestId: string; replyTo: AnyActorRef }): BreakerWaiter {
-  return { requestId: event.requestId, replyTo: event.replyTo };
+function toWaiter(event: Extract<BreakerEvent, { type: 'BREAKER.ADMIT' }>): BreakerWaiter {
+  return event.then ? { requestId: event.requestId, replyTo: event.replyTo, then: event.then } : { requestId: event.requestId, replyTo: event.replyTo };
 }
 
-function admitted(waiter: BreakerWaiter, probe: boolean): BreakerReply {
-  return { type: 'BREAKER.ADMITTED', requestId: waiter.requestId, probe };
+/** Whom a let-through request is sent to, and what: its own message passed on, or BREAKER.ADMITTED. */
+function letThrough(waiter: BreakerWaiter, probe: boolean): { to: AnyActorRef; event: { type: string } } {
+  if (waiter.then) return waiter.then;
+  const reply: BreakerReply = { type: 'BREAKER.ADMITTED', requestId: waiter.requestId, probe };
+  return { to: waiter.replyTo, event: reply };
+}
+
+function status(event: { requestId: string }, open: boolean): BreakerReply {
+  return { type: 'BREAKER.STATUS', requestId: event.requestId, open };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -134,9 +153,19 @@ export const breakerMachine = setup({
     /** Tell the public event stream what happened; src replaces this no-op. */
     report: (_, _event: RunEvent) => {},
     /** Let one request through. */
-    admit: sendTo(
-      (_, params: { waiter: BreakerWaiter; probe: boolean }) => params.waiter.replyTo,
-      (_, params: { waiter: BreakerWaiter; probe: boolean }) => admitted(params.waiter, params.probe),
+    admit: enqueueActions(({ enqueue }, params: { waiter: BreakerWaiter; probe: boolean }) => {
+      const { to, event } = letThrough(params.waiter, params.probe);
+      enqueue.sendTo(to, event);
+    }),
+    /** Open, and the caller can go elsewhere: say so rather than hold it. */
+    refuse: sendTo(
+      (_, params: { requestId: string; replyTo: AnyActorRef }) => params.replyTo,
+      (_, params: { requestId: string; replyTo: AnyActorRef }): BreakerReply => ({ type: 'BREAKER.REFUSED', requestId: params.requestId }),
+    ),
+    /** Answer a PEEK: is the route open? */
+    tell: sendTo(
+      (_, params: { replyTo: AnyActorRef; reply: BreakerReply }) => params.replyTo,
+      (_, params: { replyTo: AnyActorRef; reply: BreakerReply }) => params.reply,
     ),
     /** Hold a request; a repeated ADMIT for the same request keeps its place in the line. */
     holdWaiter: assign({
@@ -163,16 +192,23 @@ export const breakerMachine = setup({
       const [next, ...rest] = context.waiters;
       if (context.probe !== null || next === undefined) return;
       enqueue.assign({ probe: next.requestId, waiters: rest });
-      enqueue.sendTo(next.replyTo, admitted(next, true));
+      const { to, event } = letThrough(next, true);
+      enqueue.sendTo(to, event);
     }),
     /** Closed again: everyone held goes, in the order they asked. */
     admitAllWaiters: enqueueActions(({ context, enqueue }) => {
-      for (const waiter of context.waiters) enqueue.sendTo(waiter.replyTo, admitted(waiter, false));
+      for (const waiter of context.waiters) {
+        const { to, event } = letThrough(waiter, false);
+        enqueue.sendTo(to, event);
+      }
       enqueue.assign({ waiters: [] });
     }),
   },
   guards: {
     verdictIs: ({ event }, params: { verdict: BreakerVerdict }) => event.type === 'BREAKER.REPORT' && event.verdict === params.verdict,
+    /** A success with failures counted: it resets them (one with none counted changes nothing, so copies nothing). */
+    successResets: ({ context, event }) => event.type === 'BREAKER.REPORT' && event.verdict === 'success' && context.failures > 0,
+    refuses: ({ event }) => event.type === 'BREAKER.ADMIT' && event.unlessOpen === true,
     failureOpensBreaker: ({ context, event }) =>
       event.type === 'BREAKER.REPORT' && event.verdict === 'failure' && context.failures + 1 >= context.failureThreshold,
     /** Only the probe's outcome says anything while half-open; older calls' reports are stale. */
@@ -194,8 +230,9 @@ export const breakerMachine = setup({
         'BREAKER.ADMIT': {
           actions: { type: 'admit', params: ({ event }) => ({ waiter: toWaiter(event), probe: false }) },
         },
+        'BREAKER.PEEK': { actions: { type: 'tell', params: ({ event }) => ({ replyTo: event.replyTo, reply: status(event, false) }) } },
         'BREAKER.REPORT': [
-          { guard: { type: 'verdictIs', params: { verdict: 'success' } }, actions: 'resetFailures' },
+          { guard: 'successResets', actions: 'resetFailures' },
           { guard: 'failureOpensBreaker', target: 'open', actions: 'countFailure' },
           { guard: { type: 'verdictIs', params: { verdict: 'failure' } }, actions: 'countFailure' },
           // neutral: says nothing about the route
@@ -215,9 +252,11 @@ export const breakerMachine = setup({
       },
       after: { cooldown: 'halfOpen' },
       on: {
-        'BREAKER.ADMIT': {
-          actions: { type: 'holdWaiter', params: ({ event }) => toWaiter(event) },
-        },
+        'BREAKER.ADMIT': [
+          { guard: 'refuses', actions: { type: 'refuse', params: ({ event }) => ({ requestId: event.requestId, replyTo: event.replyTo }) } },
+          { actions: { type: 'holdWaiter', params: ({ event }) => toWaiter(event) } },
+        ],
+        'BREAKER.PEEK': { actions: { type: 'tell', params: ({ event }) => ({ replyTo: event.replyTo, reply: status(event, true) }) } },
         'BREAKER.WITHDRAW': {
           actions: { type: 'dropWaiter', params: ({ event }) => ({ requestId: event.requestId }) },
         },
@@ -227,6 +266,8 @@ export const breakerMachine = setup({
     halfOpen: {
       entry: [{ type: 'report', params: ({ context }) => ({ type: 'breaker:halfOpen', route: context.route }) }, 'admitNextProbe'],
       on: {
+        // Half-open is not open: one probe goes, the others wait here for its outcome.
+        'BREAKER.PEEK': { actions: { type: 'tell', params: ({ event }) => ({ replyTo: event.replyTo, reply: status(event, false) }) } },
         'BREAKER.ADMIT': [
           {
             guard: 'probeSlotFree',

@@ -3,7 +3,7 @@
  * name (`report`, `callModel`, `executeTool`) for `machine.provide(...)`; paste any of them into
  * the Stately editor, walk it with @xstate/graph, or drive it with fake actors in tests.
  */
-export { agentMachine, type AgentContext, type AgentEvent, type AgentInput } from './agent.machine.js';
+export { agentMachine, type AgentContext, type AgentEvent, type AgentInput } from './agent/index.js';
 export { breakerMachine, type BreakerInput } from './breaker.machine.js';
 export { keyMachine, type KeyInput } from './key.machine.js';
 export { poolMachine, type PoolInput } from './pool.machine.js';

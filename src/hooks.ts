@@ -11,7 +11,7 @@
 import { pathToFileURL } from 'node:url';
 import { isAbsolute, resolve } from 'node:path';
 import type { DispatchDecision, DispatchInfo, Message, ToolCallDecision, ToolCallInfo } from '../machines/protocol.js';
-import type { CallTarget } from '../machines/agentContext.js';
+import type { CallTarget } from '../machines/agent/index.js';
 
 /** What a hook may answer. Nothing (or true) allows, false denies. */
 export type HookAnswer =

@@ -4,6 +4,7 @@
  * every default applied. Nothing here runs anything.
  */
 import type { SupervisorInput } from '../machines/supervisor/machine.js';
+export type { BreakerOptions } from '../machines/breaker.machine.js';
 import type { SupervisedTask } from '../machines/tasks/types.js';
 import type { Keyring } from './keys.js';
 import { criticalPathRanks, type ModelSpec, type Plan, type TaskSpec } from './plan/index.js';
@@ -11,21 +12,11 @@ import { DEFAULT_FAN_IN, implicitDeps } from './plan/mapreduce.js';
 import type { ProviderRequest } from './providers/types.js';
 import { contextWindowOf, minCacheTokensOf } from './models.js';
 import type { BusTool } from '../machines/protocol.js';
-import type { CallTarget } from '../machines/agentContext.js';
+import type { CallTarget } from '../machines/agent/index.js';
 import type { LedgerBudgets } from '../machines/ledger.machine.js';
+import type { BreakerOptions } from '../machines/breaker.machine.js';
 import { priceOf } from './cost/prices.js';
 import { outputCheckOf } from './plan/structured.js';
-
-export interface BreakerOptions {
-  /** Consecutive server-side failures that open the breaker. Default 5. */
-  failureThreshold?: number;
-  /** First cool-down before a half-open probe. Default 10000. */
-  cooldownMs?: number;
-  /** Cap of the growing cool-down. Default 300000. */
-  maxCooldownMs?: number;
-  /** Growth of the cool-down on each re-open. Default 2. */
-  cooldownFactor?: number;
-}
 
 export interface ResolveOptions {
   runId: string;

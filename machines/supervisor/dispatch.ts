@@ -1,6 +1,6 @@
 /** Starting ready tasks: each goes out as an agent (in a group with room), best first, while there is room in flight. */
 import type { AnyActorLogic } from 'xstate';
-import type { AgentInput } from '../agent.machine.js';
+import type { AgentInput } from '../agent/index.js';
 import { cacheGroupKey, MIN_CACHE_PREFIX_TOKENS } from '../cacheGroups.js';
 import { enqueueReport } from '../kit.js';
 import { aggregateStep, reducePrompt } from '../mapReduceSteps.js';

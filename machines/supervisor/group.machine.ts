@@ -11,8 +11,8 @@
  *   idle -SPAWN-> busy -last agent ended-> idle
  */
 import { enqueueActions, setup, stopChild, type AnyActorRef, type DoneActorEvent, type ErrorActorEvent } from 'xstate';
-import { agentMachine, type AgentContext, type AgentInput } from '../agent.machine.js';
-import { handBack } from '../agentContext.js';
+import { agentMachine, type AgentContext, type AgentInput } from '../agent/index.js';
+import { handBack } from '../agent/index.js';
 import { clampDelay, nowOf } from '../clock.js';
 import { toErrorInfo } from '../errors.js';
 import { childIdOf } from '../kit.js';

@@ -15,7 +15,7 @@
  * end), expansion.ts (a planner's sub-tasks), group.machine.ts and crew.ts (the agents' groups).
  */
 import { assign, enqueueActions, fromPromise, setup, type AnyActorLogic, type AnyActorRef, type ErrorActorEvent } from 'xstate';
-import { agentMachine } from '../agent.machine.js';
+import { agentMachine } from '../agent/index.js';
 import { breakerMachine } from '../breaker.machine.js';
 import { CacheGroups } from '../cacheGroups.js';
 import { nowOf } from '../clock.js';

@@ -1,6 +1,7 @@
 /** The supervisor's input, context and events, and what its helpers share. */
 import type { DoneActorEvent, ErrorActorEvent } from 'xstate';
-import type { CallTarget } from '../agentContext.js';
+import type { CallTarget } from '../agent/index.js';
+import type { BreakerInput } from '../breaker.machine.js';
 import type { CacheGroups } from '../cacheGroups.js';
 import type { LedgerBudgets } from '../ledger.machine.js';
 import type { Group } from '../mapReduceSteps.js';
@@ -17,7 +18,7 @@ export interface SupervisorInput {
   tasks: SupervisedTask[];
   providers: { name: string; keys: { keyId: string; limits: KeyLimits; probation?: boolean }[] }[];
   /** One breaker per route `<provider>/<model>`. */
-  routes: { route: string; failureThreshold?: number; cooldownMs?: number; maxCooldownMs?: number; cooldownFactor?: number }[];
+  routes: BreakerInput[];
   /** The tool bus: its tools and its batching, caching and timeout settings. */
   toolBus: ToolBusInput;
   maxInFlight: number;

@@ -2,7 +2,7 @@
  * The shapes the run table keeps and hands out: a task as the supervisor runs it, its record in
  * the table, why it runs again (feedback), and what settling an attempt did (a settlement).
  */
-import type { CallTarget } from '../agentContext.js';
+import type { CallTarget } from '../agent/index.js';
 import type { Price } from '../cost.js';
 import type { MapSpec, ReduceSpec } from '../mapReduce.js';
 import type { ErrorInfo, Message, OutputCheckSpec, TaskStatus, Usage } from '../protocol.js';

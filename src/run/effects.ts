@@ -9,7 +9,7 @@ import { fromPromise } from 'xstate';
 import type { CacheWarmEvent, ModelCallInput, ModelCallOutput, RunEvent, ToolBatchInput, ToolExecInput, ToolResult } from '../../machines/protocol.js';
 import type { PlanExpansion, PlanExpansionInput } from '../../machines/supervisor/machine.js';
 import { supervisorMachine } from '../../machines/supervisor/machine.js';
-import { agentMachine } from '../../machines/agent.machine.js';
+import { agentMachine } from '../../machines/agent/index.js';
 import { keyMachine } from '../../machines/key.machine.js';
 import { poolMachine } from '../../machines/pool.machine.js';
 import { breakerMachine } from '../../machines/breaker.machine.js';

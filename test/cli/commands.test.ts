@@ -4,7 +4,7 @@
  * `validate --json`, `machines --json`, `--verbose`, and --json's lines on stderr. The built CLI
  * as a child process (npm run build first), plus the registry itself for what needs no process.
  */
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';

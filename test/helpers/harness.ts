@@ -13,10 +13,10 @@
  * await h.settle();
  * h.output(id)?.status; // 'completed'
  */
-import { createActor, enqueueActions, fromPromise, setup, SimulatedClock, spawnChild } from 'xstate';
+import { createActor, enqueueActions, fromPromise, setup, SimulatedClock } from 'xstate';
 import type { AnyActorRef, DoneActorEvent, ErrorActorEvent } from 'xstate';
-import { agentMachine, type AgentContext, type AgentInput } from '../../machines/agent.machine.js';
-import { breakerMachine, type BreakerContext, type BreakerInput } from '../../machines/breaker.machine.js';
+import { agentMachine, type AgentContext, type AgentInput } from '../../machines/agent/index.js';
+import { breakerMachine, type BreakerContext, type BreakerOptions } from '../../machines/breaker.machine.js';
 import { keyMachine, type KeyContext } from '../../machines/key.machine.js';
 import { poolMachine, type PoolContext } from '../../machines/pool.machine.js';
 import type {
@@ -105,8 +105,10 @@ export interface AgentHarnessOptions {
   model: ModelScript;
   /** Keys of provider `p`. Default: one key `A` without limits. */
   keys?: { keyId: string; limits: KeyLimits }[];
-  /** Options of the breaker of route `p/m`. */
-  breaker?: Omit<BreakerInput, 'route'>;
+  /** Options of the breaker of route `p/m` (and of the other routes'). */
+  breaker?: BreakerOptions;
+  /** Models of provider `p` beside `m` that have a breaker (`breaker:p/<model>`), for fallbacks. */
+  models?: string[];
   /** Tools the bus knows. Default: `search`, `fail` and `rm`, none shareable. */
   tools?: { name: string; shareable: boolean }[];
   /** The bus's batch window (ms). Default 0: calls go out at once. */
@@ -163,18 +165,20 @@ export function createAgentHarness(options: AgentHarnessOptions) {
       agent: agentMachine.provide({ actions: { report }, actors: { callModel } }),
     },
   }).createMachine({
-    entry: [
-      spawnChild('pool', { id: 'pool:p', systemId: 'pool:p', input: { provider: 'p', keys } }),
-      spawnChild('breaker', { id: 'breaker:p/m', systemId: 'breaker:p/m', input: { route: 'p/m', ...options.breaker } }),
-      spawnChild('toolBus', {
+    entry: enqueueActions(({ enqueue }) => {
+      enqueue.spawnChild('pool', { id: 'pool:p', systemId: 'pool:p', input: { provider: 'p', keys } });
+      for (const model of ['m', ...(options.models ?? [])]) {
+        enqueue.spawnChild('breaker', { id: `breaker:p/${model}`, systemId: `breaker:p/${model}`, input: { route: `p/${model}`, ...options.breaker } });
+      }
+      enqueue.spawnChild('toolBus', {
         id: 'toolBus',
         systemId: 'toolBus',
         input: {
           tools: (options.tools ?? DEFAULT_TOOLS).map((t) => ({ ...t, server: 'local', readOnly: t.shareable, batch: false })),
           batchWindowMs: options.batchWindowMs ?? 0,
         },
-      }),
-    ],
+      });
+    }),
     on: {
       SPAWN: {
         actions: enqueueActions(({ event, enqueue }) => {
@@ -255,7 +259,7 @@ export function createAgentHarness(options: AgentHarnessOptions) {
     /** A key's state and book; undefined once the key stopped (revoked is final). */
     key: (keyId: string) => (actor.system.get(`key:${keyId}`) ? snapshotOf<KeyContext>(`key:${keyId}`) : undefined),
     pool: () => snapshotOf<PoolContext>('pool:p'),
-    breaker: () => snapshotOf<BreakerContext>('breaker:p/m'),
+    breaker: (model = 'm') => snapshotOf<BreakerContext>(`breaker:p/${model}`),
     /** Leases out: as the pool counts them, and per live key. */
     leasesOut(): Record<string, number> {
       const out: Record<string, number> = { pool: snapshotOf<PoolContext>('pool:p').context.book.byLease.size };

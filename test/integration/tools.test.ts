@@ -370,7 +370,7 @@ describe('compaction: what the runtime does not yet see', () => {
   });
 
   // BUG: a provider's context-length error compacts and retries only once per attempt
-  // (machines/agent.machine.ts: `overflowRetried` is set on the first overflow and never reset),
+  // (machines/agent/: `overflowRetried` is set on the first overflow and never reset),
   // so when the runtime's idea of the window is too large, a long tool loop that outgrows the
   // real window a second time fails, although compacting again would have let it go on.
   it('compacts on every context-length error of the provider, not only the first of an attempt', async () => {

@@ -281,8 +281,10 @@ describe('agentMachine: cancellation', () => {
     expect(h.breaker().value).toBe('open');
     const id = h.start(agentInput({ taskId: 'held' }));
     await h.advance(0);
-    expect(h.agent(id).value).toEqual({ active: { waiting: 'admission' } });
+    // Its lease request waits at the breaker (it never reached the pool).
+    expect(h.agent(id).value).toEqual({ active: { waiting: 'lease' } });
     expect(h.breaker().context.waiters.map((w) => w.requestId)).toEqual(['held#1.1']);
+    expect(h.pool().context.book.byRequest.has('held#1.1')).toBe(false);
     h.cancel(id);
     await h.settle();
     expect(h.output(id)?.status).toBe('cancelled');
@@ -302,8 +304,9 @@ describe('agentMachine: cancellation', () => {
     const probe = h.start(agentInput({ taskId: 'probe' }));
     const next = h.start(agentInput({ taskId: 'next' }));
     await h.advance(0);
-    expect(h.agent(probe).context.admission).toEqual({ requestId: 'probe#1.1', probe: true });
-    expect(h.agent(next).value).toEqual({ active: { waiting: 'admission' } });
+    expect(h.agent(probe).context.admission).toBe('probe#1.1');
+    expect(h.breaker().context.probe).toBe('probe#1.1');
+    expect(h.agent(next).value).toEqual({ active: { waiting: 'lease' } });
     const call = h.callsOf('probe')[0];
 
     h.cancel(probe);
@@ -315,6 +318,71 @@ describe('agentMachine: cancellation', () => {
     expect(h.breaker().context.probe).toBe('next#1.1');
     expect(h.agent(next).value).toEqual({ active: 'running' });
     expect(h.leasesOut()).toEqual({ pool: 1, A: 1 });
+  });
+});
+
+describe('agentMachine: the route\'s breaker and fallbacks', () => {
+  /** Counts reads of an actor's snapshot from now on (the agent must learn other actors' state by event). */
+  function countReads(h: AgentHarness, systemId: string) {
+    const ref = h.root.system.get(systemId)!;
+    const read = ref.getSnapshot.bind(ref);
+    const counter = { reads: 0, restore: () => void (ref.getSnapshot = read) };
+    ref.getSnapshot = () => {
+      counter.reads++;
+      return read();
+    };
+    return counter;
+  }
+
+  /** Opens the breaker of `p/<model>` (threshold 1) with one failing call. */
+  async function open(h: AgentHarness, model: string) {
+    h.start(agentInput({ taskId: `sick-${model}`, model, retries: 0 }));
+    await h.advance(0);
+    expect(h.breaker(model).value).toBe('open');
+  }
+
+  const sickOn = (models: string[]) => (call: { model: string; taskId: string }) =>
+    call.taskId.startsWith('sick') || models.includes(call.model) ? modelError('server_error', { status: 500 }) : textReply(`ok from ${call.model}`);
+
+  it('asks the breaker by event, never reading its state: a closed one passes the lease request on, and hears every outcome', async () => {
+    const h = createAgentHarness({ breaker: { failureThreshold: 3 }, model: (_, n) => (n === 0 ? modelError('server_error', { status: 500 }) : textReply('ok')) });
+    const reads = countReads(h, 'breaker:p/m');
+    const id = h.start(agentInput({ backoff: { baseMs: 1, maxMs: 1 } }));
+    await h.advance(100);
+    expect(h.output(id)).toMatchObject({ status: 'completed', retries: 1 });
+    expect(reads.reads).toBe(0);
+    reads.restore();
+    // The failure was counted, and the success after it reset the count.
+    expect(h.breaker().context.failures).toBe(0);
+    expect(h.breaker().context.waiters).toEqual([]);
+  });
+
+  it('moves a turn off an open route to the first fallback whose breaker is not open, skipping an open one', async () => {
+    const h = createAgentHarness({ models: ['f1', 'f2'], breaker: { failureThreshold: 1, cooldownMs: 60_000 }, model: sickOn([]) });
+    await open(h, 'm');
+    await open(h, 'f1');
+    const reads = [countReads(h, 'breaker:p/m'), countReads(h, 'breaker:p/f1'), countReads(h, 'breaker:p/f2')];
+    const fallbacks = ['f1', 'f2'].map((model) => ({ provider: 'p', model, maxTokens: 100 }));
+    const id = h.start(agentInput({ fallbacks }));
+    await h.advance(0);
+    expect(h.output(id)).toMatchObject({ status: 'completed', output: 'ok from f2', servedBy: 'p/f2' });
+    expect(h.reportsOf('task:fallback').map(({ from, to, reason }) => ({ from, to, reason }))).toEqual([{ from: 'p/m', to: 'p/f2', reason: 'breaker open' }]);
+    expect(h.callsOf('t1').map((c) => c.input.model)).toEqual(['f2']);
+    expect(reads.map((r) => r.reads)).toEqual([0, 0, 0]);
+  });
+
+  it('waits on its own route when every fallback is open too, and goes when the route heals', async () => {
+    const h = createAgentHarness({ models: ['f1'], breaker: { failureThreshold: 1, cooldownMs: 10_000 }, model: sickOn([]) });
+    await open(h, 'm');
+    await open(h, 'f1');
+    const id = h.start(agentInput({ fallbacks: [{ provider: 'p', model: 'f1', maxTokens: 100 }] }));
+    await h.advance(0);
+    expect(h.agent(id).value).toEqual({ active: { waiting: 'lease' } });
+    expect(h.breaker().context.waiters.map((w) => w.requestId)).toEqual(['t1#1.3']); // refused, peeked, then held
+    expect(h.reportsOf('task:fallback')).toEqual([]);
+    await h.advance(10_000); // half-open: the held request is the probe, and succeeds
+    expect(h.output(id)).toMatchObject({ status: 'completed', output: 'ok from m' });
+    expect(h.breaker().value).toBe('closed');
   });
 });
 

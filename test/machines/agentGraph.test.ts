@@ -1,22 +1,25 @@
 /**
  * The agent machine walked with @xstate/graph (its context is immutable data, so every branch of
- * the walk is independent): once as a plain run (no hooks, no budget), once with dispatch hooks,
- * tool hooks and a budget, which adds the states a plain walk never reaches (`waiting.hook`,
+ * the walk is independent): once as a plain run (no hooks, no budget; a model with one fallback,
+ * so an open breaker's refusal reaches `waiting.rerouting`), once with dispatch hooks, tool hooks
+ * and a budget, which adds the states a plain walk never reaches (`waiting.hook`,
  * `waiting.reserving`, `tools.hook`).
  */
 import { getShortestPaths } from '@xstate/graph';
 import { describe, expect, it } from 'vitest';
-import { createEmptyActor, transition } from 'xstate';
+import { createEmptyActor, initialTransition, transition } from 'xstate';
 import type { AnyActorRef, AnyActorScope } from 'xstate';
-import { agentMachine, type AgentEvent, type AgentInput } from '../../machines/agent.machine.js';
+import { agentMachine, type AgentEvent, type AgentInput } from '../../machines/agent/index.js';
 import type { ModelCallOutput } from '../../machines/protocol.js';
 import { agentInput, modelError, textReply, toolReply } from '../helpers/harness.js';
 
 type AgentSnapshot = ReturnType<typeof agentMachine.getInitialSnapshot>;
 
-const GRAPH_INPUT = agentInput({ taskId: 't', tools: ['search'], maxTurns: 2, retries: 1, timeoutMs: 1_000 });
-/** The same task in a run with a beforeDispatch hook, a beforeToolCall hook and a budget. */
-const HOOKED_INPUT: AgentInput = { ...GRAPH_INPUT, hooked: true, toolHooked: true, budgeted: true, price: { input: 3, output: 15 } };
+const BASE_INPUT = agentInput({ taskId: 't', tools: ['search'], maxTurns: 2, retries: 1, timeoutMs: 1_000 });
+/** The plain task's model has a fallback, so an open breaker's refusal leads somewhere. */
+const GRAPH_INPUT: AgentInput = { ...BASE_INPUT, fallbacks: [{ provider: 'p', model: 'f', maxTokens: 100 }] };
+/** The task (no fallback: the walk stays small) in a run with a beforeDispatch hook, a beforeToolCall hook and a budget. */
+const HOOKED_INPUT: AgentInput = { ...BASE_INPUT, hooked: true, toolHooked: true, budgeted: true, price: { input: 3, output: 15 } };
 
 /**
  * Every event the agent can meet, the replies carrying the id of the request now outstanding:
@@ -28,7 +31,10 @@ function graphEvents(state: AgentSnapshot): AgentEvent[] {
   const wantsTool: ModelCallOutput = toolReply([{ id: 'u1', name: 'search' }]);
   const events: Array<AgentEvent | { type: string; [k: string]: unknown }> = [
     { type: 'START' },
-    { type: 'BREAKER.ADMITTED', requestId, probe: false },
+    // The route's breaker is open and the turn has a fallback; then the fallback's breaker's answer.
+    { type: 'BREAKER.REFUSED', requestId },
+    { type: 'BREAKER.STATUS', requestId, open: false },
+    { type: 'BREAKER.STATUS', requestId, open: true },
     { type: 'LEASE.GRANTED', requestId, leaseId: 'A#1', keyId: 'A' },
     { type: 'LEASE.DENIED', requestId, error: { code: 'no_keys', message: 'no keys', retryable: false } },
     { type: 'xstate.done.actor.callModel', output: ok },
@@ -67,7 +73,7 @@ function hookedEvents(state: AgentSnapshot): AgentEvent[] {
  * (the walk executes no sends; the replies are the synthetic events above).
  */
 function withInfrastructure(): typeof agentMachine {
-  const standIns = new Map<string, AnyActorRef>(['toolBus', 'pool:p', 'breaker:p/m', 'ledger'].map((id) => [id, createEmptyActor() as AnyActorRef]));
+  const standIns = new Map<string, AnyActorRef>(['toolBus', 'pool:p', 'breaker:p/m', 'breaker:p/f', 'ledger'].map((id) => [id, createEmptyActor() as AnyActorRef]));
   const transition = (snapshot: AgentSnapshot, event: AgentEvent, scope: AnyActorScope) => {
     const system = { ...scope.system, get: (id: string) => standIns.get(id) ?? scope.system.get(id) };
     return agentMachine.transition(snapshot, event, { ...scope, system } as typeof scope);
@@ -86,10 +92,14 @@ function shortestByValue(logic: typeof agentMachine, input = GRAPH_INPUT, events
   return { paths, byValue };
 }
 
+/** The plain walk, taken once: two tests read it. */
+let plainWalk: ReturnType<typeof shortestByValue> | undefined;
+const walkPlain = () => (plainWalk ??= shortestByValue(withInfrastructure()));
+
 const ALL_STATES = [
   '"idle"',
-  '{"active":{"waiting":"admission"}}',
   '{"active":{"waiting":"lease"}}',
+  '{"active":{"waiting":"rerouting"}}',
   '{"active":"running"}',
   '{"active":{"tools":"calling"}}',
   '{"active":"backoff"}',
@@ -104,11 +114,18 @@ const stepTypes = (path: { steps: { event: { type: string } }[] }) => path.steps
 
 describe('agentMachine: graph', () => {
   it('reaches every state, and every way to fail, with synthetic replies', () => {
-    const { paths, byValue } = shortestByValue(withInfrastructure());
+    const { paths, byValue } = walkPlain();
     expect([...byValue.keys()].sort()).toEqual([...ALL_STATES].sort()); // nextTurn is transient: never at rest
-    expect(stepTypes(byValue.get('{"active":"running"}')!)).toEqual(['START', 'BREAKER.ADMITTED', 'LEASE.GRANTED']);
-    expect(stepTypes(byValue.get('{"active":{"tools":"calling"}}')!)).toEqual(['START', 'BREAKER.ADMITTED', 'LEASE.GRANTED', 'xstate.done.actor.callModel']);
-    expect(stepTypes(byValue.get('{"active":"backoff"}')!)).toEqual(['START', 'BREAKER.ADMITTED', 'LEASE.GRANTED', 'xstate.error.actor.callModel']);
+    // The lease request passes a closed breaker on its own: no answer from the breaker to wait for.
+    expect(stepTypes(byValue.get('{"active":"running"}')!)).toEqual(['START', 'LEASE.GRANTED']);
+    expect(stepTypes(byValue.get('{"active":{"tools":"calling"}}')!)).toEqual(['START', 'LEASE.GRANTED', 'xstate.done.actor.callModel']);
+    expect(stepTypes(byValue.get('{"active":"backoff"}')!)).toEqual(['START', 'LEASE.GRANTED', 'xstate.error.actor.callModel']);
+    expect(stepTypes(byValue.get('{"active":{"waiting":"rerouting"}}')!)).toEqual(['START', 'BREAKER.REFUSED']);
+    // The fallback is up: the turn moves there (and asks for its lease again); down: it waits on its own route.
+    const moved = paths.find((p) => p.state.matches({ active: { waiting: 'lease' } }) && p.state.context.routeIndex === 1);
+    expect(stepTypes(moved!)).toEqual(['START', 'BREAKER.REFUSED', 'BREAKER.STATUS']);
+    const stayed = paths.filter((p) => p.state.matches({ active: { waiting: 'lease' } }) && p.state.context.reroute !== null);
+    expect(stayed.map((p) => [p.state.context.routeIndex, p.state.context.reroute])).toContainEqual([0, { index: 0, open: true }]);
     const failures = new Set(paths.filter((p) => p.state.value === 'failed').map((p) => p.state.context.error?.code));
     // no_keys (denied), bad_request (fatal), server_error (retries spent), max_turns, task_timeout.
     expect([...failures].sort()).toEqual(['bad_request', 'max_turns', 'no_keys', 'server_error', 'task_timeout']);
@@ -120,12 +137,13 @@ describe('agentMachine: graph', () => {
 
   it('with hooks and a budget, also reaches the hook, the reservation and the tool hook, each in its place', () => {
     const { paths, byValue } = shortestByValue(withInfrastructure(), HOOKED_INPUT, hookedEvents);
-    expect([...byValue.keys()].sort()).toEqual([...ALL_STATES, ...HOOKED_STATES].sort());
+    const rerouting = '{"active":{"waiting":"rerouting"}}';
+    expect([...byValue.keys()].sort()).toEqual([...ALL_STATES.filter((s) => s !== rerouting), ...HOOKED_STATES].sort());
     // The hook decides first, then the worst case is reserved, then the breaker and the pool.
     expect(stepTypes(byValue.get('{"active":{"waiting":"hook"}}')!)).toEqual(['START']);
     expect(stepTypes(byValue.get('{"active":{"waiting":"reserving"}}')!)).toEqual(['START', 'xstate.done.actor.beforeDispatch']);
     expect(stepTypes(byValue.get('{"active":"running"}')!)).toEqual([
-      'START', 'xstate.done.actor.beforeDispatch', 'LEDGER.RESERVED', 'BREAKER.ADMITTED', 'LEASE.GRANTED',
+      'START', 'xstate.done.actor.beforeDispatch', 'LEDGER.RESERVED', 'LEASE.GRANTED',
     ]);
     // The tool hook sits between the reply asking for a tool and the call to the bus.
     expect(stepTypes(byValue.get('{"active":{"tools":"hook"}}')!).at(-1)).toBe('xstate.done.actor.callModel');
@@ -141,8 +159,8 @@ describe('agentMachine: graph', () => {
     );
     expect(refusedFirst.length).toBeGreaterThan(0);
     for (const p of refusedFirst) {
-      expect(stepTypes(p)).not.toContain('BREAKER.ADMITTED');
-      expect(p.state.context.requests).toBe(0);
+      expect(stepTypes(p)).not.toContain('LEASE.GRANTED');
+      expect([p.state.context.requests, p.state.context.admission]).toEqual([0, null]);
     }
     // Whatever path reached a final state, nothing is left held, requested or reserved.
     for (const p of paths.filter((p) => p.state.status === 'done')) {
@@ -152,14 +170,29 @@ describe('agentMachine: graph', () => {
   });
 
   it('asks with deterministic request ids, and ignores replies to any other request', () => {
-    const { byValue } = shortestByValue(withInfrastructure());
+    const { byValue } = walkPlain();
     const running = byValue.get('{"active":"running"}')!;
     const ids = running.steps.map((s) => (s.event as { requestId?: string }).requestId).filter(Boolean);
-    expect(ids).toEqual(['t#1.1', 't#1.2']);
+    expect(ids).toEqual(['t#1.1']);
     // A stale grant (an earlier request's id) does not move the agent.
     const lease = byValue.get('{"active":{"waiting":"lease"}}')!.state;
-    const [stale] = transition(agentMachine, lease, { type: 'LEASE.GRANTED', requestId: 't#1.1', leaseId: 'A#9', keyId: 'A' });
+    const [stale] = transition(agentMachine, lease, { type: 'LEASE.GRANTED', requestId: 't#1.0', leaseId: 'A#9', keyId: 'A' });
     expect(stale.value).toEqual({ active: { waiting: 'lease' } });
+  });
+
+  it('asks whether to reserve of the call as the hook rewrote it: a rewrite to a priced model reserves, one to an unpriced model does not', () => {
+    const logic = withInfrastructure();
+    const unpriced: AgentInput = { ...BASE_INPUT, hooked: true, budgeted: true };
+    const priced: AgentInput = { ...unpriced, price: { input: 3, output: 15 } };
+    const afterRewrite = (input: AgentInput, target: { provider: string; model: string; maxTokens: number; price?: { input: number; output: number } }) => {
+      let [state] = initialTransition(logic, input);
+      [state] = transition(logic, state, { type: 'START' });
+      expect(state.value).toEqual({ active: { waiting: 'hook' } });
+      [state] = transition(logic, state, { type: 'xstate.done.actor.beforeDispatch', output: { action: 'rewrite', target } } as unknown as AgentEvent);
+      return state.value;
+    };
+    expect(afterRewrite(unpriced, { provider: 'p', model: 'm2', maxTokens: 100, price: { input: 1, output: 1 } })).toEqual({ active: { waiting: 'reserving' } });
+    expect(afterRewrite(priced, { provider: 'p', model: 'm2', maxTokens: 100 })).toEqual({ active: { waiting: 'lease' } });
   });
 
   it('with no infrastructure in the system (a bare walk), fails at once: no pool to lease from', () => {

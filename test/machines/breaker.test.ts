@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createActor, createEmptyActor, createMachine, SimulatedClock } from 'xstate';
 import type { AnyActorRef } from 'xstate';
 import { breakerMachine, initialBreakerContext } from '../../machines/breaker.machine.js';
-import type { BreakerContext, BreakerInput } from '../../machines/breaker.machine.js';
+import type { BreakerContext, BreakerInput, BreakerOptions } from '../../machines/breaker.machine.js';
 import type { BreakerEvent, BreakerReply, BreakerVerdict, RunEvent } from '../../machines/protocol.js';
 
 const ROUTE = 'anthropic/claude-test';
@@ -33,6 +33,7 @@ function harness(input: Partial<BreakerInput> = {}, onReply?: (reply: BreakerRep
   return {
     clock,
     breaker,
+    agent,
     reports,
     replies,
     state: () => breaker.getSnapshot().value,
@@ -155,6 +156,77 @@ describe('breakerMachine: closed', () => {
     expect(() => initialBreakerContext({ route: ROUTE, cooldownMs: 500, maxCooldownMs: 100 })).toThrow(/maxCooldownMs/);
     expect(() => initialBreakerContext({ route: ROUTE, cooldownFactor: 0.5 })).toThrow(/cooldownFactor/);
     expect(initialBreakerContext({ route: ROUTE, cooldownMs: 600_000 }).maxCooldownMs).toBe(600_000);
+  });
+});
+
+/** An actor that keeps what it is sent (the pool a lease request passes the breaker for). */
+function recorder() {
+  const got: { type: string; requestId?: string }[] = [];
+  const ref = createActor(createMachine({ on: { '*': { actions: ({ event }) => void got.push(event) } } })).start();
+  return { ref, got };
+}
+
+describe('breakerMachine: passing a message on, refusing, answering a peek', () => {
+  const lease = (requestId: string) => ({ type: 'LEASE.REQUEST', requestId });
+
+  it('passes an admitted request\'s message on instead of answering: at once when closed, in order once it closes again', () => {
+    const h = harness({ failureThreshold: 1, cooldownMs: 100 });
+    const pool = recorder();
+    const pass = (requestId: string) => h.breaker.send({ type: 'BREAKER.ADMIT', requestId, replyTo: h.agent, then: { to: pool.ref, event: lease(requestId) } });
+    pass('a');
+    expect(pool.got).toEqual([lease('a')]);
+    expect(h.replies).toEqual([]); // the agent waits for its lease, not for the breaker
+    h.report('a', 'failure');
+    expect(h.state()).toBe('open');
+    pass('b');
+    pass('c');
+    expect(pool.got).toEqual([lease('a')]); // held while open
+    h.clock.increment(100);
+    expect(pool.got).toEqual([lease('a'), lease('b')]); // b is the probe
+    expect(h.breaker.getSnapshot().context.probe).toBe('b');
+    h.report('b', 'success');
+    expect(pool.got).toEqual([lease('a'), lease('b'), lease('c')]);
+    expect(h.replies).toEqual([]);
+  });
+
+  it('refuses a request that asked to be refused while open, holds it while half-open, admits it while closed', () => {
+    const h = harness({ failureThreshold: 1, cooldownMs: 100 });
+    const ask = (requestId: string) => h.breaker.send({ type: 'BREAKER.ADMIT', requestId, replyTo: h.agent, unlessOpen: true });
+    ask('a');
+    expect(h.replies).toEqual([{ type: 'BREAKER.ADMITTED', requestId: 'a', probe: false }]);
+    h.report('a', 'failure');
+    ask('b');
+    expect(h.replies.at(-1)).toEqual({ type: 'BREAKER.REFUSED', requestId: 'b' });
+    expect(h.breaker.getSnapshot().context.waiters).toEqual([]); // refused, not held
+    h.clock.increment(100);
+    ask('c');
+    ask('d');
+    expect(h.replies.slice(-1)).toEqual([{ type: 'BREAKER.ADMITTED', requestId: 'c', probe: true }]);
+    expect(h.breaker.getSnapshot().context.waiters.map((w) => w.requestId)).toEqual(['d']);
+  });
+
+  it('answers a peek with whether it is open, admitting nothing', () => {
+    const h = harness({ failureThreshold: 1, cooldownMs: 100 });
+    const peek = (requestId: string) => h.breaker.send({ type: 'BREAKER.PEEK', requestId, replyTo: h.agent });
+    peek('p1');
+    openWith(h, 1);
+    peek('p2');
+    h.clock.increment(100);
+    peek('p3');
+    expect(h.replies.filter((r) => r.type === 'BREAKER.STATUS')).toEqual([
+      { type: 'BREAKER.STATUS', requestId: 'p1', open: false },
+      { type: 'BREAKER.STATUS', requestId: 'p2', open: true },
+      { type: 'BREAKER.STATUS', requestId: 'p3', open: false }, // half-open lets a probe through: not open
+    ]);
+    expect(h.breaker.getSnapshot().context).toMatchObject({ waiters: [], probe: null });
+  });
+
+  it('counts nothing new for a success while no failure is counted (the context is not copied)', () => {
+    const h = harness();
+    h.admit('a');
+    const before = h.breaker.getSnapshot().context;
+    h.report('a', 'success');
+    expect(h.breaker.getSnapshot().context).toBe(before);
   });
 });
 
@@ -309,7 +381,7 @@ const configArb = fc
  * Runs `ops` against a breaker, playing the agents' side, and checks the invariants after every
  * step; then drains with successes and checks that nobody is left waiting.
  */
-function runScenario(config: Required<Omit<BreakerInput, 'route'>>, ops: Op[]) {
+function runScenario(config: Required<BreakerOptions>, ops: Op[]) {
   const waiting = new Set<string>(); // asked, neither admitted nor withdrawn
   const holding = new Set<string>(); // admitted, not yet reported or withdrawn
   const probes = new Set<string>(); // admitted as probe, not yet reported or withdrawn
@@ -322,7 +394,7 @@ function runScenario(config: Required<Omit<BreakerInput, 'route'>>, ops: Op[]) {
     waiting.delete(reply.requestId);
     admitted.add(reply.requestId);
     holding.add(reply.requestId);
-    if (reply.probe) probes.add(reply.requestId);
+    if (reply.type === 'BREAKER.ADMITTED' && reply.probe) probes.add(reply.requestId);
   });
   let consecutive = 0; // the test's own count of consecutive failures while closed
   let seenReports = 0;

@@ -12,7 +12,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { assign, createActor, fromPromise, setup, SimulatedClock } from 'xstate';
-import type { AgentInput, agentMachine } from '../../machines/agent.machine.js';
+import type { AgentInput, agentMachine } from '../../machines/agent/index.js';
 import { groupMachine } from '../../machines/supervisor/group.machine.js';
 import { poolMachine } from '../../machines/pool.machine.js';
 import { ZERO_USAGE, type BusTool, type ToolExecInput } from '../../machines/protocol.js';

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { assign, createActor, enqueueActions, setup, SimulatedClock, type AnyActorRef } from 'xstate';
-import type { AgentInput, agentMachine } from '../../machines/agent.machine.js';
+import type { AgentInput, agentMachine } from '../../machines/agent/index.js';
 import { ZERO_USAGE, type AttemptReport } from '../../machines/protocol.js';
 import { groupMachine } from '../../machines/supervisor/group.machine.js';
 import type { AgentEndedEvent } from '../../machines/supervisor/types.js';

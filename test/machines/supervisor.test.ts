@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { assign, createActor, setup, SimulatedClock } from 'xstate';
-import type { AgentInput, agentMachine } from '../../machines/agent.machine.js';
+import type { AgentInput, agentMachine } from '../../machines/agent/index.js';
 import type { AttemptReport, ErrorInfo, RunEvent } from '../../machines/protocol.js';
 import { ZERO_USAGE } from '../../machines/protocol.js';
 import type { SupervisedTask } from '../../machines/tasks/types.js';

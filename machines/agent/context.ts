@@ -1,13 +1,13 @@
 /**
  * The agent's data: what it is started with, what it keeps, what it hears, and the pure helpers
- * that read them (which actor to ask, what the next model call is). agent.machine.ts holds only
- * the statechart and its actions.
+ * that read them (which actor to ask, what the next model call is, what to give back). The chart
+ * is machine.ts; its actions are dispatch.ts, settle.ts and tools.ts.
  */
-import type { AnyActorRef } from 'xstate';
-import { SUMMARY_SYSTEM, summaryMessages } from './compaction.js';
-import { JUDGE_SYSTEM, judgeMessages } from './judge.js';
-import { worstCaseUsd, type Price } from './cost.js';
-import { toErrorInfo } from './errors.js';
+import type { AnyActorRef, EventObject } from 'xstate';
+import { SUMMARY_SYSTEM, summaryMessages } from '../compaction.js';
+import { JUDGE_SYSTEM, judgeMessages } from '../judge.js';
+import { worstCaseUsd, type Price } from '../cost.js';
+import { toErrorInfo } from '../errors.js';
 import type {
   ToolBusEvent,
   CallRecord,
@@ -29,8 +29,8 @@ import type {
   OutputCheckSpec,
   ToolBusReply,
   Usage,
-} from './protocol.js';
-import { estimateRequestTokens, maxRequestTokens } from './tokens.js';
+} from '../protocol.js';
+import { estimateRequestTokens, maxRequestTokens } from '../tokens.js';
 
 export interface AgentInput {
   taskId: string;
@@ -100,7 +100,6 @@ export interface ToolWait {
 
 export interface AgentContext {
   input: AgentInput;
-  route: string;
   messages: Message[];
   turn: number;
   requests: number;
@@ -112,8 +111,11 @@ export interface AgentContext {
   usage: Usage;
   rng: number;
   seq: number;
-  /** The breaker admission or lease request now outstanding. */
-  pending: { kind: 'reservation' | 'admission' | 'lease'; requestId: string } | null;
+  /**
+   * The request now outstanding: a budget reservation, a lease request (sent through the route's
+   * breaker when it has one), or a question to a fallback's breaker (is it open?).
+   */
+  pending: { kind: 'reservation' | 'lease' | 'peek'; requestId: string } | null;
   /** A budget reservation held for the current call, not yet settled. */
   reservation: string | null;
   /** The tool hook's decisions for this turn's calls, by call id. */
@@ -132,8 +134,17 @@ export interface AgentContext {
   callStartedAt: number;
   /** Each model call so far, for the per-route numbers of the result. */
   calls: CallRecord[];
-  /** A breaker admission held and not yet reported. */
-  admission: { requestId: string; probe: boolean } | null;
+  /**
+   * The id of the breaker admission the lease request passed with: waited for until the lease is
+   * granted (withdrawn if the agent leaves first), then held until the call's outcome is reported.
+   */
+  admission: string | null;
+  /**
+   * The route's breaker refused the turn (it is open): the search for a fallback whose breaker is
+   * not. `index` is the fallback being asked, `open` its answer (null while awaited). Left set
+   * when every later fallback was open, so the next lease request waits on the route's breaker.
+   */
+  reroute: { index: number; open: boolean | null } | null;
   lease: { leaseId: string; keyId: string } | null;
   tools: ToolWait | null;
   backoffMs: number;
@@ -151,14 +162,28 @@ export type AgentEvent =
   | { type: 'CANCEL'; reason?: string }
   /** The attempt's deadline passed (its group keeps the deadlines: machines/supervisor/group.machine.ts). */
   | { type: 'AGENT.TIMEOUT' }
-  /** Internal: the call moved to a fallback route after its budget was reserved; check again. */
-  | { type: 'AGENT.REROUTED' }
-  /** Internal: the route's breaker is not closed: ask it for admission before leasing a key. */
-  | { type: 'AGENT.NEEDS_ADMISSION' }
   | BreakerReply
   | LeaseReply
   | ToolBusReply
   | LedgerReply;
+
+/**
+ * What the agent's actions are given: the part of XState's action arguments they use, so they can
+ * live outside setup() (machine.ts wraps each in `assign` or `enqueueActions`).
+ */
+export interface ActionArgs {
+  context: AgentContext;
+  event: AgentEvent;
+  self: AnyActorRef;
+  system: { get(id: string): AnyActorRef | undefined };
+  enqueue: {
+    assign(patch: Partial<AgentContext>): void;
+    sendTo(to: AnyActorRef, event: EventObject): void;
+  };
+}
+
+/** What an assign of the agent reads: its patch is merged into the context. */
+export type PatchArgs = Pick<ActionArgs, 'context' | 'event' | 'self'>;
 
 /** Where a call goes and what it may cost. */
 export interface CallTarget {
@@ -178,7 +203,7 @@ export function targetOf(ctx: AgentContext): CallTarget {
 }
 
 /** The target before any hook's rewrite: the summary model, a fallback, or the task's model. */
-function routedOf(ctx: AgentContext): CallTarget {
+export function routedOf(ctx: AgentContext): CallTarget {
   if (ctx.call === 'summary' && ctx.input.compaction) return ctx.input.compaction;
   if (ctx.call === 'judge' && ctx.input.judge) return ctx.input.judge;
   return ctx.routeIndex > 0 ? ctx.input.fallbacks![ctx.routeIndex - 1]! : ctx.input;
@@ -305,9 +330,10 @@ export const requestTokenBoundOf = (ctx: AgentContext) => {
 };
 
 /**
- * What an agent must give back on its way out, as messages to actors by system id: the breaker
- * admission or lease it still waits for, the admission, lease and reservation it holds. Pure, so
- * the supervisor can hand them back for an agent that crashed and never reached a final state.
+ * What an agent must give back on its way out, as messages to actors by system id: the lease
+ * request it still waits for (at the breaker or the pool), the admission, lease and reservation
+ * it holds. Pure, so the supervisor can hand them back for an agent that crashed and never
+ * reached a final state.
  * A call that was sent (a lease is held) may have been billed: its reservation is settled at the
  * worst case it held, not released; its key keeps the request slot.
  */
@@ -319,7 +345,8 @@ export function handBack(ctx: AgentContext): { to: string; event: BreakerEvent |
   const target = targetOf(ctx);
   const pool = `pool:${target.provider}`;
   const breaker = `breaker:${routeOf(target)}`;
-  if (ctx.pending?.kind === 'admission') out.push({ to: breaker, event: { type: 'BREAKER.WITHDRAW', requestId: ctx.pending.requestId } });
+  // A lease request not yet granted may still be held by the breaker (or be its half-open probe).
+  if (ctx.admission && !ctx.lease) out.push({ to: breaker, event: { type: 'BREAKER.WITHDRAW', requestId: ctx.admission } });
   if (ctx.pending?.kind === 'lease') out.push({ to: pool, event: { type: 'LEASE.CANCEL', requestId: ctx.pending.requestId } });
   if (ctx.pending?.kind === 'reservation') out.push({ to: 'ledger', event: { type: 'LEDGER.RELEASE', reservationId: ctx.pending.requestId } });
   if (ctx.reservation) {
@@ -329,7 +356,7 @@ export function handBack(ctx: AgentContext): { to: string; event: BreakerEvent |
       event: ctx.lease ? { type: 'LEDGER.SETTLE', reservationId: ctx.reservation, actualUsd: Number.NaN } : { type: 'LEDGER.RELEASE', reservationId: ctx.reservation },
     });
   }
-  if (ctx.admission) out.push({ to: breaker, event: { type: 'BREAKER.REPORT', requestId: ctx.admission.requestId, verdict: 'neutral' } });
+  if (ctx.admission && ctx.lease) out.push({ to: breaker, event: { type: 'BREAKER.REPORT', requestId: ctx.admission, verdict: 'neutral' } });
   if (ctx.lease) out.push({ to: pool, event: { type: 'LEASE.RELEASE', leaseId: ctx.lease.leaseId, keyId: ctx.lease.keyId, outcome: { kind: 'error' } } });
   return out;
 }

@@ -1,0 +1,239 @@
+/**
+ * The agent's actions before a call is sent: the dispatch hook's decision, the budget reservation,
+ * the lease request (through the route's breaker), and the move to a fallback when the route is
+ * open. Each does at most one assign (every assign copies the whole context). Guards decide in
+ * the chart; what an action finds missing (no ledger, no pool) it records as `error`, and the
+ * chart's `blocked` guard takes the agent to `failed`.
+ */
+import { errorInfo } from '../errors.js';
+import { enqueueReport } from '../kit.js';
+import { nowOf } from '../clock.js';
+import type { BreakerEvent, DispatchDecision, DispatchInfo, LeaseEvent, LedgerEvent, RunEvent } from '../protocol.js';
+import {
+  callFacts,
+  poolOf,
+  requestIdOf,
+  requestTokenBoundOf,
+  requestTokensOf,
+  reservationUsd,
+  routeOf,
+  targetOf,
+  type ActionArgs,
+  type AgentContext,
+  type AgentEvent,
+  type PatchArgs,
+  type CallTarget,
+} from './context.js';
+
+/** What the dispatch hook sees of the call about to be sent. */
+export function dispatchInfoOf(context: AgentContext): DispatchInfo {
+  const target = targetOf(context);
+  const info: DispatchInfo = {
+    taskId: context.input.taskId,
+    attempt: context.input.attempt,
+    turn: context.turn,
+    call: context.call,
+    model: target.modelName ?? routeOf(target),
+    provider: target.provider,
+    modelId: target.model,
+    messageCount: context.messages.length,
+    estimatedInputTokens: requestTokensOf(context),
+    maxTokens: target.maxTokens,
+    depth: context.input.depth ?? 0,
+  };
+  if (target.price) info.estimatedCostUsd = reservationUsd(target.price, requestTokenBoundOf(context), target.maxTokens);
+  return info;
+}
+
+export function fallbackEvent(context: AgentContext, from: CallTarget, to: CallTarget, reason: string): RunEvent {
+  return {
+    type: 'task:fallback',
+    taskId: context.input.taskId,
+    attempt: context.input.attempt,
+    from: from.modelName ?? routeOf(from),
+    to: to.modelName ?? routeOf(to),
+    reason,
+  };
+}
+
+/** What a hook's rewrite changes of the call about to be sent (for this call only). */
+export function overrideOf(decision: Extract<DispatchDecision, { action: 'rewrite' }>): NonNullable<AgentContext['override']> {
+  const override: NonNullable<AgentContext['override']> = {};
+  if (decision.target) override.target = decision.target;
+  if (decision.maxTokens !== undefined) override.maxTokens = decision.maxTokens;
+  if (decision.messages) override.messages = decision.messages;
+  return override;
+}
+
+/** No budget in the run, or the call's model has no price: nothing to reserve. */
+export const unbudgeted = (context: AgentContext) => !context.input.budgeted || targetOf(context).price === undefined;
+
+/** The same, of the call as the hook's decision (the event's output) leaves it: a rewrite may name another model. */
+export const unbudgetedAsDecided = (context: AgentContext, event: unknown) => {
+  const decision = (event as { output?: DispatchDecision }).output;
+  return unbudgeted(decision?.action === 'rewrite' ? { ...context, override: overrideOf(decision) } : context);
+};
+
+/**
+ * A turn on its own choice of route may move to a fallback when that route is open; a call a hook
+ * sent to another model keeps it (the hook chose it), and so does one that already looked and
+ * found every fallback open.
+ */
+export const canReroute = (context: AgentContext) =>
+  context.call === 'turn' && !context.override?.target && context.reroute === null && context.routeIndex < (context.input.fallbacks?.length ?? 0);
+
+/** The attempt starts: its deadline runs from now (the lease requests carry it to the pool). */
+export const start = ({ self }: PatchArgs): Partial<AgentContext> => ({ startedAt: nowOf(self) });
+
+/**
+ * Applies a hook's decision (a rewrite holds for this call only; a denial is the attempt's error)
+ * and records it as an event. Called with the hook's output, or with a decision as params.
+ */
+export const recordDecision = ({ context, event, enqueue }: ActionArgs, params: DispatchDecision | undefined) => {
+  const decision = params ?? (event as unknown as { output: DispatchDecision }).output;
+  const from = targetOf(context);
+  if (decision.action === 'rewrite') {
+    enqueue.assign({ override: overrideOf(decision) });
+  } else if (decision.action === 'deny') {
+    const error = errorInfo('dispatch_denied', `task "${context.input.taskId}": the beforeDispatch hook denied the call: ${decision.reason ?? 'denied'}`);
+    enqueue.assign({ error });
+  }
+  enqueueReport(enqueue, {
+    type: 'dispatch:decision',
+    taskId: context.input.taskId,
+    attempt: context.input.attempt,
+    turn: context.turn,
+    model: from.modelName ?? routeOf(from),
+    decision: decision.action,
+    ...(decision.action !== 'allow' && decision.reason ? { reason: decision.reason } : {}),
+    ...(decision.action === 'rewrite' && decision.target ? { to: decision.target.modelName ?? routeOf(decision.target) } : {}),
+    ...(decision.action === 'rewrite' && decision.maxTokens !== undefined ? { maxTokens: decision.maxTokens } : {}),
+    ...(decision.action === 'rewrite' && decision.messages ? { messages: decision.messages.length } : {}),
+  });
+};
+
+/** Asks the ledger to hold the call's worst case. */
+export const requestReservation = ({ context, enqueue, self, system }: ActionArgs) => {
+  const seq = context.seq + 1;
+  const reservationId = requestIdOf(context, seq);
+  const ledger = system.get('ledger');
+  if (!ledger) {
+    enqueue.assign({ seq, error: errorInfo('internal', 'the run has a budget but no ledger') });
+    return;
+  }
+  enqueue.assign({ seq, pending: { kind: 'reservation', requestId: reservationId } });
+  const target = targetOf(context);
+  const event: LedgerEvent = {
+    type: 'LEDGER.RESERVE',
+    reservationId,
+    taskId: context.input.taskId,
+    model: target.modelName ?? target.model,
+    amountUsd: reservationUsd(target.price!, requestTokenBoundOf(context), target.maxTokens),
+    replyTo: self,
+  };
+  enqueue.sendTo(ledger, event);
+};
+
+export const holdReservation = ({ event }: PatchArgs): Partial<AgentContext> => ({
+  reservation: (event as Extract<AgentEvent, { type: 'LEDGER.RESERVED' }>).reservationId,
+  pending: null,
+});
+
+/** The ledger or the pool said no (budget_exceeded, no_keys): the attempt fails with its error. */
+export const requestDenied = ({ event }: PatchArgs): Partial<AgentContext> => ({
+  pending: null,
+  error: (event as Extract<AgentEvent, { type: 'LEDGER.DENIED' | 'LEASE.DENIED' }>).error,
+});
+
+/**
+ * Asks the pool for a key, through the route's breaker when it has one: the lease request rides on
+ * BREAKER.ADMIT, so a closed breaker passes it on to the pool at once (no answer to wait for, and
+ * no look at the breaker's state), an open one holds it until it lets calls through again, or,
+ * when the turn can move to a fallback, refuses it (BREAKER.REFUSED). A route with no breaker is
+ * unguarded.
+ */
+export const requestLease = ({ context, enqueue, self, system }: ActionArgs) => {
+  const seq = context.seq + 1;
+  const requestId = requestIdOf(context, seq);
+  const pool = poolOf(system, context);
+  if (!pool) {
+    // Nobody to lease a key from: fail now rather than wait for the deadline.
+    enqueue.assign({ seq, error: errorInfo('internal', `no key pool "pool:${context.input.provider}" in the actor system`) });
+    return;
+  }
+  const target = targetOf(context);
+  const lease: LeaseEvent = {
+    type: 'LEASE.REQUEST',
+    requestId,
+    priority: context.input.priority,
+    inputTokens: requestTokensOf(context),
+    outputTokens: target.maxTokens,
+    deadline: context.startedAt + context.input.timeoutMs,
+    replyTo: self,
+  };
+  const breaker = system.get(`breaker:${routeOf(target)}`);
+  if (!breaker) {
+    enqueue.assign({ seq, pending: { kind: 'lease', requestId } });
+    enqueue.sendTo(pool, lease);
+    return;
+  }
+  // The call's outcome is reported to the breaker under this id: that is how it counts failures.
+  enqueue.assign({ seq, pending: { kind: 'lease', requestId }, admission: requestId });
+  const admit: BreakerEvent = { type: 'BREAKER.ADMIT', requestId, replyTo: self, then: { to: pool, event: lease } };
+  if (canReroute(context)) admit.unlessOpen = true;
+  enqueue.sendTo(breaker, admit);
+};
+
+/** A key is leased: the call starts now (one assign for all of it). */
+export const leaseGranted = ({ context, event, enqueue, self }: ActionArgs) => {
+  const { leaseId, keyId } = event as Extract<AgentEvent, { type: 'LEASE.GRANTED' }>;
+  const patch = { lease: { leaseId, keyId }, pending: null, requests: context.requests + 1, callStartedAt: nowOf(self) };
+  enqueue.assign(context.reroute === null ? patch : { ...patch, reroute: null });
+  enqueueReport(enqueue, { type: 'model:request', ...callFacts(context, keyId) });
+};
+
+/** The route's breaker is open and said so: look for a fallback, starting with the next one. */
+export const refused = ({ context }: PatchArgs): Partial<AgentContext> => ({
+  pending: null,
+  admission: null,
+  reroute: { index: context.routeIndex, open: null },
+});
+
+/** Asks the breaker of the fallback under consideration whether it is open (no breaker: it is not). */
+export const peekFallback = ({ context, enqueue, self, system }: ActionArgs) => {
+  const { index } = context.reroute!;
+  const breaker = system.get(`breaker:${routeOf(context.input.fallbacks![index]!)}`);
+  if (!breaker) {
+    enqueue.assign({ reroute: { index, open: false } });
+    return;
+  }
+  const seq = context.seq + 1;
+  const requestId = requestIdOf(context, seq);
+  enqueue.assign({ seq, pending: { kind: 'peek', requestId } });
+  const peek: BreakerEvent = { type: 'BREAKER.PEEK', requestId, replyTo: self };
+  enqueue.sendTo(breaker, peek);
+};
+
+export const heardStatus = ({ context, event }: PatchArgs): Partial<AgentContext> => ({
+  pending: null,
+  reroute: { index: context.reroute!.index, open: (event as Extract<AgentEvent, { type: 'BREAKER.STATUS' }>).open },
+});
+
+export const peekNext = ({ context }: PatchArgs): Partial<AgentContext> => ({
+  reroute: { index: context.reroute!.index + 1, open: null },
+});
+
+/**
+ * Moves the turn to the fallback found up. Whatever was checked was for the route left behind:
+ * its reservation goes back, and the chart checks again (hook, budget) for the new one.
+ */
+export const moveToFallback = ({ context, enqueue, system }: ActionArgs) => {
+  const { index } = context.reroute!;
+  enqueueReport(enqueue, fallbackEvent(context, targetOf(context), context.input.fallbacks![index]!, 'breaker open'));
+  const ledger = system.get('ledger');
+  if (context.reservation && ledger) {
+    const release: LedgerEvent = { type: 'LEDGER.RELEASE', reservationId: context.reservation };
+    enqueue.sendTo(ledger, release);
+  }
+  enqueue.assign({ routeIndex: index + 1, overloads: 0, reservation: null, reroute: null });
+};

@@ -1,0 +1,392 @@
+/**
+ * One sub-agent: one attempt at one task, with a context of its own. The chart alone: its actions
+ * are in dispatch.ts (before a call), settle.ts (after one) and tools.ts; its data in context.ts.
+ *
+ *   idle -START-> waiting.checking -> (compacting) -> (hook) -> (reserving -RESERVED->) lease
+ *        -GRANTED-> running
+ *   lease: the lease request passes the route's breaker (closed: on to the pool at once); an open
+ *          breaker holds it, or refuses a turn that has fallbacks -> rerouting -> checking
+ *   running -reply with tool calls-> tools -all results-> waiting (next turn)
+ *   running -final reply-> done
+ *   running -retryable error-> backoff -> waiting          -fatal error-> failed
+ *   running -429-> waiting (a wait for the next free key, not a retry)
+ *   any -CANCEL-> cancelled          any -AGENT.TIMEOUT (its deadline)-> failed (task_timeout)
+ *
+ * The machine decides; `src/` does: the model call is the `callModel` actor, the route's breaker
+ * (`breaker:<provider>/<model>`), the key pool (`pool:<provider>`) and the tool bus (`toolBus`)
+ * are actors found in the system by id, and so is the run's `ledger` when it has budgets. Guards
+ * read only the context and the event: what the agent learns from other actors reaches it as
+ * events. Whatever the agent holds (a reservation, a lease request, an admission, a lease) it
+ * gives back on the way out, so a cancelled agent never wedges a key, a breaker or a budget.
+ */
+import { and, assign, enqueueActions, fromPromise, not, setup } from 'xstate';
+import { clampDelay } from '../clock.js';
+import { canCompact } from '../compaction.js';
+import { errorInfo, toErrorInfo } from '../errors.js';
+import { scoreOf } from '../judge.js';
+import type { AttemptReport, DispatchDecision, DispatchInfo, ModelCallInput, ModelCallOutput, RunEvent, ToolCallDecision, ToolCallInfo } from '../protocol.js';
+import { ZERO_USAGE } from '../protocol.js';
+import { textOf } from '../tokens.js';
+import {
+  callInputOf,
+  errorOf,
+  keepLastOf,
+  outputOf,
+  reportOf,
+  requestTokensOf,
+  toolCallInfosOf,
+  type AgentContext,
+  type AgentEvent,
+  type AgentInput,
+} from './context.js';
+import {
+  canReroute,
+  dispatchInfoOf,
+  heardStatus,
+  holdReservation,
+  leaseGranted,
+  moveToFallback,
+  peekFallback,
+  peekNext,
+  recordDecision,
+  refused,
+  requestDenied,
+  requestLease,
+  requestReservation,
+  start,
+  unbudgeted,
+  unbudgetedAsDecided,
+} from './dispatch.js';
+import {
+  cancelledBy,
+  cannotCompact,
+  compacted,
+  compactNow,
+  fatal,
+  finalReply,
+  giveBack,
+  judgePassed,
+  judgeRejected,
+  outputRejected,
+  overflowed,
+  rateLimitedOut,
+  rateLimitWaited,
+  retryPlanned,
+  settleFailure,
+  settleSuccess,
+  summarize,
+  timedOut,
+  toJudge,
+  toolsAsked,
+} from './settle.js';
+import { appendToolResults, callTools, outOfTurns, recordToolDecisions, recordToolResult } from './tools.js';
+
+export const agentMachine = setup({
+  types: {} as {
+    context: AgentContext;
+    events: AgentEvent;
+    input: AgentInput;
+    output: AttemptReport;
+  },
+  actors: {
+    callModel: fromPromise<ModelCallOutput, ModelCallInput>(async () => {
+      throw errorInfo('internal', 'no callModel actor provided');
+    }),
+    /** The run's beforeToolCall hook: one decision per call, in order (src provides it). */
+    beforeToolCall: fromPromise<ToolCallDecision[], ToolCallInfo[]>(async ({ input }) => input.map(() => ({ action: 'allow' as const }))),
+    /** The run's beforeDispatch hook (src provides it when the run has one). */
+    beforeDispatch: fromPromise<DispatchDecision, DispatchInfo>(async () => ({ action: 'allow' })),
+  },
+  actions: {
+    /** Where run events go: `src/` provides it. */
+    report: (_, _event: RunEvent) => {},
+    start: assign(start),
+    recordDecision: enqueueActions(recordDecision),
+    requestReservation: enqueueActions(requestReservation),
+    holdReservation: assign(holdReservation),
+    requestDenied: assign(requestDenied),
+    requestLease: enqueueActions(requestLease),
+    leaseGranted: enqueueActions(leaseGranted),
+    refused: assign(refused),
+    peekFallback: enqueueActions(peekFallback),
+    heardStatus: assign(heardStatus),
+    peekNext: assign(peekNext),
+    moveToFallback: enqueueActions(moveToFallback),
+    settleSuccess: enqueueActions(settleSuccess),
+    settleFailure: enqueueActions(settleFailure),
+    summarize: assign(summarize),
+    compactNow: enqueueActions(compactNow),
+    cannotCompact: assign(cannotCompact),
+    callTools: enqueueActions(callTools),
+    recordToolDecisions: enqueueActions(recordToolDecisions),
+    recordToolResult: assign(recordToolResult),
+    appendToolResults: assign(appendToolResults),
+    outOfTurns: assign(outOfTurns),
+    timedOut: assign(timedOut),
+    cancelledBy: assign(cancelledBy),
+    giveBack: enqueueActions(giveBack),
+  },
+  delays: {
+    backoff: ({ context }) => clampDelay(context.backoffMs),
+  },
+  guards: {
+    isPending: ({ context, event }) => {
+      const id = 'requestId' in event ? event.requestId : 'reservationId' in event ? event.reservationId : undefined;
+      return id !== undefined && context.pending?.requestId === id;
+    },
+    /** An action found something missing (no ledger, no pool) and set the attempt's error. */
+    blocked: ({ context }) => context.error !== undefined,
+    overBudget: ({ context }) =>
+      context.call === 'turn' && context.input.inputBudget !== undefined && requestTokensOf(context) > context.input.inputBudget,
+    canCompact: ({ context }) => canCompact(context.messages, keepLastOf(context)),
+    summarizes: ({ context }) => context.input.compaction !== undefined,
+    unbudgeted: ({ context }) => unbudgeted(context),
+    unbudgetedAsDecided: ({ context, event }) => unbudgetedAsDecided(context, event),
+    hooked: ({ context }) => context.input.hooked === true,
+    denied: ({ event }) => (event as { output?: DispatchDecision }).output?.action === 'deny',
+    toolHooked: ({ context }) => context.input.toolHooked === true,
+    isSummary: ({ context }) => context.call === 'summary',
+    isJudge: ({ context }) => context.call === 'judge',
+    judgePasses: ({ context, event }) => {
+      const { score } = scoreOf(textOf(outputOf(event).content));
+      return score !== undefined && score >= context.input.judge!.threshold;
+    },
+    outputRejected: ({ event }) => outputOf(event).verdict?.ok === false,
+    judged: ({ context }) => context.input.judge !== undefined,
+    overflowOnce: ({ context, event }) => errorOf(event).code === 'context_overflow' && !context.overflowRetried && context.call === 'turn',
+    wantsTools: ({ event }) => outputOf(event).content.some((b) => b.type === 'tool_use'),
+    canRetry: ({ context, event }) => errorOf(event).retryable && context.retries < context.input.retries,
+    rateLimitedOut: ({ event }) => errorOf(event).code === 'rate_limited',
+    rateLimitWait: ({ context, event }) => {
+      const error = errorOf(event);
+      const cap = context.input.maxRateLimitWaits;
+      return error.code === 'rate_limited' && error.retryable && (cap === undefined || context.rateLimitWaits < cap);
+    },
+    canReroute: ({ context }) => canReroute(context),
+    /** The fallback asked about is not open: the turn moves there. */
+    fallbackUp: ({ context }) => context.reroute?.open === false,
+    /** The fallback asked about is open too, and another one is left to ask. */
+    fallbackDownNextLeft: ({ context }) =>
+      context.reroute?.open === true && context.reroute.index + 1 < (context.input.fallbacks?.length ?? 0),
+    /** Every later fallback is open too: the turn waits on its own route's breaker. */
+    fallbacksDown: ({ context }) => context.reroute?.open === true,
+    toolsDone: ({ context }) => context.tools !== null && context.tools.left === 0,
+    turnsLeft: ({ context }) => context.turn < context.input.maxTurns,
+  },
+}).createMachine({
+  id: 'agent',
+  context: ({ input }) => ({
+    input,
+    messages: [{ role: 'user', content: [{ type: 'text', text: input.prompt }] }],
+    turn: 0,
+    requests: 0,
+    retries: 0,
+    rateLimitWaits: 0,
+    startedAt: 0,
+    usage: ZERO_USAGE,
+    rng: input.seed,
+    seq: 0,
+    pending: null,
+    reservation: null,
+    override: null,
+    toolDecisions: null,
+    routeIndex: 0,
+    overloads: 0,
+    costUsd: 0,
+    unpricedCalls: 0,
+    callStartedAt: 0,
+    calls: [],
+    admission: null,
+    reroute: null,
+    lease: null,
+    tools: null,
+    backoffMs: 0,
+    call: 'turn',
+    overflowRetried: false,
+    status: null,
+  }),
+  initial: 'idle',
+  output: ({ context }) => reportOf(context),
+  on: {
+    CANCEL: { target: '.cancelled', actions: 'cancelledBy' },
+  },
+  states: {
+    idle: {
+      on: { START: { target: 'active', actions: 'start' } },
+    },
+    active: {
+      // The deadline runs from the attempt's start, across turns, waits and backoffs; the agent's
+      // group keeps it (machines/supervisor/group.machine.ts) and sends AGENT.TIMEOUT when it passes.
+      on: {
+        'AGENT.TIMEOUT': { target: 'failed', actions: 'timedOut' },
+      },
+      initial: 'waiting',
+      states: {
+        waiting: {
+          initial: 'checking',
+          states: {
+            /**
+             * The route of the next call, first match: a request too long for the input budget is
+             * compacted first; with hooks the hook decides; with a budget and a price its worst
+             * case is reserved; then the lease.
+             */
+            checking: {
+              always: [
+                { guard: 'overBudget', target: '#agent.active.compacting' },
+                { guard: 'hooked', target: 'hook' },
+                { guard: 'unbudgeted', target: 'lease' },
+                { target: 'reserving' },
+              ],
+            },
+            /** The dispatch contract: the run's hook allows, denies or rewrites the call. */
+            hook: {
+              invoke: {
+                id: 'beforeDispatch',
+                src: 'beforeDispatch',
+                input: ({ context }) => dispatchInfoOf(context),
+                onDone: [
+                  { guard: 'denied', target: '#agent.failed', actions: 'recordDecision' },
+                  // A rewrite may name another model: whether to reserve is asked of the call as rewritten.
+                  { guard: 'unbudgetedAsDecided', target: 'lease', actions: 'recordDecision' },
+                  { target: 'reserving', actions: 'recordDecision' },
+                ],
+                // A hook that throws denies.
+                onError: {
+                  target: '#agent.failed',
+                  actions: { type: 'recordDecision', params: ({ event }) => ({ action: 'deny', reason: `the hook threw: ${toErrorInfo(event.error).message}` }) },
+                },
+              },
+            },
+            reserving: {
+              entry: 'requestReservation',
+              always: { guard: 'blocked', target: '#agent.failed' },
+              on: {
+                'LEDGER.RESERVED': {
+                  guard: 'isPending',
+                  target: 'lease',
+                  actions: 'holdReservation',
+                },
+                'LEDGER.DENIED': { guard: 'isPending', target: '#agent.failed', actions: 'requestDenied' },
+              },
+            },
+            /** The lease request, through the route's breaker (see requestLease). */
+            lease: {
+              entry: 'requestLease',
+              always: { guard: 'blocked', target: '#agent.failed' },
+              on: {
+                'LEASE.GRANTED': { guard: 'isPending', target: '#agent.active.running', actions: 'leaseGranted' },
+                'LEASE.DENIED': { guard: 'isPending', target: '#agent.failed', actions: 'requestDenied' },
+                // Only a request that asked to be refused rather than held (canReroute) is refused.
+                'BREAKER.REFUSED': { guard: and(['isPending', 'canReroute']), target: 'rerouting', actions: 'refused' },
+              },
+            },
+            /**
+             * The route's breaker is open: ask the later fallbacks' breakers, in order, and move to
+             * the first that is not open (task:fallback; back to checking, so the hook and the
+             * budget see the new route). All open: wait on the route's own breaker.
+             */
+            rerouting: {
+              entry: 'peekFallback',
+              always: [
+                { guard: 'fallbackUp', target: 'checking', actions: 'moveToFallback' },
+                { guard: 'fallbackDownNextLeft', target: 'rerouting', reenter: true, actions: 'peekNext' },
+                { guard: 'fallbacksDown', target: 'lease' },
+              ],
+              on: {
+                'BREAKER.STATUS': { guard: 'isPending', actions: 'heardStatus' },
+              },
+            },
+          },
+        },
+        /**
+         * The conversation is too long for the next request: take out its middle, by a summary
+         * from the compaction model (a model call of its own, through the same breaker, lease and
+         * retries) or by a marked truncation. Nothing to take out: the task cannot fit.
+         */
+        compacting: {
+          always: [
+            { guard: not('canCompact'), target: '#agent.failed', actions: 'cannotCompact' },
+            { guard: 'summarizes', target: 'waiting', actions: 'summarize' },
+            { target: 'waiting', actions: 'compactNow' },
+          ],
+        },
+        running: {
+          invoke: {
+            id: 'callModel',
+            src: 'callModel',
+            input: ({ context }) => callInputOf(context),
+            // Each outcome settles the call and says what the reply means, in one action.
+            onDone: [
+              { guard: 'isSummary', target: 'waiting', actions: { type: 'settleSuccess', params: { then: compacted } } },
+              { guard: and(['isJudge', 'judgePasses']), target: '#agent.done', actions: { type: 'settleSuccess', params: { then: judgePassed } } },
+              { guard: 'isJudge', target: '#agent.failed', actions: { type: 'settleSuccess', params: { then: judgeRejected } } },
+              { guard: 'wantsTools', target: 'tools', actions: { type: 'settleSuccess', params: { then: toolsAsked } } },
+              { guard: 'outputRejected', target: '#agent.failed', actions: { type: 'settleSuccess', params: { then: outputRejected } } },
+              // The answer passed its checks: the judge scores it before it counts.
+              { guard: 'judged', target: 'waiting', actions: { type: 'settleSuccess', params: { then: toJudge } } },
+              { target: '#agent.done', actions: { type: 'settleSuccess', params: { then: finalReply } } },
+            ],
+            onError: [
+              // The provider says the request is too long: compact and try once more.
+              { guard: 'overflowOnce', target: 'compacting', actions: { type: 'settleFailure', params: { then: overflowed } } },
+              // A 429 says "wait", not "this task is broken": back to the pool, which hands the
+              // call to the next key that can take it (this one backs off for its Retry-After).
+              // It uses no retry; only the deadline (or maxRateLimitWaits) bounds such waits.
+              { guard: 'rateLimitWait', target: 'waiting', actions: { type: 'settleFailure', params: { then: rateLimitWaited } } },
+              { guard: 'rateLimitedOut', target: '#agent.failed', actions: { type: 'settleFailure', params: { then: rateLimitedOut } } },
+              { guard: 'canRetry', target: 'backoff', actions: { type: 'settleFailure', params: { then: retryPlanned } } },
+              { target: '#agent.failed', actions: { type: 'settleFailure', params: { then: fatal } } },
+            ],
+          },
+        },
+        tools: {
+          initial: 'checking',
+          states: {
+            checking: {
+              always: [{ guard: 'toolHooked', target: 'hook' }, { target: 'calling' }],
+            },
+            /** Hooks also run before tool calls: each call is allowed, denied or given new arguments. */
+            hook: {
+              invoke: {
+                id: 'beforeToolCall',
+                src: 'beforeToolCall',
+                input: ({ context }) => toolCallInfosOf(context),
+                onDone: { target: 'calling', actions: 'recordToolDecisions' },
+                onError: {
+                  target: 'calling',
+                  actions: { type: 'recordToolDecisions', params: ({ event }) => ({ error: toErrorInfo(event.error).message }) },
+                },
+              },
+            },
+            calling: {
+              entry: 'callTools',
+              // Every result is in: the next turn, or none left.
+              always: [
+                { guard: and(['toolsDone', 'turnsLeft']), target: '#agent.active.waiting', actions: 'appendToolResults' },
+                { guard: 'toolsDone', target: '#agent.failed', actions: 'outOfTurns' },
+              ],
+              on: {
+                'TOOL.RESULT': { actions: 'recordToolResult' },
+              },
+            },
+          },
+        },
+        backoff: {
+          after: { backoff: 'waiting' },
+        },
+      },
+    },
+    /** Reached only with the final reply, whose outcome set the status. */
+    done: {
+      type: 'final',
+    },
+    failed: {
+      type: 'final',
+      entry: { type: 'giveBack', params: { status: 'failed' } },
+    },
+    cancelled: {
+      type: 'final',
+      entry: { type: 'giveBack', params: { status: 'cancelled' } },
+    },
+  },
+});

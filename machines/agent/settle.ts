@@ -1,0 +1,282 @@
+/**
+ * The agent's actions after a call: its outcome goes to the key's pool, the breaker and the
+ * ledger, and to the attempt's own account; what the outcome means next (the reply joins the
+ * conversation, a retry is planned, the attempt fails) is an `Outcome` the chart names on the
+ * transition. The settle action applies both in one assign, since each assign copies the whole
+ * context. Also here: compaction, the deadline's error, and `giveBack` on the way out.
+ */
+import { compact } from '../compaction.js';
+import { nowOf } from '../clock.js';
+import { costOfUsage } from '../cost.js';
+import { breakerVerdictOf, errorInfo, isKeyScoped, leaseOutcomeOf } from '../errors.js';
+import { scoreOf } from '../judge.js';
+import { enqueueReport } from '../kit.js';
+import { addUsage } from '../protocol.js';
+import type { AgentStatus, BreakerEvent, CallRecord, ContentBlock, ErrorInfo, LeaseEvent, LedgerEvent, ModelCallOutput, RunEvent } from '../protocol.js';
+import { backoffDelay, nextRandom } from '../random.js';
+import { estimateRequestTokens, textOf } from '../tokens.js';
+import {
+  OVERLOADS_BEFORE_FALLBACK,
+  breakerOf,
+  callFacts,
+  errorOf,
+  handBack,
+  keepLastOf,
+  outputOf,
+  poolOf,
+  routeOf,
+  routedOf,
+  targetOf,
+  type ActionArgs,
+  type AgentContext,
+  type PatchArgs,
+} from './context.js';
+import { fallbackEvent } from './dispatch.js';
+
+/** What an outcome changes beside the call's settlement, and the events it reports after it. */
+export interface Then {
+  patch: Partial<AgentContext>;
+  reports?: RunEvent[];
+}
+
+/** An outcome: from the context (before the settlement) and the call's done or error event. */
+export type Outcome = (context: AgentContext, event: unknown) => Then;
+
+// ---------------------------------------------------------------------------------------------
+// Outcomes of a reply
+// ---------------------------------------------------------------------------------------------
+
+/** The context after a reply joined the conversation (the overflow retry is once per request). */
+function withReply(context: AgentContext, content: ContentBlock[]) {
+  return { overflowRetried: false, turn: context.turn + 1, messages: [...context.messages, { role: 'assistant' as const, content }] };
+}
+
+/** The final reply: it joins the conversation and is the attempt's output. */
+function finalPatch(context: AgentContext, event: unknown): Partial<AgentContext> {
+  const { content, verdict } = outputOf(event);
+  // A checked answer is kept as the checks read it (a structured one as compact JSON).
+  return { ...withReply(context, content), output: verdict?.ok ? verdict.text : textOf(content), status: 'completed' };
+}
+
+/** An answer that failed its checks: retryable, with the problems for the next attempt's prompt. */
+function outputError(context: AgentContext, code: 'invalid_output' | 'rejected_output', what: string, problems: string[]): ErrorInfo {
+  const { taskId, attempt } = context.input;
+  return { ...errorInfo(code, `task "${taskId}" attempt ${attempt}: the answer ${what}: ${problems.join('; ')}`, true), problems };
+}
+
+export const finalReply: Outcome = (context, event) => ({ patch: finalPatch(context, event) });
+
+/** The reply asks for tools: it joins the conversation, the turn is done. */
+export const toolsAsked: Outcome = (context, event) => ({ patch: withReply(context, outputOf(event).content) });
+
+/** The answer passed its checks and the task has a judge: it scores the answer before it counts. */
+export const toJudge: Outcome = (context, event) => ({ patch: { ...finalPatch(context, event), call: 'judge' } });
+
+export const judgePassed: Outcome = () => ({ patch: { call: 'turn' } });
+
+/**
+ * The final answer failed its output checks: the attempt fails (retryable, so the task runs
+ * again with the problems in its prompt), and its answer is kept for inspection.
+ */
+export const outputRejected: Outcome = (context, event) => {
+  const verdict = outputOf(event).verdict as Extract<NonNullable<ModelCallOutput['verdict']>, { ok: false }>;
+  const what = verdict.code === 'invalid_output' ? 'does not meet its output schema' : 'was rejected by its quality gate';
+  return { patch: { ...finalPatch(context, event), error: outputError(context, verdict.code, what, verdict.problems) } };
+};
+
+/** The judge scored the answer below the threshold (or gave no readable score). */
+export const judgeRejected: Outcome = (context, event) => {
+  const { score, reason } = scoreOf(textOf(outputOf(event).content));
+  const threshold = context.input.judge!.threshold;
+  const problem =
+    score === undefined
+      ? `the judge gave no score from 0 to 1`
+      : `the judge scored it ${score}, below the threshold of ${threshold}${reason ? `: ${reason}` : ''}`;
+  return { patch: { call: 'turn', error: outputError(context, 'rejected_output', 'was rejected by its quality gate', [problem]) } };
+};
+
+/** Replaces the middle of the conversation with the summary just written (or, with none, a marker). */
+export const compacted: Outcome = (context, event) => {
+  const summary = context.call === 'summary' ? textOf(outputOf(event).content) : null;
+  const before = estimateRequestTokens(context.input.system, context.messages);
+  const { messages, removed } = compact(context.messages, keepLastOf(context), summary);
+  const report: RunEvent = {
+    type: 'task:compacted',
+    taskId: context.input.taskId,
+    attempt: context.input.attempt,
+    mode: summary === null ? 'truncation' : 'summary',
+    removed,
+    tokensBefore: before,
+    tokensAfter: estimateRequestTokens(context.input.system, messages),
+  };
+  return { patch: { messages, call: 'turn' }, reports: [report] };
+};
+
+// ---------------------------------------------------------------------------------------------
+// Outcomes of an error
+// ---------------------------------------------------------------------------------------------
+
+/** The provider says the request is too long: compact and try once more. */
+export const overflowed: Outcome = () => ({ patch: { overflowRetried: true } });
+
+/** A 429 waited out: counted (for maxRateLimitWaits and the report), never as a retry. */
+export const rateLimitWaited: Outcome = (context) => ({ patch: { rateLimitWaits: context.rateLimitWaits + 1 } });
+
+/** The attempt waited out `maxRateLimitWaits` 429s and met one more: it fails, and says why. */
+export const rateLimitedOut: Outcome = (context, event) => {
+  const last = errorOf(event);
+  const { taskId, attempt, maxRateLimitWaits } = context.input;
+  const message = `task "${taskId}" attempt ${attempt}: rate limited ${context.rateLimitWaits + 1} times, more than maxRateLimitWaits (${maxRateLimitWaits}) allows; last: ${last.message}`;
+  return { patch: { error: { ...last, retryable: false, message } } };
+};
+
+export const fatal: Outcome = (_, event) => ({ patch: { error: errorOf(event) } });
+
+/** Full-jitter exponential backoff; a route-level Retry-After is a floor, a key-level one is the key's. */
+export const retryPlanned: Outcome = (context, event) => {
+  const error = errorOf(event);
+  const [r, rng] = nextRandom(context.rng);
+  const floorMs = isKeyScoped(error) ? 0 : (error.retryAfterMs ?? 0);
+  // A revoked key is nobody's fault: the next key can be tried at once.
+  const delayMs = error.code === 'auth' ? 0 : backoffDelay(context.retries, r, { ...context.input.backoff, floorMs });
+  const patch: Partial<AgentContext> = { rng, backoffMs: delayMs, retries: context.retries + 1 };
+  const reports: RunEvent[] = [];
+  // Overloaded again and again: the next try goes to the model's next fallback, if any.
+  const overloads = error.code === 'overloaded' && context.call === 'turn' ? context.overloads + 1 : 0;
+  const fallbacks = context.input.fallbacks ?? [];
+  if (overloads >= OVERLOADS_BEFORE_FALLBACK && context.routeIndex < fallbacks.length) {
+    Object.assign(patch, { routeIndex: context.routeIndex + 1, overloads: 0 });
+    // From the route as routed: the settled call's hook rewrite no longer holds.
+    reports.push(fallbackEvent(context, routedOf(context), fallbacks[context.routeIndex]!, `${overloads} overload errors in a row`));
+  } else patch.overloads = overloads;
+  reports.push({ type: 'task:retry', taskId: context.input.taskId, attempt: context.input.attempt, retry: context.retries + 1, delayMs, error });
+  return { patch, reports };
+};
+
+// ---------------------------------------------------------------------------------------------
+// Settling a call
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * A successful reply: the lease goes back with its usage, the breaker hears the success (that is
+ * what resets its count of failures), the reservation becomes what the call cost, and the outcome
+ * says what the reply means.
+ */
+export const settleSuccess = ({ context, event, enqueue, system, self }: ActionArgs, { then }: { then: Outcome }) => {
+  const out = outputOf(event);
+  const lease = context.lease!;
+  const release: LeaseEvent = {
+    type: 'LEASE.RELEASE',
+    leaseId: lease.leaseId,
+    keyId: lease.keyId,
+    outcome: {
+      kind: 'ok',
+      usage: out.usage,
+      ...(out.rateLimit ? { rateLimit: out.rateLimit } : {}),
+      ...(out.sentAt !== undefined ? { sentAt: out.sentAt } : {}),
+    },
+  };
+  enqueue.sendTo(poolOf(system, context)!, release);
+  if (context.admission) {
+    const report: BreakerEvent = { type: 'BREAKER.REPORT', requestId: context.admission, verdict: 'success' };
+    enqueue.sendTo(breakerOf(system, context)!, report);
+  }
+  const target = targetOf(context);
+  const callCost = target.price ? costOfUsage(out.usage, target.price) : undefined;
+  if (context.reservation) {
+    const settle: LedgerEvent = { type: 'LEDGER.SETTLE', reservationId: context.reservation, actualUsd: callCost ?? Number.NaN };
+    enqueue.sendTo(system.get('ledger')!, settle);
+  }
+  enqueueReport(enqueue, {
+    type: 'model:response',
+    ...callFacts(context, lease.keyId),
+    usage: out.usage,
+    ...(callCost !== undefined ? { costUsd: callCost, modelName: target.modelName ?? target.model } : {}),
+  });
+  const record: CallRecord = { route: routeOf(target), ms: Math.max(0, nowOf(self) - context.callStartedAt), ok: true };
+  if (callCost !== undefined) record.costUsd = callCost;
+  const next = then(context, event);
+  enqueue.assign({
+    calls: [...context.calls, record],
+    lease: null,
+    admission: null,
+    reservation: null,
+    override: null,
+    overloads: 0,
+    usage: addUsage(context.usage, out.usage),
+    ...(callCost !== undefined ? { costUsd: context.costUsd + callCost } : { unpricedCalls: context.unpricedCalls + 1 }),
+    ...next.patch,
+  });
+  for (const report of next.reports ?? []) enqueueReport(enqueue, report);
+};
+
+/** A failed call: the outcome goes to the key (429, 401), to the breaker (5xx and kin) and the ledger. */
+export const settleFailure = ({ context, event, enqueue, system, self }: ActionArgs, { then }: { then: Outcome }) => {
+  const error = errorOf(event);
+  const lease = context.lease!;
+  const release: LeaseEvent = { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome: leaseOutcomeOf(error) };
+  enqueue.sendTo(poolOf(system, context)!, release);
+  if (context.admission) {
+    const report: BreakerEvent = { type: 'BREAKER.REPORT', requestId: context.admission, verdict: breakerVerdictOf(error) };
+    enqueue.sendTo(breakerOf(system, context)!, report);
+  }
+  if (context.reservation) {
+    // Refused before processing (429, 401, 4xx, a 5xx status): not billed, the reservation goes
+    // back. Cut off after the server began (timeout, reset, an error mid-stream): it may have
+    // been billed, so the worst case it held counts as spent (NaN: the whole reservation).
+    const midStream = (error.code === 'overloaded' || error.code === 'server_error') && error.status === undefined;
+    const mayBeBilled = error.code === 'timeout' || error.code === 'network' || midStream;
+    const msg: LedgerEvent = mayBeBilled
+      ? { type: 'LEDGER.SETTLE', reservationId: context.reservation, actualUsd: Number.NaN }
+      : { type: 'LEDGER.RELEASE', reservationId: context.reservation };
+    enqueue.sendTo(system.get('ledger')!, msg);
+  }
+  enqueueReport(enqueue, { type: 'model:error', ...callFacts(context, lease.keyId), error });
+  const record: CallRecord = { route: routeOf(targetOf(context)), ms: Math.max(0, nowOf(self) - context.callStartedAt), ok: false };
+  const next = then(context, event);
+  enqueue.assign({ calls: [...context.calls, record], lease: null, admission: null, reservation: null, override: null, ...next.patch });
+  for (const report of next.reports ?? []) enqueueReport(enqueue, report);
+};
+
+// ---------------------------------------------------------------------------------------------
+// Compaction without a call, the deadline, and the way out
+// ---------------------------------------------------------------------------------------------
+
+/** The plan names a compaction model: the next call writes the summary. */
+export const summarize = (): Partial<AgentContext> => ({ call: 'summary' });
+
+/** A marked truncation (no compaction model): the same change as a summary's, without one. */
+export const compactNow = ({ context, event, enqueue }: ActionArgs) => {
+  const { patch, reports } = compacted(context, event);
+  enqueue.assign(patch);
+  for (const report of reports ?? []) enqueueReport(enqueue, report);
+};
+
+export const timedOut = ({ context }: PatchArgs): Partial<AgentContext> => ({
+  error: errorInfo('task_timeout', `task "${context.input.taskId}" attempt ${context.input.attempt} passed its deadline of ${context.input.timeoutMs} ms`, true),
+});
+
+export const cancelledBy = ({ event }: PatchArgs): Partial<AgentContext> => ({
+  error: errorInfo('cancelled', (event as { reason?: string }).reason ?? 'cancelled'),
+});
+
+/** Nothing between the brief and the kept tail can go: the task cannot fit its input budget. */
+export const cannotCompact = ({ context }: PatchArgs): Partial<AgentContext> => ({
+  error: errorInfo(
+    'context_overflow',
+    context.overflowRetried
+      ? `task "${context.input.taskId}": the provider says the request is too long and there is nothing left to compact`
+      : `task "${context.input.taskId}": the brief and the last turns alone exceed the input budget of ${context.input.inputBudget} tokens`,
+  ),
+});
+
+/** On the way out: withdraw what is requested, give back what is held, and say how it ended. */
+export const giveBack = ({ context, enqueue, system }: ActionArgs, { status }: { status: AgentStatus }) => {
+  for (const { to, event } of handBack(context)) {
+    const target = system.get(to);
+    if (target) enqueue.sendTo(target, event);
+  }
+  // Nothing held (the common way out): only the status changes.
+  const held = context.pending || context.admission || context.lease || context.reservation;
+  enqueue.assign(held ? { status, pending: null, admission: null, lease: null, reservation: null } : { status });
+};
