@@ -10,17 +10,15 @@
  */
 import { z } from 'zod';
 import type { KeyLimits } from '../../machines/protocol.js';
+import { PROVIDER_TYPE_NAMES, type ProviderType } from '../providers/providerTypes.js';
+import { TASK_KIND_NAMES, taskKindList, type TaskKind } from './taskKinds.js';
 
 // ---------------------------------------------------------------------------------------------
 // Types (the parsed plan, with defaults applied)
 // ---------------------------------------------------------------------------------------------
 
-/**
- * `custom`: an object with `call(request)` given to createSwarm under the provider's name;
- * `ai-sdk`: an AI SDK language model (or provider) given there. `sim` given an object works as
- * `custom` did before it existed.
- */
-export type ProviderType = 'anthropic' | 'openai' | 'sim' | 'custom' | 'ai-sdk';
+/** The provider types and what each means: one table, src/providers/providerTypes.ts. */
+export type { ProviderType } from '../providers/providerTypes.js';
 
 /**
  * An API key: the name of an environment variable that holds it (preferred), or the key inline.
@@ -139,7 +137,8 @@ export interface PlanBudget {
   perModel?: Record<string, number>;
 }
 
-export type TaskKind = 'task' | 'plan' | 'review' | 'map' | 'reduce';
+/** The task kinds and what each means: one table, src/plan/taskKinds.ts. */
+export type { TaskKind } from './taskKinds.js';
 
 /** A map's items: a JSON array or JSONL file (relative to the plan file), a task's JSON array output, or inline. */
 export type MapItems = { file: string } | { from: string } | { values: unknown[] };
@@ -391,7 +390,7 @@ export const SimSchema = z.strictObject({
 });
 
 export const ProviderSchema = z.strictObject({
-  type: z.enum(['anthropic', 'openai', 'sim', 'custom', 'ai-sdk']),
+  type: z.enum(PROVIDER_TYPE_NAMES),
   baseURL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
   keys: z.array(KeySchema).default([]),
   limits: LimitsSchema.optional(),
@@ -473,7 +472,7 @@ const OutputSchemaField = z.record(z.string(), z.unknown(), { error: 'must be a 
 
 export const TaskSchema = z.strictObject({
   id: TaskIdSchema,
-  kind: z.enum(['task', 'plan', 'review', 'map', 'reduce'], { error: 'must be "task", "plan", "review", "map" or "reduce"' }).default('task'),
+  kind: z.enum(TASK_KIND_NAMES, { error: `must be ${taskKindList()}` }).default('task'),
   reviews: z.string().min(1, { error: 'must name a task' }).optional(),
   maxRounds: positiveInt().optional(),
   items: z

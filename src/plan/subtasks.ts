@@ -14,6 +14,7 @@
 import { z } from 'zod';
 import { issue, plainMessages, structuralIssues } from './issues.js';
 import { TaskSchema, type Plan, type TaskSpec } from './schema.js';
+import { taskKindOf } from './taskKinds.js';
 import { checkTasks, formatIssue, type PlanIssue } from './validate.js';
 
 export interface PlannerContext {
@@ -51,7 +52,7 @@ export function parseSubtasks(output: string, ctx: PlannerContext): SubtaskResul
     if (t.kind === 'plan' && depth >= maxDepth) {
       issues.push(issue(['tasks', i, 'kind'], `sub-tasks at depth ${depth} cannot plan (limits.maxDepth is ${maxDepth})`));
     }
-    if (t.kind === 'map' || t.kind === 'reduce') issues.push(issue(['tasks', i, 'kind'], `a sub-task cannot be a ${t.kind} task (give the plan itself the map or reduce)`));
+    if (taskKindOf(t.kind)?.asSubTask === false) issues.push(issue(['tasks', i, 'kind'], `a sub-task cannot be a ${t.kind} task (give the plan itself the map or reduce)`));
     if (t.budgetUsd !== undefined) issues.push(issue(['tasks', i, 'budgetUsd'], "a sub-task has no budget of its own: the run's and the models' budgets apply"));
     if (typeof t.id === 'string' && ctx.existing.has(`${ctx.planner.id}/${t.id}`)) {
       issues.push(issue(['tasks', i, 'id'], `"${ctx.planner.id}/${t.id}" is already a task of the run`));

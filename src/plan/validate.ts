@@ -16,6 +16,8 @@ import { builtInPrice } from '../cost/prices.js';
 import { fieldPathProblem, schemaProblems } from './structured.js';
 import { withJsonSchemas } from './typed.js';
 import { checkMapReduce, implicitDeps } from './mapreduce.js';
+import { providerTypeOf } from '../providers/providerTypes.js';
+import { foreignFields } from './taskKinds.js';
 
 /** One problem in a plan: where (`tasks[3].deps[0]`) and what. */
 export interface PlanIssue {
@@ -118,11 +120,11 @@ function checkProviders(providers: Record<string, unknown>, env: Record<string, 
   for (const name of Object.keys(providers)) {
     const p = providers[name];
     if (!isRecord(p)) continue;
-    if ((p.type === 'anthropic' || p.type === 'openai') && (p.keys === undefined || isEmptyArray(p.keys))) {
-      const type = p.type;
-      out.push(issue(['providers', name, 'keys'], `an "${type}" provider needs at least one key ({"env": "VAR_NAME"})`));
+    const type = providerTypeOf(p.type);
+    if (type?.needsKeys && (p.keys === undefined || isEmptyArray(p.keys))) {
+      out.push(issue(['providers', name, 'keys'], `an "${String(p.type)}" provider needs at least one key ({"env": "VAR_NAME"})`));
     }
-    if (p.type === 'custom' || p.type === 'ai-sdk') {
+    if (type?.inCode) {
       // Their endpoint and transport are the object given in code: settings here would do nothing.
       for (const field of ['baseURL', 'headersTimeoutMs', 'bodyTimeoutMs'] as const) {
         if (p[field] !== undefined) out.push(issue(['providers', name, field], `a "${p.type}" provider is an object given in code: set its ${field === 'baseURL' ? 'endpoint' : 'timeouts'} there, not in the plan`));
@@ -341,8 +343,7 @@ function checkReviews(
     if (!isRecord(t)) return;
     const kind = t.kind ?? 'task';
     if (kind !== 'review') {
-      if (t.reviews !== undefined) out.push(issue(['tasks', i, 'reviews'], 'only a task with "kind": "review" reviews another task'));
-      if (t.maxRounds !== undefined) out.push(issue(['tasks', i, 'maxRounds'], 'only a task with "kind": "review" has rounds'));
+      for (const { field, message } of foreignFields(t, String(kind), (owner) => owner === 'review')) out.push(issue(['tasks', i, field], message));
       return;
     }
     if (typeof t.reviews !== 'string' || t.reviews === '') {
