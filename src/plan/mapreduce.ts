@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { extname, isAbsolute, resolve } from 'node:path';
 import type { Group } from '../../machines/mapReduce.js';
-import { issue } from './issues.js';
+import { isRecord, issue } from './issues.js';
 import { foreignFields, taskKindOf } from './taskKinds.js';
 import { TASK_ID_MAX_LENGTH, TASK_ID_PATTERN, type TaskSpec } from './schema.js';
 import type { PlanIssue } from './validate.js';
@@ -262,6 +262,3 @@ function checkPlaceholders(t: Record<string, unknown>, kind: unknown, byId: Map<
   }
 }
 
-function isRecord(x: unknown): x is Record<string, unknown> {
-  return typeof x === 'object' && x !== null && !Array.isArray(x);
-}

@@ -12,10 +12,11 @@
  * renamed to match. Every problem is reported at once, with its path, for the planner's next try.
  */
 import { z } from 'zod';
-import { issue, plainMessages, structuralIssues } from './issues.js';
+import { isRecord, issue, plainMessages, structuralIssues } from './issues.js';
 import { TaskSchema, type Plan, type TaskSpec } from './schema.js';
 import { taskKindOf } from './taskKinds.js';
-import { checkTasks, formatIssue, type PlanIssue } from './validate.js';
+import { checkTasks } from './checkTasks.js';
+import { formatIssue, type PlanIssue } from './validate.js';
 
 export interface PlannerContext {
   plan: Plan;
@@ -100,6 +101,3 @@ function jsonListIn(output: string): unknown[] | undefined {
   return undefined;
 }
 
-function isRecord(x: unknown): x is Record<string, unknown> {
-  return typeof x === 'object' && x !== null && !Array.isArray(x);
-}
