@@ -5,6 +5,10 @@
  *   ready ──call (window not full)──▶ collecting ──batchWindow passed / batchSize reached──▶ ready
  *                                                     (flush: the window's calls start)
  *
+ * Each of the two has an `idle` child and a transient `routing` child: a TOOL.CALL is classified
+ * once, by the `classifyCall` action, and `routing`'s `always` guards only read that verdict, so
+ * guards stay pure (the `after` timer belongs to `collecting` itself: routing does not restart it).
+ *
  * On the way in, a call is answered at once when its tool is unknown or a fresh cached result
  * exists; it joins an identical shareable call already waiting or running; otherwise it waits in
  * the batch window. A flush runs each batch tool's calls as ONE `executeBatch` child and every
@@ -19,7 +23,7 @@
 import { enqueueActions, fromPromise, setup, stopChild } from 'xstate';
 import type { DoneActorEvent, ErrorActorEvent } from 'xstate';
 import { nowOf } from './clock.js';
-import { childIdOf } from './kit.js';
+import { childIdOf, enqueueReport } from './kit.js';
 import type { RunEvent, ToolBatchInput, ToolBusEvent, ToolBusReply, ToolExecInput, ToolResult } from './protocol.js';
 import { ToolBook } from './toolBusBook.js';
 import type { Execution, ExecutionOutcome, ToolBusInput, ToolBusStats } from './toolBusBook.js';
@@ -57,11 +61,9 @@ const calledEvent = (event: ToolCall, shared: boolean, cached?: boolean): RunEve
 
 /** The named actions enqueued from inside others: setup() cannot type those, so the cast lives here. */
 type Named =
-  | { type: 'report'; params: RunEvent }
   | { type: 'startExecution'; params: { execution: Execution } }
   | { type: 'finishExecution'; params: { id: string; outcome: ExecutionOutcome } };
 const enqueueNamed = (enqueue: unknown, action: Named) => (enqueue as (action: Named) => void)(action);
-const enqueueReport = (enqueue: unknown, event: RunEvent) => enqueueNamed(enqueue, { type: 'report', params: event });
 
 // ---------------------------------------------------------------------------------------------
 // The machine
@@ -99,6 +101,10 @@ export const toolBusMachine = setup({
   actions: {
     /** Tell the public event stream what happened; src replaces this no-op. */
     report: (_, _event: RunEvent) => {},
+    /** Decides, once, how a call is answered: the routing guards read the book's verdict. */
+    classifyCall: enqueueActions(({ context, event }) => {
+      if (event.type === 'TOOL.CALL') context.book.classify(event);
+    }),
     rejectUnknownTool: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'TOOL.CALL') return;
       context.book.take(event);
@@ -162,9 +168,10 @@ export const toolBusMachine = setup({
     }),
   },
   guards: {
-    isUnknownTool: ({ context, event }) => event.type === 'TOOL.CALL' && context.book.classify(event).kind === 'unknown',
-    isCached: ({ context, event }) => event.type === 'TOOL.CALL' && context.book.classify(event).kind === 'cached',
-    joinsCallInFlight: ({ context, event }) => event.type === 'TOOL.CALL' && context.book.classify(event).kind === 'join',
+    // Pure: they read the verdict classifyCall stored, and change nothing.
+    isUnknownTool: ({ context, event }) => event.type === 'TOOL.CALL' && context.book.verdictOn(event) === 'unknown',
+    isCached: ({ context, event }) => event.type === 'TOOL.CALL' && context.book.verdictOn(event) === 'cached',
+    joinsCallInFlight: ({ context, event }) => event.type === 'TOOL.CALL' && context.book.verdictOn(event) === 'join',
     fillsWindow: ({ context }) => context.book.fillsWindow(),
     isRunning: ({ context, event }) => context.book.isRunning(event.type === 'toolBus.deadline' ? event.executionId : childIdOf(event)),
   },
@@ -201,30 +208,37 @@ export const toolBusMachine = setup({
   states: {
     /** No call waits in the window. */
     ready: {
-      on: {
-        'TOOL.CALL': [
-          { guard: 'isUnknownTool', actions: 'rejectUnknownTool' },
-          { guard: 'isCached', actions: 'answerFromCache' },
-          { guard: 'joinsCallInFlight', actions: 'joinCall' },
-          // No window (batchWindowMs 0) or a batch of one: straight through.
-          { guard: 'fillsWindow', actions: ['addToWindow', 'flush'] },
-          { target: 'collecting', actions: 'addToWindow' },
-        ],
+      initial: 'idle',
+      states: {
+        idle: { on: { 'TOOL.CALL': { target: 'routing', actions: 'classifyCall' } } },
+        routing: {
+          always: [
+            { guard: 'isUnknownTool', target: 'idle', actions: 'rejectUnknownTool' },
+            { guard: 'isCached', target: 'idle', actions: 'answerFromCache' },
+            { guard: 'joinsCallInFlight', target: 'idle', actions: 'joinCall' },
+            // No window (batchWindowMs 0) or a batch of one: straight through.
+            { guard: 'fillsWindow', target: 'idle', actions: ['addToWindow', 'flush'] },
+            { target: '#toolBus.collecting', actions: 'addToWindow' },
+          ],
+        },
       },
     },
     /** The window is open: new calls wait for it to close. */
     collecting: {
       after: { batchWindow: { target: 'ready', actions: 'flush' } },
-      on: {
-        'TOOL.CALL': [
-          { guard: 'isUnknownTool', actions: 'rejectUnknownTool' },
-          { guard: 'isCached', actions: 'answerFromCache' },
-          { guard: 'joinsCallInFlight', actions: 'joinCall' },
-          { guard: 'fillsWindow', target: 'ready', actions: ['addToWindow', 'flush'] },
-          { actions: 'addToWindow' },
-        ],
+      initial: 'idle',
+      states: {
+        idle: { on: { 'TOOL.CALL': { target: 'routing', actions: 'classifyCall' } } },
+        routing: {
+          always: [
+            { guard: 'isUnknownTool', target: 'idle', actions: 'rejectUnknownTool' },
+            { guard: 'isCached', target: 'idle', actions: 'answerFromCache' },
+            { guard: 'joinsCallInFlight', target: 'idle', actions: 'joinCall' },
+            { guard: 'fillsWindow', target: '#toolBus.ready', actions: ['addToWindow', 'flush'] },
+            { target: 'idle', actions: 'addToWindow' },
+          ],
+        },
       },
     },
   },
 });
-

@@ -10,202 +10,15 @@
  * server's epoch did not move while it ran, and new calls join only a read started in the
  * current epoch, so nobody is handed a result that may predate a write they could have seen.
  */
-import type { AnyActorRef } from 'xstate';
-import { canonicalJson, toolCallKey } from './canonical.js';
-import type { BusTool, RunEvent, ToolBatchInput, ToolBusEvent, ToolBusReply, ToolExecInput, ToolResult } from './protocol.js';
+import { toolCallKey } from './canonical.js';
+import type { ToolBatchInput, ToolExecInput } from './protocol.js';
+import { resultsOf } from './toolBusResults.js';
+import { Fifo, resolveConfig, zeroCounters } from './toolBusTypes.js';
+import type { CallVerdict, Execution, ExecutionOutcome, Finished, ServerBook, ToolBusConfig, ToolBusInput, ToolBusStats, ToolCall, ToolCounters, ToolEntry, UniqueCall } from './toolBusTypes.js';
 
-// ---------------------------------------------------------------------------------------------
-// Types
-// ---------------------------------------------------------------------------------------------
-
-/** What the bus is spawned with. */
-export interface ToolBusInput {
-  tools: BusTool[];
-  /** How long the batch window stays open after its first call. Default 10; 0 flushes every call at once. */
-  batchWindowMs?: number;
-  /** Unique calls that flush the window early. Default 16. */
-  batchSize?: number;
-  /** How long a successful result of a shareable, read-only tool is reused. Default 300000; 0 disables the cache. */
-  cacheTtlMs?: number;
-  /** Deadline of each execution. Default 60000; 0 (or Infinity) means none. */
-  callTimeoutMs?: number;
-  /** Executions running at once on one server. Default 8. */
-  serverConcurrency?: number;
-  /** Default true; false turns off dedup and the cache (the benchmark's baseline). */
-  share?: boolean;
-}
-
-export type ToolBusConfig = Required<Omit<ToolBusInput, 'tools'>>;
-
-/** Counters of one tool. Once everything has finished, `requested = executed + deduplicated + cached`. */
-export interface ToolCounters {
-  /** TOOL.CALLs received. */
-  requested: number;
-  /** Calls that ran (alone, or as one entry of a batch). */
-  executed: number;
-  /** Calls that joined an identical call in flight (or waiting in the window or for a slot). */
-  deduplicated: number;
-  /** Calls answered from the cache. */
-  cached: number;
-  /** Executed calls whose result was an error (timeouts not included). */
-  failed: number;
-  /** Executed calls that passed their deadline. */
-  timedOut: number;
-}
-
-/** Totals over all tools, plus each tool's counters. */
-export interface ToolBusStats extends ToolCounters {
-  /** Calls naming no tool of the run (counted in `requested` only here, in no tool). */
-  unknown: number;
-  /** Executor children started: a batch is one. */
-  executions: number;
-  byTool: Record<string, ToolCounters>;
-}
-
-/** A caller waiting for a result. */
-export interface ToolCallWaiter {
-  callId: string;
-  taskId: string;
-  replyTo: AnyActorRef;
-}
-
-type ToolCall = Extract<ToolBusEvent, { type: 'TOOL.CALL' }>;
-
-interface ServerBook {
-  readonly name: string;
-  running: number;
-  readonly queue: Fifo<Execution>;
-  /** Bumped by every dispatch and end of a non-read-only call. */
-  epoch: number;
-  /** toolCallKey -> result, in insertion order, which is also expiry order (one TTL for all). */
-  cache: Map<string, { content: string; expiresAt: number }>;
-}
-
-interface ToolEntry {
-  readonly tool: BusTool;
-  readonly server: ServerBook;
-  readonly counters: ToolCounters;
-}
-
-/** One distinct call and everyone waiting for it. */
-interface UniqueCall {
-  readonly tool: ToolEntry;
-  readonly args: unknown;
-  /** Under which identical calls join it; absent when it may not be shared. */
-  readonly key: string | undefined;
-  readonly waiters: ToolCallWaiter[];
-  execution?: Execution;
-}
-
-/** One executor child: a single call (`executeTool`) or a batch of one tool's calls (`executeBatch`). */
-export interface Execution {
-  /** The child's id, `tool:<n>`. */
-  readonly id: string;
-  readonly tool: ToolEntry;
-  readonly batch: boolean;
-  readonly calls: UniqueCall[];
-  running: boolean;
-  startedAt: number;
-  /** Its server's epoch when it started. */
-  epoch: number;
-}
-
-/** How the bus decides to answer a call. */
-export type CallVerdict =
-  | { kind: 'unknown' }
-  | { kind: 'cached'; tool: ToolEntry; content: string }
-  | { kind: 'join'; tool: ToolEntry; call: UniqueCall }
-  | { kind: 'new'; tool: ToolEntry; key: string | undefined };
-
-/** How an execution ended. */
-export type ExecutionOutcome = { kind: 'done'; output: unknown } | { kind: 'error'; error: unknown } | { kind: 'timeout' } | { kind: 'cancelled' };
-
-/** What the machine must do after an execution ended. */
-export interface Finished {
-  replies: { replyTo: AnyActorRef; reply: ToolBusReply }[];
-  report: Extract<RunEvent, { type: 'tool:result' }>;
-  /** Executions of the same server that got the freed slot. */
-  started: Execution[];
-}
-
-// ---------------------------------------------------------------------------------------------
-// Helpers
-// ---------------------------------------------------------------------------------------------
-
-/** A FIFO with O(1) amortized push and shift. */
-class Fifo<T> {
-  private items: T[] = [];
-  private head = 0;
-  get size(): number {
-    return this.items.length - this.head;
-  }
-  push(item: T): void {
-    this.items.push(item);
-  }
-  /** The items still in it, oldest first. */
-  *values(): IterableIterator<T> {
-    for (let i = this.head; i < this.items.length; i++) yield this.items[i]!;
-  }
-  shift(): T | undefined {
-    if (this.head >= this.items.length) return undefined;
-    const item = this.items[this.head++];
-    if (this.head > 64 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return item;
-  }
-}
-
-const zeroCounters = (): ToolCounters => ({ requested: 0, executed: 0, deduplicated: 0, cached: 0, failed: 0, timedOut: 0 });
-
-/** The defaults of {@link ToolBusInput}. */
-export function resolveConfig(input: ToolBusInput): ToolBusConfig {
-  return {
-    batchWindowMs: input.batchWindowMs ?? 10,
-    batchSize: Math.max(1, input.batchSize ?? 16),
-    cacheTtlMs: input.cacheTtlMs ?? 300_000,
-    callTimeoutMs: input.callTimeoutMs ?? 60_000,
-    serverConcurrency: Math.max(1, input.serverConcurrency ?? 8),
-    share: input.share ?? true,
-  };
-}
-
-/** An executor should resolve with a string; anything else is written as JSON rather than lost. */
-export function resultText(output: unknown): string {
-  if (typeof output === 'string') return output;
-  try {
-    return canonicalJson(output);
-  } catch {
-    return String(output);
-  }
-}
-
-/** The message of whatever an executor rejected with (an Error, an ErrorInfo, a string...). */
-export function errorText(error: unknown): string {
-  if (typeof error === 'string') return error;
-  const message = (error as { message?: unknown } | null)?.message;
-  if (typeof message === 'string' && message !== '') return message;
-  return `tool failed: ${resultText(error)}`;
-}
-
-/** The results of an execution, one per unique call, in order. */
-function resultsOf(execution: Execution, outcome: ExecutionOutcome, timeoutMs: number): ToolResult[] {
-  const { calls, tool } = execution;
-  const name = tool.tool.name;
-  if (outcome.kind === 'timeout') return calls.map(() => ({ content: `tool "${name}" timed out after ${timeoutMs} ms`, isError: true }));
-  if (outcome.kind === 'cancelled') return calls.map(() => ({ content: `tool "${name}" was stopped: the tasks that called it ended`, isError: true }));
-  if (outcome.kind === 'error') return calls.map(() => ({ content: errorText(outcome.error), isError: true }));
-  if (!execution.batch) return [{ content: resultText(outcome.output), isError: false }];
-  // A batch executor that miscounts fails only the calls it left without a result.
-  const list = Array.isArray(outcome.output) ? (outcome.output as unknown[]) : [];
-  return calls.map((_, i) => {
-    const r = list[i] as Partial<ToolResult> | string | undefined;
-    if (typeof r === 'string') return { content: r, isError: false };
-    if (r !== null && typeof r === 'object' && typeof r.content === 'string') return { content: r.content, isError: r.isError === true };
-    return { content: `batch executor of "${name}" returned ${list.length} results for ${calls.length} calls`, isError: true };
-  });
-}
+export { resolveConfig } from './toolBusTypes.js';
+export { errorText, resultText } from './toolBusResults.js';
+export type * from './toolBusTypes.js';
 
 // ---------------------------------------------------------------------------------------------
 // The book
@@ -222,8 +35,8 @@ export class ToolBook {
   private readonly inFlight = new Map<string, UniqueCall>();
   private readonly running = new Map<string, Execution>();
   private nextExecution = 0;
-  /** The verdict on the call being handled: guards and then its action ask for it. */
-  private memo: { event: ToolCall; verdict: CallVerdict } | undefined;
+  /** The verdict on the call being handled, set by {@link classify} and used up by {@link take}. */
+  private verdict: { event: ToolCall; verdict: CallVerdict } | undefined;
 
   /** `now` reads the actor system's clock (guards have no `self`). */
   constructor(
@@ -276,18 +89,28 @@ export class ToolBook {
     return this.config.batchWindowMs <= 0 || this.pending.length + 1 >= this.config.batchSize;
   }
 
-  /** How the bus will answer `event` (memoized until {@link take}). */
+  /**
+   * Decides how the bus answers `event` and keeps the verdict until {@link take}: the one place a
+   * call is classified, called from an action, so the guards that route it only read the verdict
+   * ({@link verdictOn}) and evaluating them twice changes nothing. Deciding drops expired cache
+   * entries of the tool's server.
+   */
   classify(event: ToolCall): CallVerdict {
-    if (this.memo?.event === event) return this.memo.verdict;
     const verdict = this.decide(event);
-    this.memo = { event, verdict };
+    this.verdict = { event, verdict };
     return verdict;
+  }
+
+  /** The kind of the verdict {@link classify} gave `event`; undefined when it was not classified. Reads only. */
+  verdictOn(event: ToolCall): CallVerdict['kind'] | undefined {
+    return this.verdict?.event === event ? this.verdict.verdict.kind : undefined;
   }
 
   /** The verdict on `event`, for the action that acts on it: counted as requested. */
   take(event: ToolCall): CallVerdict {
-    const verdict = this.classify(event);
-    this.memo = undefined;
+    if (this.verdict?.event !== event) throw new Error(`toolBus: call ${event.callId} was not classified before it was handled`);
+    const { verdict } = this.verdict;
+    this.verdict = undefined;
     this.stats.requested++;
     if (verdict.kind === 'unknown') this.stats.unknown++;
     else verdict.tool.counters.requested++;

@@ -10,6 +10,7 @@ import type { Keyring } from './keys.js';
 import { criticalPathRanks, type ModelSpec, type Plan, type TaskSpec } from './plan/index.js';
 import { DEFAULT_FAN_IN, implicitDeps } from './plan/mapreduce.js';
 import type { ProviderRequest } from './providers/types.js';
+import { PROVIDER_TYPES } from './providers/providerTypes.js';
 import { contextWindowOf, minCacheTokensOf } from './models.js';
 import type { BusTool } from '../machines/protocol.js';
 import type { CallTarget } from '../machines/agent/index.js';
@@ -176,7 +177,7 @@ const JUDGE_MAX_TOKENS = 256;
 
 /** Cache-aware fan-out: on by default where the wire has explicit cache breakpoints (Anthropic). */
 function cacheFanOutOf(provider: Plan['providers'][string]): boolean {
-  const protocol = provider.type === 'sim' ? (provider.sim?.protocol ?? 'anthropic') : provider.type;
+  const protocol = PROVIDER_TYPES[provider.type].protocol(provider);
   // Without breakpoints there is nothing to wait for; OpenAI caches by itself, so fan-out is opt-in there.
   return provider.cache !== false && (provider.cacheFanOut ?? protocol === 'anthropic');
 }

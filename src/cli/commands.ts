@@ -69,7 +69,14 @@ export async function workerCommand(redis: string | undefined, concurrency: stri
   let calls = 0;
   try {
     const { startWorker } = await importOptional(() => import('../distributed/worker.js'), DISTRIBUTED_PACKAGES, 'swarmstate worker');
-    worker = await startWorker({ redis, concurrency: n, lockMs: lock, onJob: () => void (calls += 1) });
+    worker = await startWorker({
+      redis,
+      concurrency: n,
+      lockMs: lock,
+      onJob: () => void (calls += 1),
+      // Retried by the connection itself: said once per new message, the worker keeps running.
+      onError: (source, message) => void io.err.write(`worker: Redis ${source} error (retrying): ${visible(message)}\n`),
+    });
   } catch (error) {
     io.err.write(`swarmstate: ${errorText(error)}\n`);
     return EXIT.invalid;

@@ -6,7 +6,7 @@
  */
 import type { RunEvent } from '../../machines/protocol.js';
 import type { RunResult } from '../../machines/tasks/results.js';
-import type { ProgressState } from './progress.js';
+import type { ProgressState } from './progressState.js';
 import { visible } from './terminal.js';
 
 /** `0.0s`, `12.3s` (tenths cut, not rounded), `5m02s`, `1h02m`. */

@@ -10,7 +10,7 @@ import type { RunResult } from '../../machines/tasks/results.js';
 import { costOf } from '../cost/price.js';
 import type { TimedRunEvent } from '../swarm.js';
 import { columns, formatElapsed, formatInt, formatPercent, formatUsd, plural } from './format.js';
-import { progressState, reduce, type ProgressState } from './progress.js';
+import { progressState, reduce, type ProgressState } from './progressState.js';
 import { visible } from './terminal.js';
 
 const FAILED_SHOWN = 10;

@@ -7,22 +7,25 @@
 import { ProviderError } from '../providers/errors.js';
 import { assertInstalled, importOptional } from '../util/optional.js';
 import type { CallJob, CallOutcome } from './protocol.js';
+import type { RedisErrorCount } from './redis.js';
 
 /** What a run uses of RemoteCalls. */
 export interface Remote {
   call(job: CallJob, signal: AbortSignal): Promise<CallOutcome>;
   forgetRun(runId: string): void;
+  /** The queue's connection errors so far, by connection (none before it is loaded). */
+  connectionErrors(): Record<string, RedisErrorCount>;
   close(): Promise<void>;
 }
 
 export const DISTRIBUTED_PACKAGES = ['bullmq', 'ioredis'] as const;
 
 /** @throws MissingPackageError (code OPTIONAL_PACKAGE_MISSING) when bullmq or ioredis is not installed. */
-export function lazyRemote(url: string): Remote {
+export function lazyRemote(url: string, onError?: (source: string, message: string) => void): Remote {
   assertInstalled(DISTRIBUTED_PACKAGES, 'a distributed run (redis)');
   let loaded: Remote | undefined;
   const loading = importOptional(() => import('./remote.js'), DISTRIBUTED_PACKAGES, 'a distributed run (--redis)').then((m) => {
-    loaded = new m.RemoteCalls(url);
+    loaded = new m.RemoteCalls(url, { onError });
     return loaded;
   });
   // Reported by the calls that wait for it, not as an unhandled rejection.
@@ -31,6 +34,7 @@ export function lazyRemote(url: string): Remote {
     call: async (job, signal) => (await loading).call(job, signal),
     // No call has been made before the queue is there: nothing to forget.
     forgetRun: (runId) => loaded?.forgetRun(runId),
+    connectionErrors: () => loaded?.connectionErrors() ?? {},
     close: async () => {
       const remote = await loading.catch(() => undefined);
       await remote?.close();

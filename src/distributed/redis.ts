@@ -48,3 +48,78 @@ export function redisForDisplay(url: string): string {
   return parsed.toString();
 }
 
+
+/**
+ * `text` with the credentials of the Redis `url` taken out: the URL itself as
+ * {@link redisForDisplay} prints it, and its password (raw or decoded) wherever else it appears.
+ */
+export function redactRedis(text: string, url: string): string {
+  let out = text.split(url).join(redisForDisplay(url));
+  let password = '';
+  try {
+    password = new URL(url).password;
+  } catch {
+    return out;
+  }
+  for (const secret of new Set([password, safeDecode(password)])) if (secret !== '') out = out.split(secret).join('***');
+  return out;
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+/** The connection errors of one source (a queue, a worker, a subscriber): how many, and the last one. */
+export interface RedisErrorCount {
+  count: number;
+  /** The last error's message, credentials taken out. */
+  last: string;
+}
+
+/**
+ * The connection errors of a process's Redis clients. The clients reconnect on their own (a
+ * Redis that restarts mid-run must not end it), so an error is not fatal, but it is never
+ * silent either: each is counted per source, and `onError` is told each new message (a Redis
+ * that stays down fails the same way on every retry, every 2 s: told once, counted each time).
+ * Messages never carry the URL's password.
+ */
+export class RedisErrors {
+  private readonly bySource = new Map<string, RedisErrorCount>();
+
+  constructor(
+    private readonly url: string,
+    private readonly onError?: (source: string, message: string) => void,
+  ) {}
+
+  /** Listens to `emitter`'s 'error' events as `source`'s; returns `emitter`. */
+  watch<T extends { on(event: 'error', listener: (error: Error) => void): unknown }>(source: string, emitter: T): T {
+    emitter.on('error', (error: Error) => this.record(source, error));
+    return emitter;
+  }
+
+  record(source: string, error: unknown): void {
+    const raw = (error as { message?: unknown } | null)?.message;
+    const message = redactRedis(typeof raw === 'string' && raw !== '' ? raw : String(error), this.url);
+    const seen = this.bySource.get(source);
+    if (seen === undefined) this.bySource.set(source, { count: 1, last: message });
+    else {
+      seen.count++;
+      if (seen.last === message) return;
+      seen.last = message;
+    }
+    try {
+      this.onError?.(source, message);
+    } catch {
+      // A logger that throws must not turn a retried connection error into a crash.
+    }
+  }
+
+  /** The counts so far, by source. */
+  counts(): Record<string, RedisErrorCount> {
+    return Object.fromEntries([...this.bySource].map(([source, c]) => [source, { ...c }]));
+  }
+}

@@ -12,7 +12,7 @@ import { Job, Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { ProviderError } from '../providers/errors.js';
 import { CALL_QUEUE, CANCEL_CHANNEL, callKeyOf, type CallJob, type CallOutcome } from './protocol.js';
-import { redisOptions } from './redis.js';
+import { RedisErrors, redisOptions, type RedisErrorCount } from './redis.js';
 
 /** How long completed jobs stay readable (a resumed coordinator takes their results). */
 const KEEP_DONE_S = 7 * 24 * 3600;
@@ -29,12 +29,17 @@ export class RemoteCalls {
   /** Cancels on their way: a closing coordinator lets them go out first (for a second at most). */
   private readonly cancelling = new Set<Promise<void>>();
 
-  constructor(readonly url: string) {
-    this.queue = new Queue(CALL_QUEUE, { connection: redisOptions(url) });
-    this.events = new QueueEvents(CALL_QUEUE, { connection: redisOptions(url) });
-    // Connection errors are retried by the client; they must not crash the process.
-    this.queue.on('error', () => {});
-    this.events.on('error', () => {});
+  /** Connection errors, counted per connection (retried by the client: they must not crash the process). */
+  private readonly errors: RedisErrors;
+
+  /** `onError` is told each new connection error (its message without the URL's password). */
+  constructor(
+    readonly url: string,
+    options: { onError?: (source: string, message: string) => void } = {},
+  ) {
+    this.errors = new RedisErrors(url, options.onError);
+    this.queue = this.errors.watch('queue', new Queue(CALL_QUEUE, { connection: redisOptions(url) }));
+    this.events = this.errors.watch('queue events', new QueueEvents(CALL_QUEUE, { connection: redisOptions(url) }));
     // Every call waiting on its job listens on the queue for a moment: many at once is normal.
     this.queue.setMaxListeners(0);
     this.events.setMaxListeners(0);
@@ -50,7 +55,7 @@ export class RemoteCalls {
     const abort = () => {
       // The worker making the call stops too (the call is not paid for to its end): a job not
       // taken yet is withdrawn, one a worker is running is stopped there.
-      this.publisher ??= new Redis(redisOptions(this.url)).on('error', () => {});
+      this.publisher ??= this.errors.watch('cancel publisher', new Redis(redisOptions(this.url)));
       const sent = Promise.allSettled([this.queue.remove(id), this.publisher.publish(CANCEL_CHANNEL, id)]).then(() => {});
       this.cancelling.add(sent);
       void sent.finally(() => this.cancelling.delete(sent));
@@ -92,6 +97,11 @@ export class RemoteCalls {
       const ended = await this.waitFor(found, signal);
       if (ended) return ended;
     }
+  }
+
+  /** The connection errors so far, by connection. */
+  connectionErrors(): Record<string, RedisErrorCount> {
+    return this.errors.counts();
   }
 
   /** Forgets a run's call counts (its calls are over). */

@@ -15,7 +15,7 @@ import type { Plan } from '../plan/index.js';
 import { RunTools } from '../tools/registry.js';
 import { Redis } from 'ioredis';
 import { CALL_QUEUE, CANCEL_CHANNEL, type CallJob, type CallOutcome, type RunConfig } from './protocol.js';
-import { redisOptions } from './redis.js';
+import { RedisErrors, redisOptions, type RedisErrorCount } from './redis.js';
 
 export interface WorkerOptions {
   redis: string;
@@ -26,6 +26,18 @@ export interface WorkerOptions {
   env?: Record<string, string | undefined>;
   /** Told each job's kind and id as it ends (for logs). */
   onJob?: (job: { id: string; kind: CallJob['kind']; ok: boolean }) => void;
+  /**
+   * Told each new Redis connection error (`source`: 'worker' or 'cancel subscriber'; the message
+   * without the URL's password). The connections retry on their own: the worker keeps running.
+   */
+  onError?: (source: string, message: string) => void;
+}
+
+/** A running worker. */
+export interface RunningWorker {
+  close(): Promise<void>;
+  /** Its Redis connection errors so far, by connection. */
+  connectionErrors(): Record<string, RedisErrorCount>;
 }
 
 /** What a worker keeps per run: its keys and adapters (per provider, made when first needed), its tool connections. */
@@ -36,7 +48,7 @@ interface RunSide {
   lastUsed: number;
 }
 
-export async function startWorker(options: WorkerOptions): Promise<{ close(): Promise<void> }> {
+export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
   const env = options.env ?? process.env;
   // Loaded before the first job, not while its deadline runs.
   await preloadHttp();
@@ -67,8 +79,8 @@ export async function startWorker(options: WorkerOptions): Promise<{ close(): Pr
 
   /** The calls running here, by job id: a cancel from the coordinator aborts one. */
   const running = new Map<string, AbortController>();
-  const cancels = new Redis(redisOptions(options.redis));
-  cancels.on('error', () => {});
+  const errors = new RedisErrors(options.redis, options.onError);
+  const cancels = errors.watch('cancel subscriber', new Redis(redisOptions(options.redis)));
   cancels.on('message', (_channel: string, id: string) => running.get(id)?.abort(new Error('the coordinator cancelled the call')));
   await cancels.subscribe(CANCEL_CHANNEL);
 
@@ -133,7 +145,7 @@ export async function startWorker(options: WorkerOptions): Promise<{ close(): Pr
     // A job whose workers keep dying is still somebody's call: try it many times before giving up.
     maxStalledCount: 100,
   });
-  worker.on('error', () => {});
+  errors.watch('worker', worker);
   worker.on('completed', (job, outcome) => options.onJob?.({ id: job.id ?? '', kind: job.data.kind, ok: outcome.ok }));
   // A call cut off by a cancel fails its job: it still counts as one this worker made.
   worker.on('failed', (job) => job && options.onJob?.({ id: job.id ?? '', kind: job.data.kind, ok: false }));
@@ -150,6 +162,7 @@ export async function startWorker(options: WorkerOptions): Promise<{ close(): Pr
   await worker.waitUntilReady();
 
   return {
+    connectionErrors: () => errors.counts(),
     async close() {
       clearInterval(sweep);
       // Calls in flight get a grace period; then they are cut off and their jobs, no longer

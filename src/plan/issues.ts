@@ -149,3 +149,14 @@ export function kindOf(x: unknown): string {
 function withArticle(word: string): string {
   return `${/^[aeiou]/.test(word) ? 'an' : 'a'} ${word}`;
 }
+
+/** `unknown model "fsat" (did you mean "fast"?)`: suggestions only among small name sets. */
+export function unknownName(kind: string, name: string, known: readonly string[]): string {
+  const guess = known.length <= 200 ? nearest(name, known) : undefined;
+  return `unknown ${kind} "${name}"${guess ? ` (did you mean "${guess}"?)` : ''}`;
+}
+
+/** A plain object (not null, not an array): what the checks read fields of in unparsed input. */
+export function isRecord(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}

@@ -6,7 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { extname, isAbsolute, resolve } from 'node:path';
 import type { Group } from '../../machines/mapReduce.js';
-import { issue } from './issues.js';
+import { isRecord, issue } from './issues.js';
+import { foreignFields, taskKindOf } from './taskKinds.js';
 import { TASK_ID_MAX_LENGTH, TASK_ID_PATTERN, type TaskSpec } from './schema.js';
 import type { PlanIssue } from './validate.js';
 
@@ -151,8 +152,6 @@ export function implicitDeps(t: Record<string, unknown>): string[] {
   return [];
 }
 
-const MAP_FIELDS = ['items', 'as', 'maxItems', 'key', 'dedupe'] as const;
-const REDUCE_FIELDS = ['over', 'fanIn'] as const;
 const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.:/-]+)\s*\}\}/g;
 
 /**
@@ -167,9 +166,9 @@ export function checkMapReduce(tasks: unknown[], out: PlanIssue[], baseDir?: str
     if (!isRecord(t)) return;
     const kind = t.kind ?? 'task';
     const at = (...path: (string | number)[]) => ['tasks', i, ...path];
-    if (kind !== 'map') for (const f of MAP_FIELDS) if (t[f] !== undefined) out.push(issue(at(f), 'only a task with "kind": "map" has this field'));
-    if (kind !== 'reduce') for (const f of REDUCE_FIELDS) if (t[f] !== undefined) out.push(issue(at(f), 'only a task with "kind": "reduce" has this field'));
-    if ((kind === 'map' || kind === 'reduce') && t.budgetUsd !== undefined) {
+    // Review fields are checked with the reviews (sub-tasks too); every other kind's here.
+    for (const { field, message } of foreignFields(t, String(kind), (owner) => owner !== 'review')) out.push(issue(at(field), message));
+    if (taskKindOf(kind)?.callsModel === false && t.budgetUsd !== undefined) {
       out.push(issue(at('budgetUsd'), `a ${kind} calls no model itself: its sub-tasks' calls count against the run's and the models' budgets`));
     }
     checkPlaceholders(t, kind, byId, at, out);
@@ -263,6 +262,3 @@ function checkPlaceholders(t: Record<string, unknown>, kind: unknown, byId: Map<
   }
 }
 
-function isRecord(x: unknown): x is Record<string, unknown> {
-  return typeof x === 'object' && x !== null && !Array.isArray(x);
-}

@@ -12,9 +12,11 @@
  * renamed to match. Every problem is reported at once, with its path, for the planner's next try.
  */
 import { z } from 'zod';
-import { issue, plainMessages, structuralIssues } from './issues.js';
+import { isRecord, issue, plainMessages, structuralIssues } from './issues.js';
 import { TaskSchema, type Plan, type TaskSpec } from './schema.js';
-import { checkTasks, formatIssue, type PlanIssue } from './validate.js';
+import { taskKindOf } from './taskKinds.js';
+import { checkTasks } from './checkTasks.js';
+import { formatIssue, type PlanIssue } from './validate.js';
 
 export interface PlannerContext {
   plan: Plan;
@@ -51,7 +53,7 @@ export function parseSubtasks(output: string, ctx: PlannerContext): SubtaskResul
     if (t.kind === 'plan' && depth >= maxDepth) {
       issues.push(issue(['tasks', i, 'kind'], `sub-tasks at depth ${depth} cannot plan (limits.maxDepth is ${maxDepth})`));
     }
-    if (t.kind === 'map' || t.kind === 'reduce') issues.push(issue(['tasks', i, 'kind'], `a sub-task cannot be a ${t.kind} task (give the plan itself the map or reduce)`));
+    if (taskKindOf(t.kind)?.asSubTask === false) issues.push(issue(['tasks', i, 'kind'], `a sub-task cannot be a ${t.kind} task (give the plan itself the map or reduce)`));
     if (t.budgetUsd !== undefined) issues.push(issue(['tasks', i, 'budgetUsd'], "a sub-task has no budget of its own: the run's and the models' budgets apply"));
     if (typeof t.id === 'string' && ctx.existing.has(`${ctx.planner.id}/${t.id}`)) {
       issues.push(issue(['tasks', i, 'id'], `"${ctx.planner.id}/${t.id}" is already a task of the run`));
@@ -99,6 +101,3 @@ function jsonListIn(output: string): unknown[] | undefined {
   return undefined;
 }
 
-function isRecord(x: unknown): x is Record<string, unknown> {
-  return typeof x === 'object' && x !== null && !Array.isArray(x);
-}

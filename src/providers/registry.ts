@@ -1,6 +1,7 @@
 /**
  * Which adapter serves each provider of a plan, shared by the runs of one swarm (so keep-alive
- * connections and an embedded simulator outlive a single run):
+ * connections and an embedded simulator outlive a single run). The types are listed once, in
+ * providerTypes.ts; `ADAPTERS` below has the factory of each built-in one:
  * - an adapter passed to createSwarm, by provider name or by type, wins;
  * - `custom`: only such an adapter (any object with `call(request)`);
  * - `ai-sdk`: an AI SDK model (or provider) passed there, wrapped by createAiSdkProvider;
@@ -14,6 +15,7 @@ import { startSim, type SimKeyLimits, type SimServer } from '../sim/index.js';
 import { createAiSdkProvider, isAiSdkModelSource, type AiSdkModelSource } from './aisdk.js';
 import { createAnthropicProvider } from './anthropic.js';
 import { createOpenAIProvider } from './openai.js';
+import { PROVIDER_TYPES, type BuiltInProviderType } from './providerTypes.js';
 import type { Provider } from './types.js';
 
 /** What createSwarm takes per provider: one of our adapters, or an AI SDK model for `ai-sdk`. */
@@ -38,7 +40,7 @@ export class ProviderRegistry {
    */
   get(name: string, spec: ProviderSpec, secrets: readonly string[]): Provider {
     const given = this.options.overrides?.[name] ?? this.options.overrides?.[spec.type];
-    if (given !== undefined || spec.type === 'custom' || spec.type === 'ai-sdk') return this.given(name, spec, given);
+    if (given !== undefined || PROVIDER_TYPES[spec.type].inCode) return this.given(name, spec, given);
     const cacheKey = JSON.stringify([
       name,
       spec.type,
@@ -88,25 +90,23 @@ export class ProviderRegistry {
   }
 
   private create(spec: ProviderSpec, secrets: readonly string[]): Provider {
-    const common = httpOptions(spec, this.options.now);
-    switch (spec.type) {
-      case 'anthropic':
-        return createAnthropicProvider({ ...(spec.baseURL ? { baseURL: spec.baseURL } : {}), ...common, cache: spec.cache ?? true });
-      case 'openai':
-        return createOpenAIProvider({ ...(spec.baseURL ? { baseURL: spec.baseURL } : {}), ...common });
-      case 'sim':
-        return spec.baseURL ? this.remoteSim(spec) : embeddedSim(spec, secrets, this.options);
-      default:
-        // custom and ai-sdk never get here (given() serves them).
-        throw new Error(`no built-in adapter for provider type "${spec.type}"`);
-    }
+    // In-code types never get here (given() serves them).
+    const factory = ADAPTERS[spec.type as BuiltInProviderType] as AdapterFactory | undefined;
+    if (!factory) throw new Error(`no built-in adapter for provider type "${spec.type}"`);
+    return factory(spec, secrets, this.options);
   }
 
-  /** A `sim` provider with a baseURL: a simulator already running elsewhere (`swarmstate sim`). */
-  private remoteSim(spec: ProviderSpec): Provider {
-    return simAdapter(spec, spec.baseURL!.replace(/\/+$/, ''), this.options.now);
-  }
 }
+
+type AdapterFactory = (spec: ProviderSpec, secrets: readonly string[], options: RegistryOptions) => Provider;
+
+/** The adapter of each built-in provider type (src/providers/providerTypes.ts lists the types). */
+const ADAPTERS: Record<BuiltInProviderType, AdapterFactory> = {
+  anthropic: (spec, _secrets, options) => createAnthropicProvider({ ...(spec.baseURL ? { baseURL: spec.baseURL } : {}), ...httpOptions(spec, options.now), cache: spec.cache ?? true }),
+  openai: (spec, _secrets, options) => createOpenAIProvider({ ...(spec.baseURL ? { baseURL: spec.baseURL } : {}), ...httpOptions(spec, options.now) }),
+  // With a baseURL: a simulator already running elsewhere (`swarmstate sim`).
+  sim: (spec, secrets, options) => (spec.baseURL ? simAdapter(spec, spec.baseURL.replace(/\/+$/, ''), options.now) : embeddedSim(spec, secrets, options)),
+};
 
 function isProvider(value: unknown): value is Provider {
   // Every function has Function.prototype.call: an AI SDK provider (a function) is not one of ours.

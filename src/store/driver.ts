@@ -47,7 +47,7 @@ export interface OpenOptions {
 
 /** No driver could be loaded, or the one asked for cannot be: what to install is in the message. */
 export class SqliteDriverError extends Error {
-  readonly code = 'sqlite_driver_missing';
+  readonly code = 'SQLITE_DRIVER_MISSING';
   constructor(message: string) {
     super(message);
     this.name = 'SqliteDriverError';

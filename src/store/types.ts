@@ -276,7 +276,7 @@ export interface Store {
  * SQLite error code; it never holds data.
  */
 export class StoreError extends Error {
-  readonly code = 'store_failed' as const;
+  readonly code = 'STORE_FAILED' as const;
   /** The SQLite error code (SQLITE_FULL...), or a code of ours (`closed`, `exists`...). */
   readonly sqliteCode: string;
   readonly path: string;
@@ -294,7 +294,7 @@ export class StoreError extends Error {
       return 'other processes kept the journal busy (runs sharing the file); try again when fewer run at once, or give this run a journal of its own (--store)';
     }
     if (this.sqliteCode === 'foreign') return 'give the journal a file of its own (--store)';
-    if (this.sqliteCode === 'sqlite_driver_missing') return 'npm install better-sqlite3, or use Node >= 22.13, or run without a journal (--store memory)';
+    if (this.sqliteCode === 'SQLITE_DRIVER_MISSING') return 'npm install better-sqlite3, or use Node >= 22.13, or run without a journal (--store memory)';
     return 'fix the disk (space, permissions)';
   }
 }

@@ -125,7 +125,11 @@ function harness(opts: { tools?: BusTool[]; input?: Omit<ToolBusInput, 'tools'>;
     },
     args: () => running.map((r) => ('args' in r.input ? r.input.args : r.input.calls)),
     context: (): ToolBusContext => bus.getSnapshot().context,
-    state: () => bus.getSnapshot().value,
+    /** The top state, ready or collecting (each has an idle and a transient routing child). */
+    state: () => {
+      const value = bus.getSnapshot().value;
+      return typeof value === 'string' ? value : Object.keys(value)[0];
+    },
   };
 }
 
@@ -623,6 +627,38 @@ describe('toolBusMachine: bookkeeping', () => {
     await settle();
     expect(h.bus.getSnapshot().children).toEqual({});
     expect(h.context().book.sizes()).toEqual({ pending: 0, queued: 0, running: 0, inFlight: 0, cached: 0 });
+  });
+
+  it('routes a call with pure guards: asked twice from one snapshot, they agree and the book is unchanged', async () => {
+    const h = harness({ input: { ...NOW, cacheTtlMs: 1000 } });
+    h.call('read_file', { p: 1 });
+    h.running[0].resolve('v1');
+    await settle();
+    h.call('read_file', { p: 2 }); // running: a call in flight a guard could join
+    // The cached result of p:1 has just expired and nothing has swept it yet: a guard that
+    // classified the call itself would drop it from the cache.
+    h.clock.increment(1000);
+    const { context } = h.bus.getSnapshot();
+    const state = () => JSON.stringify([context.book.sizes(), context.stats]);
+    const before = state();
+    const guards = toolBusMachine.implementations.guards as Record<string, (args: { context: ToolBusContext; event: unknown }, params: unknown) => boolean>;
+    const routing = ['isUnknownTool', 'isCached', 'joinsCallInFlight', 'fillsWindow'];
+    const ask = (name: string, args: unknown) => {
+      const event = { type: 'TOOL.CALL', callId: 'probe', taskId: 't2', name, args, replyTo: h.bus };
+      return routing.map((guard) => guards[guard]({ context, event }, undefined));
+    };
+    for (const [name, args] of [['read_file', { p: 1 }], ['read_file', { p: 2 }], ['nope', {}]] as const) {
+      const first = ask(name, args);
+      expect(ask(name, args), `${name} ${JSON.stringify(args)}`).toEqual(first);
+      expect(state(), `${name} ${JSON.stringify(args)}`).toBe(before);
+    }
+    // The real call still takes its usual route: expired, so it runs again; the p:2 call is joined.
+    h.call('read_file', { p: 1 });
+    const joined = h.call('read_file', { p: 2 }, 't2');
+    expect(h.running).toHaveLength(3);
+    h.running[1].resolve('v2');
+    await settle();
+    expect(h.reply(joined).content).toBe('v2');
   });
 
   it('keeps counters that add up, per tool and in total', async () => {

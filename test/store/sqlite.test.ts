@@ -101,7 +101,7 @@ describe.each(DRIVERS)('on %s', (driver) => {
         caught = error;
       }
       expect(caught).toBeInstanceOf(StoreError);
-      expect(caught).toMatchObject({ code: 'store_failed', path: path.join(dir, 'runs.db') });
+      expect(caught).toMatchObject({ code: 'STORE_FAILED', path: path.join(dir, 'runs.db') });
       expect((caught as Error).message).toMatch(/^run journal .*runs\.db: cannot open: SQLITE_CANTOPEN/);
     });
 
@@ -282,7 +282,7 @@ describe.each(DRIVERS)('on %s', (driver) => {
       }
       expect(caught).toBeInstanceOf(StoreError);
       const error = caught as StoreError;
-      expect(error).toMatchObject({ code: 'store_failed', sqliteCode: 'SQLITE_FULL', path: file });
+      expect(error).toMatchObject({ code: 'STORE_FAILED', sqliteCode: 'SQLITE_FULL', path: file });
       expect(error.message).toContain(file);
       expect(error.message).toContain('SQLITE_FULL');
       expect(error.message).toContain('record task completion failed');
@@ -323,7 +323,7 @@ describe.each(DRIVERS)('on %s', (driver) => {
       store.taskCompleted('r1', 'a', 1, 'x'.repeat(1_000_000), usage(1, 1), 0.1, 1, 0, 120);
       await new Promise((resolve) => setImmediate(resolve));
       expect(seen).toHaveLength(1);
-      expect(seen[0]).toMatchObject({ code: 'store_failed', sqliteCode: 'SQLITE_FULL' });
+      expect(seen[0]).toMatchObject({ code: 'STORE_FAILED', sqliteCode: 'SQLITE_FULL' });
       expect(seen[0].message).toMatch(/: record task completion failed: SQLITE_FULL/);
       expect(store.loadTasks('r1').map((t) => t.taskId)).toEqual(['done']);
       expect(() => store.flush()).toThrow(seen[0]);
@@ -343,7 +343,7 @@ describe.each(DRIVERS)('on %s', (driver) => {
         caught = error;
       }
       expect(caught).toBeInstanceOf(StoreError);
-      expect(caught).toMatchObject({ code: 'store_failed', sqliteCode: 'SQLITE_READONLY', path: file });
+      expect(caught).toMatchObject({ code: 'STORE_FAILED', sqliteCode: 'SQLITE_READONLY', path: file });
       expect((caught as Error).message).toBe(`run journal ${file}: cannot open: SQLITE_READONLY (the file is read-only)`);
     });
   });

@@ -73,7 +73,7 @@ describe.each(makers)('%s', (_name, make) => {
     try {
       store.createRun({ id: 'r1', plan: {}, options: {}, tasksTotal: 0, createdAt: 1 });
     } catch (error) {
-      expect(error).toMatchObject({ code: 'store_failed', sqliteCode: 'exists' });
+      expect(error).toMatchObject({ code: 'STORE_FAILED', sqliteCode: 'exists' });
       expect((error as Error).message).toContain('"r1" already exists');
     }
     store.taskStarted('r1', 'a', 1, 'p/m', 110);

@@ -1,0 +1,89 @@
+/** Run events: what the machines report through their `report` action (src turns them into the public event stream), and the statuses they name. */
+import type { ErrorInfo, KeyLimits, Usage } from './data.js';
+import type { BudgetKind } from './ledger.js';
+
+export type RunEvent =
+  | {
+      type: 'run:started';
+      runId: string;
+      tasks: number;
+      /** What a report needs to read the rest of the stream: routes, prices, keys and limits. */
+      models?: Record<string, { provider: string; model: string; price?: { input: number; output: number; cacheWrite?: number; cacheRead?: number } }>;
+      keys?: Record<string, KeyLimits>;
+      maxInFlight?: number;
+      /** The plan's `budget.usd`, for views that show the spend against it. */
+      budgetUsd?: number;
+      /** Every task (in plan order) with its dependencies, for views that draw the DAG. */
+      deps?: Record<string, string[]>;
+      /** A resume or a retry: the tasks that had ended before this life, with how (they send no events of their own). */
+      before?: Record<string, 'completed' | 'failed' | 'skipped'>;
+      /** The run continues from its journal (a resume). */
+      resumed?: boolean;
+      /** A resume: tasks that had completed before (they send no events of their own). */
+      alreadyCompleted?: number;
+      /** A retry (`swarm.retry`): the tasks it sent back to pending (failed, skipped, cancelled, and what depends on them). */
+      retried?: number;
+    }
+  | { type: 'task:queued'; taskId: string }
+  | { type: 'task:started'; taskId: string; attempt: number; model: string; route?: string }
+  | { type: 'task:retry'; taskId: string; attempt: number; retry: number; delayMs: number; error: ErrorInfo }
+  /** `usage`: this attempt's. `requests`, `retries`: the task's, over all its attempts. */
+  | { type: 'task:completed'; taskId: string; attempt: number; output: string; usage: Usage; requests?: number; retries?: number }
+  /**
+   * Opt-in (`createSwarm({ deltas: true })`), never journaled: a piece of a turn's text as it
+   * streams in, in order. A call retried within the attempt (`task:retry`) streams again from its start.
+   */
+  | { type: 'task:delta'; taskId: string; attempt: number; turn: number; text: string }
+  | { type: 'task:failed'; taskId: string; attempt: number; error: ErrorInfo; willRetry: boolean }
+  | { type: 'task:skipped'; taskId: string; reason: string }
+  | { type: 'task:fallback'; taskId: string; attempt: number; from: string; to: string; reason: string }
+  | { type: 'dispatch:decision'; taskId: string; attempt: number; turn: number; model: string; decision: 'allow' | 'deny' | 'rewrite'; reason?: string; to?: string; maxTokens?: number; messages?: number }
+  | { type: 'tool:decision'; taskId: string; attempt: number; turn: number; callId: string; tool: string; decision: 'allow' | 'deny' | 'rewrite'; reason?: string }
+  | { type: 'task:compacted'; taskId: string; attempt: number; mode: 'summary' | 'truncation'; removed: number; tokensBefore: number; tokensAfter: number }
+  | { type: 'task:cancelled'; taskId: string }
+  /** A planner task's sub-tasks joined the run (ids as they run: `<planner>/<id>`). */
+  | { type: 'task:planned'; taskId: string; attempt: number; subtasks: string[]; depth: number }
+  /** A map with `dedupe` completed: of its items' outputs, `dropped` were duplicates. */
+  | { type: 'task:deduped'; taskId: string; items: number; kept: number; dropped: number }
+  /** A planner's output was not a valid list of sub-tasks: the attempt failed with these problems. */
+  | { type: 'task:plan-rejected'; taskId: string; attempt: number; issues: string[] }
+  /** A review task's verdict on the task it reviews (`revise` sends it back for one more round). */
+  | { type: 'task:reviewed'; taskId: string; attempt: number; target: string; round: number; maxRounds: number; verdict: 'approve' | 'revise'; findings?: string; final: boolean }
+  /** Cache-aware fan-out: this task goes first; `held` tasks sharing its prompt prefix wait for its response to start. */
+  | { type: 'cache:lead'; taskId: string; group: string }
+  /** The leader's response started (or it ended): the held tasks go out and read the cache. */
+  | { type: 'cache:release'; taskId: string; group: string; released: number; warm: boolean }
+  | { type: 'model:request'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string }
+  /** `costUsd`: the call's cost at its model's price (absent when unpriced), charged to the plan model `modelName`. */
+  | { type: 'model:response'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; usage: Usage; costUsd?: number; modelName?: string }
+  | { type: 'model:error'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; error: ErrorInfo }
+  | { type: 'tool:called'; taskId: string; name: string; shared: boolean; cached?: boolean }
+  | { type: 'tool:result'; name: string; isError: boolean; durationMs?: number; timedOut?: boolean; batch?: number; cancelled?: boolean }
+  | { type: 'tool:denied'; taskId: string; name: string; reason: string }
+  | { type: 'key:state'; keyId: string; state: KeyState }
+  | { type: 'key:backoff'; keyId: string; retryAfterMs: number }
+  /**
+   * The request rate a key paces at changed: `rpm` per minute (null: not paced), from the plan
+   * (`stated`), the server's headers (`learned`) or a 429 (`adaptive`: cut, then raised slowly).
+   */
+  | { type: 'key:rate'; keyId: string; rpm: number | null; source: 'stated' | 'learned' | 'adaptive' | 'none' }
+  | { type: 'key:revoked'; keyId: string }
+  | { type: 'breaker:open'; route: string; cooldownMs: number; failures: number }
+  | { type: 'breaker:halfOpen'; route: string }
+  | { type: 'breaker:closed'; route: string }
+  | {
+      type: 'budget:denied';
+      taskId: string;
+      model: string;
+      amountUsd: number;
+      budget: BudgetKind;
+      limitUsd: number;
+      spentUsd: number;
+      reservedUsd: number;
+    }
+  | { type: 'run:cancelled'; reason: string }
+  | { type: 'run:completed'; status: RunStatus };
+
+export type KeyState = 'ready' | 'saturated' | 'backoff' | 'revoked';
+export type RunStatus = 'completed' | 'partial' | 'failed' | 'cancelled' | 'budget_exceeded';
+export type TaskStatus = 'pending' | 'queued' | 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';
