@@ -32,6 +32,7 @@ function fakeQueue(answer: (job: CallJob) => CallOutcome) {
     call: async (job) => (jobs.push(job), answer(job)),
     forgetRun: (runId) => void forgotten.push(runId),
     close: async () => {},
+    connectionErrors: () => ({}),
   };
   return { remote, jobs, forgotten };
 }
