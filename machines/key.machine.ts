@@ -21,6 +21,7 @@ import {
   canGrant,
   fits,
   grant,
+  grantLeavesRoom,
   holds,
   msUntilCapacity,
   newBook,
@@ -168,7 +169,7 @@ export const keyMachine = setup({
      * clock's sync, which only adds capacity: a `true` here holds after it too.
      */
     grantKeepsReady: ({ context, event }) =>
-      event.type === 'KEY.GRANT' && fits(context, event.request) && canGrant(grant(context, event.leaseId, event.request)),
+      event.type === 'KEY.GRANT' && fits(context, event.request) && grantLeavesRoom(context, event.leaseId, event.request),
     /** The same for a release in `ready`, for a key that paces nothing (where the clock changes nothing). */
     releaseKeepsReady: ({ context, event }) => {
       if (event.type !== 'KEY.RELEASE' || context.state !== 'ready' || !unpaced(context)) return false;

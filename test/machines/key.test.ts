@@ -5,7 +5,7 @@ import { createActor, setup, SimulatedClock, spawnChild } from 'xstate';
 import type { ActorRefFrom } from 'xstate';
 import { keyMachine } from '../../machines/key.machine.js';
 import type { KeyEvent, KeyReply } from '../../machines/key.machine.js';
-import { advance, canGrant, capacityOf, grant, JITTER_MS, msUntilCapacity, newBook, PACING_SHARE, rateOf } from '../../machines/keyLimits.js';
+import { advance, canGrant, capacityOf, grant, grantLeavesRoom, JITTER_MS, msUntilCapacity, newBook, PACING_SHARE, rateOf } from '../../machines/keyLimits.js';
 import { rateLimitDelay, release } from '../../machines/keyRelease.js';
 import type { KeyLimits, KeyState, LeaseOutcome, LeaseRequest, RunEvent, Usage } from '../../machines/protocol.js';
 import { advanceClock, pendingTimers } from '../helpers/clock.js';
@@ -495,6 +495,24 @@ class ServerBucket {
 }
 
 describe('keyMachine: properties', () => {
+  it('grantLeavesRoom (the ready guard, which builds no book) says what canGrant of the granted book says', () => {
+    fc.assert(
+      fc.property(limitsArb, fc.boolean(), fc.array(fc.record({ input: fc.nat(3_000), output: fc.nat(1_500), waitMs: fc.nat(2_000), repeat: fc.boolean() }), { maxLength: 12 }), (limits, probation, grants) => {
+        let book = newBook(limits, 0, probation);
+        let last = '';
+        grants.forEach((g, i) => {
+          book = advance(book, book.at + g.waitMs);
+          // Now and then a lease id already out: the grant leaves the book as it is.
+          const leaseId = g.repeat && last ? last : `l${i}`;
+          const request = { requestId: leaseId, priority: 0, inputTokens: g.input, outputTokens: g.output };
+          expect(grantLeavesRoom(book, leaseId, request)).toBe(canGrant(grant(book, leaseId, request)));
+          book = grant(book, leaseId, request);
+          last = leaseId;
+        });
+      }),
+    );
+  });
+
   it('a strict bucket server would admit every request the key sends (rpm, itpm, otpm), within concurrency, never before a Retry-After', () => {
     let exercised = 0; // runs in which pacing refused a grant (the key was saturated by its rate)
     let runs = 0;
