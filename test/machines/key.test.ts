@@ -85,6 +85,19 @@ describe('keyMachine: limits', () => {
     ]);
   });
 
+  it('answers a grant that leaves room with one message, KEY.GRANTED saying ready, and one that fills it with KEY.GRANTED then KEY.STATE', () => {
+    const h = harness({ concurrency: 2 });
+    let before = h.replies.length;
+    h.grant('a');
+    expect(h.replies.slice(before).map((r) => r.reply)).toEqual([{ type: 'KEY.GRANTED', keyId: 'k1', leaseId: 'a', ready: true }]);
+    before = h.replies.length;
+    h.grant('b');
+    expect(h.replies.slice(before).map((r) => r.reply)).toEqual([
+      { type: 'KEY.GRANTED', keyId: 'k1', leaseId: 'b' },
+      { type: 'KEY.STATE', keyId: 'k1', state: 'saturated' },
+    ]);
+  });
+
   it('saturates when every lease slot is out, sets no timer, and a release frees it', () => {
     const h = harness({ concurrency: 2 });
     h.grant('a');
@@ -94,7 +107,8 @@ describe('keyMachine: limits', () => {
     expect(pendingTimers(h.clock)).toBe(0);
     h.grant('c');
     expect(h.answers()).toEqual([
-      { type: 'KEY.GRANTED', keyId: 'k1', leaseId: 'a' },
+      // a left room: its answer also says the key is still ready (no KEY.STATE after it).
+      { type: 'KEY.GRANTED', keyId: 'k1', leaseId: 'a', ready: true },
       { type: 'KEY.GRANTED', keyId: 'k1', leaseId: 'b' },
       { type: 'KEY.REJECTED', keyId: 'k1', leaseId: 'c', request: request() },
     ]);
