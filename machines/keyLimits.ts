@@ -306,6 +306,23 @@ export function grant(book: KeyBook, leaseId: string, request: LeaseRequest): Ke
   };
 }
 
+/**
+ * `canGrant(grant(book, leaseId, request))` without building the granted book: what `grantable`
+ * reads (the buckets, the leases out) as the grant leaves them, and not the lease list, whose copy
+ * costs O(leases out) on every grant.
+ */
+export function grantLeavesRoom(book: KeyBook, leaseId: string, request: LeaseRequest): boolean {
+  if (holds(book, leaseId)) return canGrant(book);
+  const after: KeyBook = {
+    ...book,
+    requests: debit(book, 'requests', 1, 1),
+    input: debit(book, 'input', request.inputTokens, request.inputTokens),
+    output: debit(book, 'output', request.outputTokens, request.outputTokens),
+    leasesOut: book.leasesOut + 1,
+  };
+  return canGrant(after);
+}
+
 function debit(book: KeyBook, lane: Lane, amount: number, want: number): LaneBook {
   const state = book[lane];
   return rateOf(book, lane) === undefined ? { ...state, want } : { ...state, level: state.level - amount, want };

@@ -5,7 +5,8 @@
  *
  * Requests wait in a priority queue (higher priority first, then arrival order); whenever a key
  * says it is ready, the request at the head goes to it. Nobody polls: keys announce their state
- * after every event and when their capacity refills. The agent hears `LEASE.GRANTED` only after
+ * after every event and when their capacity refills (a grant that leaves its key ready says so in
+ * its KEY.GRANTED, one message instead of two). The agent hears `LEASE.GRANTED` only after
  * the key accepted: a key whose announced `ready` went stale answers `KEY.REJECTED`, and the
  * request goes back to its place in the queue. When every key is revoked, the pool denies.
  *
@@ -232,6 +233,12 @@ const onKeyGranted: Handler<'KEY.GRANTED'> = ({ book }, { leaseId }, out) => {
   out.push({ to: ticket.replyTo, event: { type: 'LEASE.GRANTED', requestId, leaseId, keyId: ticket.keyId! } });
 };
 
+/** While serving: a grant that left its key ready is also that key's `KEY.STATE` (ready), heard after the grant. */
+const onKeyGrantedWhenServing: Handler<'KEY.GRANTED'> = (context, event, out) => {
+  onKeyGranted(context, event, out);
+  if (event.ready) onKeyState(context, { type: 'KEY.STATE', keyId: event.keyId, state: 'ready' }, out);
+};
+
 const onKeyRejected: Handler<'KEY.REJECTED'> = ({ book }, { leaseId }, out) => {
   const ticket = book.byLease.get(leaseId);
   if (ticket?.phase !== 'granting') return;
@@ -314,6 +321,7 @@ export const poolMachine = setup({
     cancel: enqueueActions(({ context, event, enqueue }) => run(enqueue, onCancel, context, event)),
     release: enqueueActions(({ context, event, enqueue }) => run(enqueue, onRelease, context, event)),
     confirm: enqueueActions(({ context, event, enqueue }) => run(enqueue, onKeyGranted, context, event)),
+    confirmServing: enqueueActions(({ context, event, enqueue }) => run(enqueue, onKeyGrantedWhenServing, context, event)),
     requeue: enqueueActions(({ context, event, enqueue }) => run(enqueue, onKeyRejected, context, event)),
     denyRejected: enqueueActions(({ context, event, enqueue }) => run(enqueue, onKeyRejectedWhenExhausted, context, event)),
     noteKeyState: enqueueActions(({ context, event, enqueue }) => run(enqueue, onKeyState, context, event)),
@@ -337,6 +345,8 @@ export const poolMachine = setup({
       always: { guard: 'everyKeyRevoked', target: 'exhausted' },
       on: {
         'LEASE.REQUEST': { actions: 'admit' },
+        // A KEY.GRANTED with `ready` carries the key's state too (heard here only, as KEY.STATE is).
+        'KEY.GRANTED': { actions: 'confirmServing' },
         'KEY.STATE': { actions: 'noteKeyState' },
         'KEY.REJECTED': { actions: 'requeue' },
       },

@@ -12,6 +12,12 @@ export class Crew {
   /** Groups with room, as a stack: the one freed last is filled first. */
   private readonly room: number[] = [];
   private readonly hasRoom: boolean[] = [];
+  /**
+   * Attempts out as agents and not settled yet (what `maxInFlight` bounds). Kept here, mutable,
+   * rather than in the supervisor's context: an assign per dispatch and per settle copied the
+   * whole context twice per task for one number.
+   */
+  inFlight = 0;
 
   constructor(readonly size: number = AGENTS_PER_GROUP) {}
 

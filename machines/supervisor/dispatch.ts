@@ -17,9 +17,9 @@ import type { Enqueue, SupervisorContext } from './types.js';
 export function dispatchReady(context: SupervisorContext, enqueue: Enqueue, now: number, groupLogic: AnyActorLogic): void {
   // A run that is stopping starts nothing new (fail-fast decided in this very step).
   if (context.stop !== null) return;
-  let inFlight = context.inFlight;
+  const crew = context.crew;
   const table = context.table;
-  while ((inFlight < context.maxInFlight || table.aggregateReady) && table.readyCount > 0) {
+  while ((crew.inFlight < context.maxInFlight || table.aggregateReady) && table.readyCount > 0) {
     const next = table.startNext();
     if (!next) break; // every ready task's model is at its cap
     const { spec, attempt } = next;
@@ -27,7 +27,7 @@ export function dispatchReady(context: SupervisorContext, enqueue: Enqueue, now:
     if ((spec.kind === 'map' || spec.kind === 'reduce') && aggregateStep(context, enqueue, spec, attempt, (id, n, error) => failAggregate(context, enqueue, id, n, error)) === 'done') continue;
     // Taken only for an aggregator (one whose model was at its cap, or a reduce that runs as
     // one call): a task that needs a slot waits for the next one.
-    if (inFlight >= context.maxInFlight) {
+    if (crew.inFlight >= context.maxInFlight) {
       table.requeue(spec.id);
       break;
     }
@@ -48,14 +48,13 @@ export function dispatchReady(context: SupervisorContext, enqueue: Enqueue, now:
         }
       }
     }
-    const { group, spawn } = context.crew.take();
+    const { group, spawn } = crew.take();
     const id = Crew.idOf(group);
     if (spawn) enqueue.spawnChild(groupLogic, { id, input: { group } });
     enqueue.sendTo(id, { type: 'SPAWN', input });
     enqueueReport(enqueue, { type: 'task:started', taskId: spec.id, attempt, model: spec.modelName, route: `${input.provider}/${input.model}` });
-    inFlight += 1;
+    crew.inFlight += 1;
   }
-  if (inFlight !== context.inFlight) enqueue.assign({ inFlight });
 }
 
 /** What the agent of this attempt is given: its prompt with deps placed, its route, its limits. */

@@ -3,8 +3,9 @@
  * them on SPAWN, passes CANCEL on to each, and reports each agent's end to the supervisor as
  * `AGENT.ENDED` (a crash too: as a failed attempt, after handing back what the agent held).
  *
- * It also owns its agents' deadlines, as data: one scheduled event for the earliest, re-armed
- * when that changes, and `AGENT.TIMEOUT` to whoever is past theirs. With an `after` deadline per
+ * It also owns its agents' deadlines, as data: one scheduled event, at or before the earliest
+ * (re-armed when an earlier one arrives, and after it fires), and `AGENT.TIMEOUT` to whoever is
+ * past theirs. With an `after` deadline per
  * agent, every actor stop made XState scan every scheduled event of the system (its
  * scheduler.cancelAll), O(agents in flight) per stop; now there is one per group.
  *
@@ -75,10 +76,15 @@ type GroupEnqueue = {
   raise(event: { type: 'GROUP.DEADLINE' }, options: { id: string; delay: number }): void;
 };
 
-/** Keeps the one scheduled event on the earliest deadline (none when no agent has one). */
+/**
+ * Keeps the one scheduled event at or before the earliest deadline (none when no agent has one).
+ * Only an earlier deadline moves it: when the earliest goes away (its agent ended, the common
+ * case, once per task) the timer stays, fires early, finds nothing due and re-arms; cancelling
+ * and scheduling again on every agent's end cost more than that rare early wake.
+ */
 function rearm(enqueue: GroupEnqueue, book: Deadlines, now: number): void {
   const next = book.earliest();
-  if (next === book.armed) return;
+  if (next === book.armed || (next > book.armed && next !== Number.POSITIVE_INFINITY)) return;
   if (book.armed !== Number.POSITIVE_INFINITY) enqueue.cancel(TIMER);
   book.armed = next;
   if (next !== Number.POSITIVE_INFINITY) enqueue.raise({ type: 'GROUP.DEADLINE' }, { id: TIMER, delay: Math.max(0, next - now) });

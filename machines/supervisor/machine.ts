@@ -116,9 +116,8 @@ export const supervisorMachine = setup({
      * A group crashed (a bug in swarmstate): its agents went with it, and the run stops. Their
      * attempts are not settled; they no longer count in flight, so the run can drain.
      */
-    dropGroup: enqueueActions(({ context, event, enqueue }) => {
-      const held = context.crew.drop(Number(childIdOf(event).slice('group:'.length)));
-      enqueue.assign({ inFlight: context.inFlight - held });
+    dropGroup: enqueueActions(({ context, event }) => {
+      context.crew.inFlight -= context.crew.drop(Number(childIdOf(event).slice('group:'.length)));
     }),
 
     stopOnCrash: assign({
@@ -146,8 +145,8 @@ export const supervisorMachine = setup({
     }),
   },
   guards: {
-    allFinal: ({ context }) => context.table.openTasks === 0 && context.inFlight === 0,
-    noneInFlight: ({ context }) => context.inFlight === 0 && context.expanding.size === 0,
+    allFinal: ({ context }) => context.table.openTasks === 0 && context.crew.inFlight === 0,
+    noneInFlight: ({ context }) => context.crew.inFlight === 0 && context.expanding.size === 0,
     stopping: ({ context }) => context.stop !== null,
     isGroup: ({ event }) => isGroup(childIdOf(event)),
     isExpansion: ({ event }) => childIdOf(event).startsWith('expand:'),
@@ -158,7 +157,6 @@ export const supervisorMachine = setup({
     runId: input.runId,
     table: new RunTable(input.tasks, input.modelMaxInFlight, input.restore),
     crew: new Crew(input.agentsPerGroup ?? AGENTS_PER_GROUP),
-    inFlight: 0,
     maxInFlight: input.maxInFlight,
     onFailure: input.onFailure,
     backoff: input.backoff,

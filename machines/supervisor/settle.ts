@@ -12,7 +12,7 @@ export function settleAttempt(context: SupervisorContext, enqueue: Enqueue, repo
   releaseGroup(context, enqueue, report.taskId, report.attempt, report.status === 'completed' && report.servedBy === undefined, now);
   const settlement = table.settle(report, { retry: context.stop === null });
   if (settlement.kind === 'stale') return;
-  enqueue.assign({ inFlight: context.inFlight - 1 });
+  context.crew.inFlight -= 1;
   switch (settlement.kind) {
     case 'plan': {
       // The output becomes sub-tasks (checked like a plan by the `expandPlan` actor `src/` provides).

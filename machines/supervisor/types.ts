@@ -66,9 +66,8 @@ export type PlanExpansion = { ok: true; tasks: SupervisedTask[] } | { ok: false;
 export interface SupervisorContext {
   runId: string;
   table: RunTable;
-  /** The group actors the agents run under, and how many agents each holds. */
+  /** The group actors the agents run under, how many agents each holds, and the attempts in flight. */
   crew: Crew;
-  inFlight: number;
   maxInFlight: number;
   onFailure: 'continue' | 'fail-fast';
   backoff: { baseMs: number; maxMs: number };

@@ -124,6 +124,21 @@ describe('agent group', () => {
     expect(g.group.getSnapshot().value).toBe('idle');
   });
 
+  it('a timer left for an ended agent fires early, finds nothing due, and still fires the next deadline on time', () => {
+    const g = withGroup();
+    g.spawn('a', 1_000);
+    g.spawn('b', 2_000);
+    g.agentOf('a').send({ type: 'FINISH' });
+    advanceClock(g.clock, 1_000);
+    expect(g.ended.map((e) => e.taskId)).toEqual(['a']);
+    expect(g.scheduled()).toBe(1); // armed for b now
+    advanceClock(g.clock, 1_999);
+    expect(g.ended).toHaveLength(1);
+    advanceClock(g.clock, 2_000);
+    expect(g.ended.map((e) => [e.taskId, e.status, e.at])).toEqual([['a', 'completed', 0], ['b', 'failed', 2_000]]);
+    expect(g.scheduled()).toBe(0);
+  });
+
   it('holds a deadline of 2^31 ms or more instead of firing it after 1 ms', () => {
     const g = withGroup();
     g.spawn('a', 3_000_000_000);

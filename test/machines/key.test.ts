@@ -5,7 +5,7 @@ import { createActor, setup, SimulatedClock, spawnChild } from 'xstate';
 import type { ActorRefFrom } from 'xstate';
 import { keyMachine } from '../../machines/key.machine.js';
 import type { KeyEvent, KeyReply } from '../../machines/key.machine.js';
-import { advance, canGrant, capacityOf, grant, JITTER_MS, msUntilCapacity, newBook, PACING_SHARE, rateOf } from '../../machines/keyLimits.js';
+import { advance, canGrant, capacityOf, grant, grantLeavesRoom, JITTER_MS, msUntilCapacity, newBook, PACING_SHARE, rateOf } from '../../machines/keyLimits.js';
 import { rateLimitDelay, release } from '../../machines/keyRelease.js';
 import type { KeyLimits, KeyState, LeaseOutcome, LeaseRequest, RunEvent, Usage } from '../../machines/protocol.js';
 import { advanceClock, pendingTimers } from '../helpers/clock.js';
@@ -85,6 +85,19 @@ describe('keyMachine: limits', () => {
     ]);
   });
 
+  it('answers a grant that leaves room with one message, KEY.GRANTED saying ready, and one that fills it with KEY.GRANTED then KEY.STATE', () => {
+    const h = harness({ concurrency: 2 });
+    let before = h.replies.length;
+    h.grant('a');
+    expect(h.replies.slice(before).map((r) => r.reply)).toEqual([{ type: 'KEY.GRANTED', keyId: 'k1', leaseId: 'a', ready: true }]);
+    before = h.replies.length;
+    h.grant('b');
+    expect(h.replies.slice(before).map((r) => r.reply)).toEqual([
+      { type: 'KEY.GRANTED', keyId: 'k1', leaseId: 'b' },
+      { type: 'KEY.STATE', keyId: 'k1', state: 'saturated' },
+    ]);
+  });
+
   it('saturates when every lease slot is out, sets no timer, and a release frees it', () => {
     const h = harness({ concurrency: 2 });
     h.grant('a');
@@ -94,7 +107,8 @@ describe('keyMachine: limits', () => {
     expect(pendingTimers(h.clock)).toBe(0);
     h.grant('c');
     expect(h.answers()).toEqual([
-      { type: 'KEY.GRANTED', keyId: 'k1', leaseId: 'a' },
+      // a left room: its answer also says the key is still ready (no KEY.STATE after it).
+      { type: 'KEY.GRANTED', keyId: 'k1', leaseId: 'a', ready: true },
       { type: 'KEY.GRANTED', keyId: 'k1', leaseId: 'b' },
       { type: 'KEY.REJECTED', keyId: 'k1', leaseId: 'c', request: request() },
     ]);
@@ -495,6 +509,24 @@ class ServerBucket {
 }
 
 describe('keyMachine: properties', () => {
+  it('grantLeavesRoom (the ready guard, which builds no book) says what canGrant of the granted book says', () => {
+    fc.assert(
+      fc.property(limitsArb, fc.boolean(), fc.array(fc.record({ input: fc.nat(3_000), output: fc.nat(1_500), waitMs: fc.nat(2_000), repeat: fc.boolean() }), { maxLength: 12 }), (limits, probation, grants) => {
+        let book = newBook(limits, 0, probation);
+        let last = '';
+        grants.forEach((g, i) => {
+          book = advance(book, book.at + g.waitMs);
+          // Now and then a lease id already out: the grant leaves the book as it is.
+          const leaseId = g.repeat && last ? last : `l${i}`;
+          const request = { requestId: leaseId, priority: 0, inputTokens: g.input, outputTokens: g.output };
+          expect(grantLeavesRoom(book, leaseId, request)).toBe(canGrant(grant(book, leaseId, request)));
+          book = grant(book, leaseId, request);
+          last = leaseId;
+        });
+      }),
+    );
+  });
+
   it('a strict bucket server would admit every request the key sends (rpm, itpm, otpm), within concurrency, never before a Retry-After', () => {
     let exercised = 0; // runs in which pacing refused a grant (the key was saturated by its rate)
     let runs = 0;
