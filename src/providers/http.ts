@@ -92,16 +92,24 @@ export class HttpClient {
     const url = new URL(request.url);
     const { Pool: PoolClass } = await preloadHttp();
     if (this.closed) throw new HttpClientClosedError();
-    const response = await this.poolFor(url.origin, PoolClass).request({
-      method: 'POST',
-      path: url.pathname + url.search,
-      headers: request.headers,
-      body: request.body,
-      signal: request.signal ?? null,
-      headersTimeout: this.options.headersTimeoutMs,
-      bodyTimeout: this.options.bodyTimeoutMs,
-    });
-    return wrap(response);
+    const send = () =>
+      this.poolFor(url.origin, PoolClass).request({
+        method: 'POST',
+        path: url.pathname + url.search,
+        headers: request.headers,
+        body: request.body,
+        signal: request.signal ?? null,
+        headersTimeout: this.options.headersTimeoutMs,
+        bodyTimeout: this.options.bodyTimeoutMs,
+      });
+    try {
+      return wrap(await send());
+    } catch (error) {
+      if (!closedWhileIdle(error) || request.signal?.aborted || this.closed) throw error;
+      // Once, on a fresh connection: the request met a kept-alive connection the server had
+      // already closed, so it was not answered (see closedWhileIdle).
+      return wrap(await send());
+    }
   }
 
   /** Closes every pool: lets calls in flight finish, then frees the sockets. */
@@ -124,6 +132,20 @@ export class HttpClient {
     }
     return pool;
   }
+}
+
+/**
+ * A request sent on a kept-alive connection that the server closed while it was idle: the close
+ * (a server's keep-alive timeout, Node's 5 s) crossed the request, or reached a client whose event
+ * loop was too busy to retire the connection first. undici says `other side closed` before any
+ * response, on a socket that had carried earlier answers (bytesRead > 0; a fresh connection
+ * closed unanswered is the server's doing and is not retried here). Sent again at once on a new
+ * connection, as browsers do: otherwise hundreds of calls that met such connections together
+ * failed as one burst, which opened the route's breaker for its cooldown (10 s).
+ */
+function closedWhileIdle(error: unknown): boolean {
+  const e = error as { code?: unknown; socket?: { bytesRead?: unknown } } | null;
+  return e?.code === 'UND_ERR_SOCKET' && typeof e.socket?.bytesRead === 'number' && e.socket.bytesRead > 0;
 }
 
 function wrap(response: Dispatcher.ResponseData): HttpResponse {
