@@ -90,10 +90,10 @@ export class HttpClient {
   async post(request: HttpRequest): Promise<HttpResponse> {
     if (this.closed) throw new HttpClientClosedError();
     const url = new URL(request.url);
-    const { Pool: PoolClass } = await preloadHttp();
+    const { Pool: PoolClass, buildConnector } = await preloadHttp();
     if (this.closed) throw new HttpClientClosedError();
     const send = () =>
-      this.poolFor(url.origin, PoolClass).request({
+      this.poolFor(url.origin, PoolClass, buildConnector).request({
         method: 'POST',
         path: url.pathname + url.search,
         headers: request.headers,
@@ -120,10 +120,19 @@ export class HttpClient {
     await Promise.all(pools.map((pool) => pool.close()));
   }
 
-  private poolFor(origin: string, PoolClass: typeof Pool): Pool {
+  private poolFor(origin: string, PoolClass: typeof Pool, buildConnector: (typeof import('undici'))['buildConnector']): Pool {
     let pool = this.pools.get(origin);
     if (!pool) {
+      const connect = buildConnector({});
       pool = new PoolClass(origin, {
+        // Marks a socket's error once the socket has carried an answer (closedWhileIdle).
+        connect: (options, callback) =>
+          connect(options, (error, socket) => {
+            socket?.prependListener('error', (e: Error & { [AFTER_ANSWERS]?: boolean }) => {
+              if (socket.bytesRead > 0) e[AFTER_ANSWERS] = true;
+            });
+            (callback as (error: Error | null, socket: unknown) => void)(error, socket);
+          }),
         connections: this.options.connections ?? null,
         headersTimeout: this.options.headersTimeoutMs,
         bodyTimeout: this.options.bodyTimeoutMs,
@@ -144,9 +153,14 @@ export class HttpClient {
  * failed as one burst, which opened the route's breaker for its cooldown (10 s).
  */
 function closedWhileIdle(error: unknown): boolean {
-  const e = error as { code?: unknown; socket?: { bytesRead?: unknown } } | null;
-  return e?.code === 'UND_ERR_SOCKET' && typeof e.socket?.bytesRead === 'number' && e.socket.bytesRead > 0;
+  const e = error as { code?: unknown; socket?: { bytesRead?: unknown }; [AFTER_ANSWERS]?: boolean } | null;
+  if (e?.code === 'UND_ERR_SOCKET') return typeof e.socket?.bytesRead === 'number' && e.socket.bytesRead > 0;
+  // The same race when the request reached the closed socket first: the server's RST.
+  return e?.code === 'ECONNRESET' && e[AFTER_ANSWERS] === true;
 }
+
+/** Set by the pool's connector on a socket error once that socket had read earlier answers. */
+const AFTER_ANSWERS = Symbol('swarmstate.afterAnswers');
 
 function wrap(response: Dispatcher.ResponseData): HttpResponse {
   const body = response.body;

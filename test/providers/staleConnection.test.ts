@@ -10,10 +10,10 @@ import { HttpClient } from '../../src/providers/http.js';
 
 /**
  * A raw HTTP/1.1 server that answers the first `answers` requests of each connection with a
- * kept-alive 200 and closes the connection (FIN) on the next one without answering: the close a
- * keep-alive timeout makes when it crosses a request.
+ * kept-alive 200 and closes the connection (FIN, or RST with 'reset') on the next one without
+ * answering: the close a keep-alive timeout makes when it crosses a request.
  */
-async function closingServer(answers: number): Promise<{ url: string; connections: () => number; requests: () => number; server: Server }> {
+async function closingServer(answers: number, close: 'end' | 'reset' = 'end'): Promise<{ url: string; connections: () => number; requests: () => number; server: Server }> {
   let connections = 0;
   let requests = 0;
   const server = createServer((socket: Socket) => {
@@ -30,7 +30,7 @@ async function closingServer(answers: number): Promise<{ url: string; connection
         if (buffered.length < end + 4 + length) return;
         buffered = buffered.slice(end + 4 + length);
         requests++;
-        if (answered >= answers) return void socket.end();
+        if (answered >= answers) return void (close === 'end' ? socket.end() : socket.resetAndDestroy());
         answered++;
         socket.write('HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\nconnection: keep-alive\r\n\r\nok');
       }
@@ -64,15 +64,25 @@ describe('HttpClient: kept-alive connections the server closed', () => {
     expect(s.requests()).toBe(3);
   });
 
-  it('does not send again a request whose fresh connection was closed unanswered', async () => {
-    const s = await closingServer(0);
+  it('does the same when the server answers the request with a reset (ECONNRESET)', async () => {
+    const s = await closingServer(1, 'reset');
+    const http = new HttpClient({ connections: 1 });
+    open.push({ server: s.server, http });
+    const post = () => http.post({ url: s.url, headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(await (await post()).text()).toBe('ok');
+    expect(await (await post()).text()).toBe('ok');
+    expect(s.connections()).toBe(2);
+  });
+
+  it.each(['end', 'reset'] as const)('does not send again a request whose fresh connection was closed unanswered (%s)', async (close) => {
+    const s = await closingServer(0, close);
     const http = new HttpClient({ connections: 1 });
     open.push({ server: s.server, http });
     const error = await http.post({ url: s.url, headers: { 'content-type': 'application/json' }, body: '{}' }).then(
       () => undefined,
       (e: unknown) => e as { code?: string },
     );
-    expect(error?.code).toBe('UND_ERR_SOCKET');
+    expect(error?.code).toBe(close === 'end' ? 'UND_ERR_SOCKET' : 'ECONNRESET');
     expect(s.connections()).toBe(1);
     expect(s.requests()).toBe(1);
   });
