@@ -90,18 +90,26 @@ export class HttpClient {
   async post(request: HttpRequest): Promise<HttpResponse> {
     if (this.closed) throw new HttpClientClosedError();
     const url = new URL(request.url);
-    const { Pool: PoolClass } = await preloadHttp();
+    const { Pool: PoolClass, buildConnector } = await preloadHttp();
     if (this.closed) throw new HttpClientClosedError();
-    const response = await this.poolFor(url.origin, PoolClass).request({
-      method: 'POST',
-      path: url.pathname + url.search,
-      headers: request.headers,
-      body: request.body,
-      signal: request.signal ?? null,
-      headersTimeout: this.options.headersTimeoutMs,
-      bodyTimeout: this.options.bodyTimeoutMs,
-    });
-    return wrap(response);
+    const send = () =>
+      this.poolFor(url.origin, PoolClass, buildConnector).request({
+        method: 'POST',
+        path: url.pathname + url.search,
+        headers: request.headers,
+        body: request.body,
+        signal: request.signal ?? null,
+        headersTimeout: this.options.headersTimeoutMs,
+        bodyTimeout: this.options.bodyTimeoutMs,
+      });
+    try {
+      return wrap(await send());
+    } catch (error) {
+      if (!closedWhileIdle(error) || request.signal?.aborted || this.closed) throw error;
+      // Once, on a fresh connection: the request met a kept-alive connection the server had
+      // already closed, so it was not answered (see closedWhileIdle).
+      return wrap(await send());
+    }
   }
 
   /** Closes every pool: lets calls in flight finish, then frees the sockets. */
@@ -112,10 +120,19 @@ export class HttpClient {
     await Promise.all(pools.map((pool) => pool.close()));
   }
 
-  private poolFor(origin: string, PoolClass: typeof Pool): Pool {
+  private poolFor(origin: string, PoolClass: typeof Pool, buildConnector: (typeof import('undici'))['buildConnector']): Pool {
     let pool = this.pools.get(origin);
     if (!pool) {
+      const connect = buildConnector({});
       pool = new PoolClass(origin, {
+        // Marks a socket's error once the socket has carried an answer (closedWhileIdle).
+        connect: (options, callback) =>
+          connect(options, (error, socket) => {
+            socket?.prependListener('error', (e: Error & { [AFTER_ANSWERS]?: boolean }) => {
+              if (socket.bytesRead > 0) e[AFTER_ANSWERS] = true;
+            });
+            (callback as (error: Error | null, socket: unknown) => void)(error, socket);
+          }),
         connections: this.options.connections ?? null,
         headersTimeout: this.options.headersTimeoutMs,
         bodyTimeout: this.options.bodyTimeoutMs,
@@ -125,6 +142,25 @@ export class HttpClient {
     return pool;
   }
 }
+
+/**
+ * A request sent on a kept-alive connection that the server closed while it was idle: the close
+ * (a server's keep-alive timeout, Node's 5 s) crossed the request, or reached a client whose event
+ * loop was too busy to retire the connection first. undici says `other side closed` before any
+ * response, on a socket that had carried earlier answers (bytesRead > 0; a fresh connection
+ * closed unanswered is the server's doing and is not retried here). Sent again at once on a new
+ * connection, as browsers do: otherwise hundreds of calls that met such connections together
+ * failed as one burst, which opened the route's breaker for its cooldown (10 s).
+ */
+function closedWhileIdle(error: unknown): boolean {
+  const e = error as { code?: unknown; socket?: { bytesRead?: unknown }; [AFTER_ANSWERS]?: boolean } | null;
+  if (e?.code === 'UND_ERR_SOCKET') return typeof e.socket?.bytesRead === 'number' && e.socket.bytesRead > 0;
+  // The same race when the request reached the closed socket first: the server's RST.
+  return e?.code === 'ECONNRESET' && e[AFTER_ANSWERS] === true;
+}
+
+/** Set by the pool's connector on a socket error once that socket had read earlier answers. */
+const AFTER_ANSWERS = Symbol('swarmstate.afterAnswers');
 
 function wrap(response: Dispatcher.ResponseData): HttpResponse {
   const body = response.body;

@@ -26,6 +26,14 @@ import { SimHttpError, type SimFaultKind, type SimLogEntry, type SimOptions, typ
 import type { WireProtocol } from './wire.js';
 
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
+/**
+ * The listen queue: connections the kernel completes before the server accepts them (Linux caps
+ * it at net.core.somaxconn). Node's default, 511, is the sim's own limit, not a provider's: when
+ * thousands of calls open their connections at once while this process is busy, the connections
+ * past it lose their SYN and the client retries it 1, 3, 7, 15, 31 s later, which stretched a
+ * 3,000-call wave of 1 s calls to tens of seconds.
+ */
+export const LISTEN_BACKLOG = 65_535;
 
 /** One request in flight. */
 interface Exchange {
@@ -53,7 +61,7 @@ export async function startSim(options: SimOptions = {}): Promise<SimServer> {
   server.on('clientError', (_error, socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(config.port, '127.0.0.1', () => {
+    server.listen({ port: config.port, host: '127.0.0.1', backlog: LISTEN_BACKLOG }, () => {
       server.off('error', reject);
       resolve();
     });
@@ -112,6 +120,7 @@ class Simulator {
       closed: false,
       recorded: false,
     };
+    this.stats.arrived();
     if (this.config.keys !== 'any') x.limiter = this.config.keys.get(secret ?? '');
     res.on('close', () => {
       x.closed = true;

@@ -13,16 +13,26 @@ export interface Outcome {
 }
 
 export class StatsRecorder {
-  private stats: Omit<SimStats, 'log'> = StatsRecorder.empty();
+  private stats: Omit<SimStats, 'log' | 'inFlight' | 'peakInFlight'> = StatsRecorder.empty();
   private log: SimLogEntry[] = [];
+  /** Requests arrived and not yet recorded: not cleared by reset, which only restarts the peak. */
+  private inFlight = 0;
+  private peakInFlight = 0;
 
-  private static empty(): Omit<SimStats, 'log'> {
+  private static empty(): Omit<SimStats, 'log' | 'inFlight' | 'peakInFlight'> {
     return { requests: 0, ok: 0, faults: 0, byStatus: {}, byKey: {}, byModel: {}, cache: { readRequests: 0, writeRequests: 0, readTokens: 0, writeTokens: 0 } };
+  }
+
+  /** A model request has arrived; `record` ends it. */
+  arrived(): void {
+    this.inFlight++;
+    if (this.inFlight > this.peakInFlight) this.peakInFlight = this.inFlight;
   }
 
   /** Counts one finished request. `ok`: a complete 2xx answer without an injected fault. */
   record({ entry, usage }: Outcome, cacheWriteTokens = usage?.cacheWriteTokens ?? 0): void {
     const s = this.stats;
+    this.inFlight--;
     const ok = entry.status >= 200 && entry.status < 300 && entry.fault === undefined && !entry.aborted;
     s.requests++;
     if (ok) s.ok++;
@@ -60,11 +70,12 @@ export class StatsRecorder {
   }
 
   snapshot(): SimStats {
-    return structuredClone({ ...this.stats, log: this.log.slice(-LOG_LIMIT) });
+    return structuredClone({ ...this.stats, inFlight: this.inFlight, peakInFlight: this.peakInFlight, log: this.log.slice(-LOG_LIMIT) });
   }
 
   reset(): void {
     this.stats = StatsRecorder.empty();
     this.log = [];
+    this.peakInFlight = this.inFlight;
   }
 }

@@ -133,6 +133,10 @@ export interface SimStats {
   byKey: Record<string, SimKeyStats>;
   byModel: Record<string, SimModelStats>;
   cache: { readRequests: number; writeRequests: number; readTokens: number; writeTokens: number };
+  /** Model requests arrived and not yet ended (not in the log yet). */
+  inFlight: number;
+  /** The most model requests in flight at once since the start or the last `resetStats()`. */
+  peakInFlight: number;
   /** The last 100,000 requests, oldest first. */
   log: SimLogEntry[];
 }

@@ -1,7 +1,8 @@
 /**
  * Many agents in flight: N independent tasks against a simulator in its own process (1 s to the
  * first token, no limits), so the CPU this process spends is the runtime's alone. Prints one JSON
- * line: makespan, the ideal (ceil(N / maxInFlight) calls of ~1 s), runtime CPU per task, peak RSS.
+ * line: makespan, the ideal (ceil(N / maxInFlight) calls of ~1 s), runtime CPU per task, the
+ * simulator's CPU and the most calls it held at once, peak RSS.
  *   node --import tsx test/bench/inflight.ts <tasks> <maxInFlight>
  */
 import { fork } from 'node:child_process';
@@ -15,7 +16,7 @@ if (process.argv[2] === '--server') {
   const sim = await startSim({ seed: 1, latency: { ttftMs: TTFT_MS, tokensPerSecond: 1_000_000 } });
   process.send!({ url: sim.url });
   process.on('message', (m: string) => {
-    if (m === 'cpu') process.send!({ cpu: process.cpuUsage() });
+    if (m === 'cpu') process.send!({ cpu: process.cpuUsage(), peakInFlight: sim.stats().peakInFlight });
   });
   process.on('disconnect', () => void sim.close().then(() => process.exit(0)));
 } else {
@@ -31,9 +32,13 @@ if (process.argv[2] === '--server') {
   });
   const swarm = createSwarm({ store: false, seed: 1 });
   await swarm.run(plan(50, 50)).result; // warm-up: JIT, the HTTP pool
+  let simPeakInFlight = 0; // the most calls the simulator held at once
   const serverCpu = () =>
     new Promise<number>((resolve) => {
-      server.once('message', (m: { cpu: NodeJS.CpuUsage }) => resolve((m.cpu.user + m.cpu.system) / 1000));
+      server.once('message', (m: { cpu: NodeJS.CpuUsage; peakInFlight: number }) => {
+        simPeakInFlight = m.peakInFlight;
+        resolve((m.cpu.user + m.cpu.system) / 1000);
+      });
       server.send('cpu');
     });
   const server0 = await serverCpu();
@@ -48,5 +53,5 @@ if (process.argv[2] === '--server') {
   if (result.totals.completed !== n) throw new Error(`only ${result.totals.completed} of ${n} completed`);
   const cpuMs = (cpu.user + cpu.system) / 1000;
   const idealMs = Math.ceil(n / maxInFlight) * TTFT_MS;
-  console.log(JSON.stringify({ tasks: n, maxInFlight, ms, idealMs, cpuMs, cpuUsPerTask: (cpuMs * 1000) / n, serverCpuMs, maxRssMb: process.resourceUsage().maxRSS / 1024 }));
+  console.log(JSON.stringify({ tasks: n, maxInFlight, ms, idealMs, cpuMs, cpuUsPerTask: (cpuMs * 1000) / n, serverCpuMs, simPeakInFlight, maxRssMb: process.resourceUsage().maxRSS / 1024 }));
 }
