@@ -98,19 +98,34 @@ export interface ToolWait {
   left: number;
 }
 
-export interface AgentContext {
-  input: AgentInput;
-  messages: Message[];
+/** The attempt's counters: each assign that moves one replaces this small object whole. */
+export interface Counts {
   turn: number;
   requests: number;
   retries: number;
   /** 429s waited out in this attempt: waits, not retries (they never use the retry budget). */
   rateLimitWaits: number;
-  /** When the attempt started (the system clock): its deadline is this plus input.timeoutMs. */
-  startedAt: number;
-  usage: Usage;
-  rng: number;
+  /** Overload errors in a row on the current route. */
+  overloads: number;
+  /** The last request id's sequence number. */
   seq: number;
+}
+
+/** What the attempt's calls used and cost, and when the current one started. */
+export interface Spend {
+  usage: Usage;
+  /** USD of the calls so far, each at the price of the model that served it. */
+  costUsd: number;
+  /** Calls whose model has no price. */
+  unpricedCalls: number;
+  /** Each model call so far, for the per-route numbers of the result. */
+  calls: CallRecord[];
+  /** When the current model call started (the system clock). */
+  callStartedAt: number;
+}
+
+/** What the agent asked for or holds of other actors: all of it is given back on the way out. */
+export interface Held {
   /**
    * The request now outstanding: a budget reservation, a lease request (sent through the route's
    * breaker when it has one), or a question to a fallback's breaker (is it open?).
@@ -118,34 +133,41 @@ export interface AgentContext {
   pending: { kind: 'reservation' | 'lease' | 'peek'; requestId: string } | null;
   /** A budget reservation held for the current call, not yet settled. */
   reservation: string | null;
-  /** The tool hook's decisions for this turn's calls, by call id. */
-  toolDecisions: Record<string, ToolCallDecision> | null;
-  /** What the dispatch hook changed for the call about to be sent (cleared once it is settled). */
-  override: { target?: CallTarget; maxTokens?: number; messages?: Message[] } | null;
-  /** Which route the task's turns use: 0 its model, i > 0 its i-th fallback. */
-  routeIndex: number;
-  /** Overload errors in a row on the current route. */
-  overloads: number;
-  /** USD of the calls so far, each at the price of the model that served it. */
-  costUsd: number;
-  /** Calls whose model has no price. */
-  unpricedCalls: number;
-  /** When the current model call started (the system clock). */
-  callStartedAt: number;
-  /** Each model call so far, for the per-route numbers of the result. */
-  calls: CallRecord[];
   /**
    * The id of the breaker admission the lease request passed with: waited for until the lease is
    * granted (withdrawn if the agent leaves first), then held until the call's outcome is reported.
    */
   admission: string | null;
+  lease: { leaseId: string; keyId: string } | null;
   /**
    * The route's breaker refused the turn (it is open): the search for a fallback whose breaker is
    * not. `index` is the fallback being asked, `open` its answer (null while awaited). Left set
    * when every later fallback was open, so the next lease request waits on the route's breaker.
    */
   reroute: { index: number; open: boolean | null } | null;
-  lease: { leaseId: string; keyId: string } | null;
+}
+
+/**
+ * Kept to 17 top-level fields: XState's assign copies the context with Object.assign({}, ...),
+ * and V8 turns such a copy with 20 or more own properties into a slow dictionary-mode object.
+ * So rarely changed or related fields live in small sub-objects (counts, spend, held), which an
+ * assign replaces whole: contexts stay immutable data.
+ */
+export interface AgentContext {
+  input: AgentInput;
+  messages: Message[];
+  counts: Counts;
+  spend: Spend;
+  held: Held;
+  /** When the attempt started (the system clock): its deadline is this plus input.timeoutMs. */
+  startedAt: number;
+  rng: number;
+  /** The tool hook's decisions for this turn's calls, by call id. */
+  toolDecisions: Record<string, ToolCallDecision> | null;
+  /** What the dispatch hook changed for the call about to be sent (cleared once it is settled). */
+  override: { target?: CallTarget; maxTokens?: number; messages?: Message[] } | null;
+  /** Which route the task's turns use: 0 its model, i > 0 its i-th fallback. */
+  routeIndex: number;
   tools: ToolWait | null;
   backoffMs: number;
   /** What the next model call is for: the task's next turn, a compaction summary, or the judge's score of the answer. */
@@ -155,6 +177,36 @@ export interface AgentContext {
   status: AgentStatus | null;
   output?: string;
   error?: ErrorInfo;
+}
+
+/** A change to the context whose sub-objects (counts, spend, held) are given in part. */
+export type Patch = Omit<Partial<AgentContext>, 'counts' | 'spend' | 'held'> & {
+  counts?: Partial<Counts>;
+  spend?: Partial<Spend>;
+  held?: Partial<Held>;
+};
+
+/** Patches in order, later fields winning, the sub-objects' fields merged one by one. */
+export function mergePatches(...patches: Patch[]): Patch {
+  const out: Patch = {};
+  for (const p of patches) {
+    const { counts, spend, held, ...rest } = p;
+    Object.assign(out, rest);
+    if (counts) out.counts = { ...out.counts, ...counts };
+    if (spend) out.spend = { ...out.spend, ...spend };
+    if (held) out.held = { ...out.held, ...held };
+  }
+  return out;
+}
+
+/** The assign of a patch: the sub-objects it touches are copied with its changes (never changed in place). */
+export function patchOf(ctx: AgentContext, patch: Patch): Partial<AgentContext> {
+  const { counts, spend, held, ...rest } = patch;
+  const out: Partial<AgentContext> = rest;
+  if (counts) out.counts = { ...ctx.counts, ...counts };
+  if (spend) out.spend = { ...ctx.spend, ...spend };
+  if (held) out.held = { ...ctx.held, ...held };
+  return out;
 }
 
 export type AgentEvent =
@@ -177,6 +229,7 @@ export interface ActionArgs {
   self: AnyActorRef;
   system: { get(id: string): AnyActorRef | undefined };
   enqueue: {
+    /** Give it patchOf(context, ...): a bare sub-object would replace the whole group. */
     assign(patch: Partial<AgentContext>): void;
     sendTo(to: AnyActorRef, event: EventObject): void;
   };
@@ -228,10 +281,10 @@ export function reportOf(ctx: AgentContext): AttemptReport {
     taskId: ctx.input.taskId,
     attempt: ctx.input.attempt,
     status: ctx.status ?? 'failed',
-    usage: ctx.usage,
-    requests: ctx.requests,
-    retries: ctx.retries,
-    turns: ctx.turn,
+    usage: ctx.spend.usage,
+    requests: ctx.counts.requests,
+    retries: ctx.counts.retries,
+    turns: ctx.counts.turn,
     messages: ctx.messages,
   };
   if (ctx.output !== undefined) report.output = ctx.output;
@@ -240,9 +293,10 @@ export function reportOf(ctx: AgentContext): AttemptReport {
     const t = ctx.input.fallbacks![ctx.routeIndex - 1]!;
     report.servedBy = t.modelName ?? routeOf(t);
   }
-  if (ctx.costUsd > 0 || ctx.unpricedCalls === 0) report.costUsd = ctx.costUsd;
-  if (ctx.unpricedCalls > 0) report.unpricedCalls = ctx.unpricedCalls;
-  if (ctx.calls.length > 0) report.calls = ctx.calls;
+  const { costUsd, unpricedCalls, calls } = ctx.spend;
+  if (costUsd > 0 || unpricedCalls === 0) report.costUsd = costUsd;
+  if (unpricedCalls > 0) report.unpricedCalls = unpricedCalls;
+  if (calls.length > 0) report.calls = calls;
   return report;
 }
 
@@ -270,11 +324,11 @@ function baseCallOf(context: AgentContext, target: CallTarget, messages: ModelCa
   return {
     taskId: context.input.taskId,
     attempt: context.input.attempt,
-    turn: context.turn,
+    turn: context.counts.turn,
     provider: target.provider,
     model: target.model,
-    keyId: context.lease!.keyId,
-    leaseId: context.lease!.leaseId,
+    keyId: context.held.lease!.keyId,
+    leaseId: context.held.lease!.leaseId,
     messages,
     tools,
     maxTokens: target.maxTokens,
@@ -289,7 +343,7 @@ export function callFacts(context: AgentContext, keyId: string) {
   return {
     taskId: context.input.taskId,
     attempt: context.input.attempt,
-    turn: context.turn,
+    turn: context.counts.turn,
     provider: target.provider,
     model: target.model,
     keyId,
@@ -342,22 +396,23 @@ export function handBack(ctx: AgentContext): { to: string; event: BreakerEvent |
   // Tool calls still out: the bus stops those nobody else waits for (a slow tool is not left running).
   const waiting = ctx.tools ? ctx.tools.order.filter((id) => !(id in ctx.tools!.results)) : [];
   if (waiting.length > 0) out.push({ to: 'toolBus', event: { type: 'TOOL.CANCEL', taskId: ctx.input.taskId, callIds: waiting } });
+  const { admission, lease, pending, reservation } = ctx.held;
   const target = targetOf(ctx);
   const pool = `pool:${target.provider}`;
   const breaker = `breaker:${routeOf(target)}`;
   // A lease request not yet granted may still be held by the breaker (or be its half-open probe).
-  if (ctx.admission && !ctx.lease) out.push({ to: breaker, event: { type: 'BREAKER.WITHDRAW', requestId: ctx.admission } });
-  if (ctx.pending?.kind === 'lease') out.push({ to: pool, event: { type: 'LEASE.CANCEL', requestId: ctx.pending.requestId } });
-  if (ctx.pending?.kind === 'reservation') out.push({ to: 'ledger', event: { type: 'LEDGER.RELEASE', reservationId: ctx.pending.requestId } });
-  if (ctx.reservation) {
+  if (admission && !lease) out.push({ to: breaker, event: { type: 'BREAKER.WITHDRAW', requestId: admission } });
+  if (pending?.kind === 'lease') out.push({ to: pool, event: { type: 'LEASE.CANCEL', requestId: pending.requestId } });
+  if (pending?.kind === 'reservation') out.push({ to: 'ledger', event: { type: 'LEDGER.RELEASE', reservationId: pending.requestId } });
+  if (reservation) {
     out.push({
       to: 'ledger',
       // NaN: the ledger counts the whole reservation as spent.
-      event: ctx.lease ? { type: 'LEDGER.SETTLE', reservationId: ctx.reservation, actualUsd: Number.NaN } : { type: 'LEDGER.RELEASE', reservationId: ctx.reservation },
+      event: lease ? { type: 'LEDGER.SETTLE', reservationId: reservation, actualUsd: Number.NaN } : { type: 'LEDGER.RELEASE', reservationId: reservation },
     });
   }
-  if (ctx.admission && ctx.lease) out.push({ to: breaker, event: { type: 'BREAKER.REPORT', requestId: ctx.admission, verdict: 'neutral' } });
-  if (ctx.lease) out.push({ to: pool, event: { type: 'LEASE.RELEASE', leaseId: ctx.lease.leaseId, keyId: ctx.lease.keyId, outcome: { kind: 'error' } } });
+  if (admission && lease) out.push({ to: breaker, event: { type: 'BREAKER.REPORT', requestId: admission, verdict: 'neutral' } });
+  if (lease) out.push({ to: pool, event: { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome: { kind: 'error' } } });
   return out;
 }
 
@@ -373,5 +428,5 @@ export function toolCallInfosOf(ctx: AgentContext): ToolCallInfo[] {
   const allowed = new Set(ctx.input.tools);
   return toolCallsOf(ctx)
     .filter((c) => allowed.has(c.name))
-    .map((c) => ({ taskId: ctx.input.taskId, attempt: ctx.input.attempt, turn: ctx.turn, callId: c.id, tool: c.name, args: c.input, depth: ctx.input.depth ?? 0 }));
+    .map((c) => ({ taskId: ctx.input.taskId, attempt: ctx.input.attempt, turn: ctx.counts.turn, callId: c.id, tool: c.name, args: c.input, depth: ctx.input.depth ?? 0 }));
 }

@@ -11,6 +11,7 @@ import { nowOf } from '../clock.js';
 import type { BreakerEvent, DispatchDecision, DispatchInfo, LeaseEvent, LedgerEvent, RunEvent } from '../protocol.js';
 import {
   callFacts,
+  patchOf,
   poolOf,
   requestIdOf,
   requestTokenBoundOf,
@@ -22,6 +23,7 @@ import {
   type AgentContext,
   type AgentEvent,
   type PatchArgs,
+  type Patch,
   type CallTarget,
 } from './context.js';
 
@@ -31,7 +33,7 @@ export function dispatchInfoOf(context: AgentContext): DispatchInfo {
   const info: DispatchInfo = {
     taskId: context.input.taskId,
     attempt: context.input.attempt,
-    turn: context.turn,
+    turn: context.counts.turn,
     call: context.call,
     model: target.modelName ?? routeOf(target),
     provider: target.provider,
@@ -80,10 +82,10 @@ export const unbudgetedAsDecided = (context: AgentContext, event: unknown) => {
  * found every fallback open.
  */
 export const canReroute = (context: AgentContext) =>
-  context.call === 'turn' && !context.override?.target && context.reroute === null && context.routeIndex < (context.input.fallbacks?.length ?? 0);
+  context.call === 'turn' && !context.override?.target && context.held.reroute === null && context.routeIndex < (context.input.fallbacks?.length ?? 0);
 
 /** The attempt starts: its deadline runs from now (the lease requests carry it to the pool). */
-export const start = ({ self }: PatchArgs): Partial<AgentContext> => ({ startedAt: nowOf(self) });
+export const start = ({ self }: PatchArgs): Patch => ({ startedAt: nowOf(self) });
 
 /**
  * Applies a hook's decision (a rewrite holds for this call only; a denial is the attempt's error)
@@ -102,7 +104,7 @@ export const recordDecision = ({ context, event, enqueue }: ActionArgs, params: 
     type: 'dispatch:decision',
     taskId: context.input.taskId,
     attempt: context.input.attempt,
-    turn: context.turn,
+    turn: context.counts.turn,
     model: from.modelName ?? routeOf(from),
     decision: decision.action,
     ...(decision.action !== 'allow' && decision.reason ? { reason: decision.reason } : {}),
@@ -114,14 +116,14 @@ export const recordDecision = ({ context, event, enqueue }: ActionArgs, params: 
 
 /** Asks the ledger to hold the call's worst case. */
 export const requestReservation = ({ context, enqueue, self, system }: ActionArgs) => {
-  const seq = context.seq + 1;
+  const seq = context.counts.seq + 1;
   const reservationId = requestIdOf(context, seq);
   const ledger = system.get('ledger');
   if (!ledger) {
-    enqueue.assign({ seq, error: errorInfo('internal', 'the run has a budget but no ledger') });
+    enqueue.assign(patchOf(context, { counts: { seq }, error: errorInfo('internal', 'the run has a budget but no ledger') }));
     return;
   }
-  enqueue.assign({ seq, pending: { kind: 'reservation', requestId: reservationId } });
+  enqueue.assign(patchOf(context, { counts: { seq }, held: { pending: { kind: 'reservation', requestId: reservationId } } }));
   const target = targetOf(context);
   const event: LedgerEvent = {
     type: 'LEDGER.RESERVE',
@@ -134,14 +136,13 @@ export const requestReservation = ({ context, enqueue, self, system }: ActionArg
   enqueue.sendTo(ledger, event);
 };
 
-export const holdReservation = ({ event }: PatchArgs): Partial<AgentContext> => ({
-  reservation: (event as Extract<AgentEvent, { type: 'LEDGER.RESERVED' }>).reservationId,
-  pending: null,
+export const holdReservation = ({ event }: PatchArgs): Patch => ({
+  held: { reservation: (event as Extract<AgentEvent, { type: 'LEDGER.RESERVED' }>).reservationId, pending: null },
 });
 
 /** The ledger or the pool said no (budget_exceeded, no_keys): the attempt fails with its error. */
-export const requestDenied = ({ event }: PatchArgs): Partial<AgentContext> => ({
-  pending: null,
+export const requestDenied = ({ event }: PatchArgs): Patch => ({
+  held: { pending: null },
   error: (event as Extract<AgentEvent, { type: 'LEDGER.DENIED' | 'LEASE.DENIED' }>).error,
 });
 
@@ -153,12 +154,12 @@ export const requestDenied = ({ event }: PatchArgs): Partial<AgentContext> => ({
  * unguarded.
  */
 export const requestLease = ({ context, enqueue, self, system }: ActionArgs) => {
-  const seq = context.seq + 1;
+  const seq = context.counts.seq + 1;
   const requestId = requestIdOf(context, seq);
   const pool = poolOf(system, context);
   if (!pool) {
     // Nobody to lease a key from: fail now rather than wait for the deadline.
-    enqueue.assign({ seq, error: errorInfo('internal', `no key pool "pool:${context.input.provider}" in the actor system`) });
+    enqueue.assign(patchOf(context, { counts: { seq }, error: errorInfo('internal', `no key pool "pool:${context.input.provider}" in the actor system`) }));
     return;
   }
   const target = targetOf(context);
@@ -173,12 +174,12 @@ export const requestLease = ({ context, enqueue, self, system }: ActionArgs) => 
   };
   const breaker = system.get(`breaker:${routeOf(target)}`);
   if (!breaker) {
-    enqueue.assign({ seq, pending: { kind: 'lease', requestId } });
+    enqueue.assign(patchOf(context, { counts: { seq }, held: { pending: { kind: 'lease', requestId } } }));
     enqueue.sendTo(pool, lease);
     return;
   }
   // The call's outcome is reported to the breaker under this id: that is how it counts failures.
-  enqueue.assign({ seq, pending: { kind: 'lease', requestId }, admission: requestId });
+  enqueue.assign(patchOf(context, { counts: { seq }, held: { pending: { kind: 'lease', requestId }, admission: requestId } }));
   const admit: BreakerEvent = { type: 'BREAKER.ADMIT', requestId, replyTo: self, then: { to: pool, event: lease } };
   if (canReroute(context)) admit.unlessOpen = true;
   enqueue.sendTo(breaker, admit);
@@ -187,40 +188,42 @@ export const requestLease = ({ context, enqueue, self, system }: ActionArgs) => 
 /** A key is leased: the call starts now (one assign for all of it). */
 export const leaseGranted = ({ context, event, enqueue, self }: ActionArgs) => {
   const { leaseId, keyId } = event as Extract<AgentEvent, { type: 'LEASE.GRANTED' }>;
-  const patch = { lease: { leaseId, keyId }, pending: null, requests: context.requests + 1, callStartedAt: nowOf(self) };
-  enqueue.assign(context.reroute === null ? patch : { ...patch, reroute: null });
+  enqueue.assign(
+    patchOf(context, {
+      held: { lease: { leaseId, keyId }, pending: null, reroute: null },
+      counts: { requests: context.counts.requests + 1 },
+      spend: { callStartedAt: nowOf(self) },
+    }),
+  );
   enqueueReport(enqueue, { type: 'model:request', ...callFacts(context, keyId) });
 };
 
 /** The route's breaker is open and said so: look for a fallback, starting with the next one. */
-export const refused = ({ context }: PatchArgs): Partial<AgentContext> => ({
-  pending: null,
-  admission: null,
-  reroute: { index: context.routeIndex, open: null },
+export const refused = ({ context }: PatchArgs): Patch => ({
+  held: { pending: null, admission: null, reroute: { index: context.routeIndex, open: null } },
 });
 
 /** Asks the breaker of the fallback under consideration whether it is open (no breaker: it is not). */
 export const peekFallback = ({ context, enqueue, self, system }: ActionArgs) => {
-  const { index } = context.reroute!;
+  const { index } = context.held.reroute!;
   const breaker = system.get(`breaker:${routeOf(context.input.fallbacks![index]!)}`);
   if (!breaker) {
-    enqueue.assign({ reroute: { index, open: false } });
+    enqueue.assign(patchOf(context, { held: { reroute: { index, open: false } } }));
     return;
   }
-  const seq = context.seq + 1;
+  const seq = context.counts.seq + 1;
   const requestId = requestIdOf(context, seq);
-  enqueue.assign({ seq, pending: { kind: 'peek', requestId } });
+  enqueue.assign(patchOf(context, { counts: { seq }, held: { pending: { kind: 'peek', requestId } } }));
   const peek: BreakerEvent = { type: 'BREAKER.PEEK', requestId, replyTo: self };
   enqueue.sendTo(breaker, peek);
 };
 
-export const heardStatus = ({ context, event }: PatchArgs): Partial<AgentContext> => ({
-  pending: null,
-  reroute: { index: context.reroute!.index, open: (event as Extract<AgentEvent, { type: 'BREAKER.STATUS' }>).open },
+export const heardStatus = ({ context, event }: PatchArgs): Patch => ({
+  held: { pending: null, reroute: { index: context.held.reroute!.index, open: (event as Extract<AgentEvent, { type: 'BREAKER.STATUS' }>).open } },
 });
 
-export const peekNext = ({ context }: PatchArgs): Partial<AgentContext> => ({
-  reroute: { index: context.reroute!.index + 1, open: null },
+export const peekNext = ({ context }: PatchArgs): Patch => ({
+  held: { reroute: { index: context.held.reroute!.index + 1, open: null } },
 });
 
 /**
@@ -228,12 +231,12 @@ export const peekNext = ({ context }: PatchArgs): Partial<AgentContext> => ({
  * its reservation goes back, and the chart checks again (hook, budget) for the new one.
  */
 export const moveToFallback = ({ context, enqueue, system }: ActionArgs) => {
-  const { index } = context.reroute!;
+  const { index } = context.held.reroute!;
   enqueueReport(enqueue, fallbackEvent(context, targetOf(context), context.input.fallbacks![index]!, 'breaker open'));
   const ledger = system.get('ledger');
-  if (context.reservation && ledger) {
-    const release: LedgerEvent = { type: 'LEDGER.RELEASE', reservationId: context.reservation };
+  if (context.held.reservation && ledger) {
+    const release: LedgerEvent = { type: 'LEDGER.RELEASE', reservationId: context.held.reservation };
     enqueue.sendTo(ledger, release);
   }
-  enqueue.assign({ routeIndex: index + 1, overloads: 0, reservation: null, reroute: null });
+  enqueue.assign(patchOf(context, { routeIndex: index + 1, counts: { overloads: 0 }, held: { reservation: null, reroute: null } }));
 };

@@ -35,9 +35,12 @@ import {
   reportOf,
   requestTokensOf,
   toolCallInfosOf,
+  patchOf,
   type AgentContext,
   type AgentEvent,
   type AgentInput,
+  type Patch,
+  type PatchArgs,
 } from './context.js';
 import {
   canReroute,
@@ -81,6 +84,12 @@ import {
 } from './settle.js';
 import { appendToolResults, callTools, outOfTurns, recordToolDecisions, recordToolResult } from './tools.js';
 
+/** An assign's function whose patch gives the sub-objects in part (see patchOf). */
+const patched =
+  (f: (args: PatchArgs) => Patch) =>
+  (args: PatchArgs): Partial<AgentContext> =>
+    patchOf(args.context, f(args));
+
 export const agentMachine = setup({
   types: {} as {
     context: AgentContext;
@@ -100,30 +109,30 @@ export const agentMachine = setup({
   actions: {
     /** Where run events go: `src/` provides it. */
     report: (_, _event: RunEvent) => {},
-    start: assign(start),
+    start: assign(patched(start)),
     recordDecision: enqueueActions(recordDecision),
     requestReservation: enqueueActions(requestReservation),
-    holdReservation: assign(holdReservation),
-    requestDenied: assign(requestDenied),
+    holdReservation: assign(patched(holdReservation)),
+    requestDenied: assign(patched(requestDenied)),
     requestLease: enqueueActions(requestLease),
     leaseGranted: enqueueActions(leaseGranted),
-    refused: assign(refused),
+    refused: assign(patched(refused)),
     peekFallback: enqueueActions(peekFallback),
-    heardStatus: assign(heardStatus),
-    peekNext: assign(peekNext),
+    heardStatus: assign(patched(heardStatus)),
+    peekNext: assign(patched(peekNext)),
     moveToFallback: enqueueActions(moveToFallback),
     settleSuccess: enqueueActions(settleSuccess),
     settleFailure: enqueueActions(settleFailure),
-    summarize: assign(summarize),
+    summarize: assign(patched(summarize)),
     compactNow: enqueueActions(compactNow),
-    cannotCompact: assign(cannotCompact),
+    cannotCompact: assign(patched(cannotCompact)),
     callTools: enqueueActions(callTools),
     recordToolDecisions: enqueueActions(recordToolDecisions),
     recordToolResult: assign(recordToolResult),
     appendToolResults: assign(appendToolResults),
     outOfTurns: assign(outOfTurns),
-    timedOut: assign(timedOut),
-    cancelledBy: assign(cancelledBy),
+    timedOut: assign(patched(timedOut)),
+    cancelledBy: assign(patched(cancelledBy)),
     giveBack: enqueueActions(giveBack),
   },
   delays: {
@@ -132,7 +141,7 @@ export const agentMachine = setup({
   guards: {
     isPending: ({ context, event }) => {
       const id = 'requestId' in event ? event.requestId : 'reservationId' in event ? event.reservationId : undefined;
-      return id !== undefined && context.pending?.requestId === id;
+      return id !== undefined && context.held.pending?.requestId === id;
     },
     /** An action found something missing (no ledger, no pool) and set the attempt's error. */
     blocked: ({ context }) => context.error !== undefined,
@@ -155,50 +164,37 @@ export const agentMachine = setup({
     judged: ({ context }) => context.input.judge !== undefined,
     overflowOnce: ({ context, event }) => errorOf(event).code === 'context_overflow' && !context.overflowRetried && context.call === 'turn',
     wantsTools: ({ event }) => outputOf(event).content.some((b) => b.type === 'tool_use'),
-    canRetry: ({ context, event }) => errorOf(event).retryable && context.retries < context.input.retries,
+    canRetry: ({ context, event }) => errorOf(event).retryable && context.counts.retries < context.input.retries,
     rateLimitedOut: ({ event }) => errorOf(event).code === 'rate_limited',
     rateLimitWait: ({ context, event }) => {
       const error = errorOf(event);
       const cap = context.input.maxRateLimitWaits;
-      return error.code === 'rate_limited' && error.retryable && (cap === undefined || context.rateLimitWaits < cap);
+      return error.code === 'rate_limited' && error.retryable && (cap === undefined || context.counts.rateLimitWaits < cap);
     },
     canReroute: ({ context }) => canReroute(context),
     /** The fallback asked about is not open: the turn moves there. */
-    fallbackUp: ({ context }) => context.reroute?.open === false,
+    fallbackUp: ({ context }) => context.held.reroute?.open === false,
     /** The fallback asked about is open too, and another one is left to ask. */
     fallbackDownNextLeft: ({ context }) =>
-      context.reroute?.open === true && context.reroute.index + 1 < (context.input.fallbacks?.length ?? 0),
+      context.held.reroute?.open === true && context.held.reroute.index + 1 < (context.input.fallbacks?.length ?? 0),
     /** Every later fallback is open too: the turn waits on its own route's breaker. */
-    fallbacksDown: ({ context }) => context.reroute?.open === true,
+    fallbacksDown: ({ context }) => context.held.reroute?.open === true,
     toolsDone: ({ context }) => context.tools !== null && context.tools.left === 0,
-    turnsLeft: ({ context }) => context.turn < context.input.maxTurns,
+    turnsLeft: ({ context }) => context.counts.turn < context.input.maxTurns,
   },
 }).createMachine({
   id: 'agent',
   context: ({ input }) => ({
     input,
     messages: [{ role: 'user', content: [{ type: 'text', text: input.prompt }] }],
-    turn: 0,
-    requests: 0,
-    retries: 0,
-    rateLimitWaits: 0,
+    counts: { turn: 0, requests: 0, retries: 0, rateLimitWaits: 0, overloads: 0, seq: 0 },
+    spend: { usage: ZERO_USAGE, costUsd: 0, unpricedCalls: 0, calls: [], callStartedAt: 0 },
+    held: { pending: null, reservation: null, admission: null, lease: null, reroute: null },
     startedAt: 0,
-    usage: ZERO_USAGE,
     rng: input.seed,
-    seq: 0,
-    pending: null,
-    reservation: null,
     override: null,
     toolDecisions: null,
     routeIndex: 0,
-    overloads: 0,
-    costUsd: 0,
-    unpricedCalls: 0,
-    callStartedAt: 0,
-    calls: [],
-    admission: null,
-    reroute: null,
-    lease: null,
     tools: null,
     backoffMs: 0,
     call: 'turn',

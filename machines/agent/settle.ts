@@ -27,15 +27,20 @@ import {
   routeOf,
   routedOf,
   targetOf,
+  mergePatches,
+  patchOf,
   type ActionArgs,
   type AgentContext,
+  type Counts,
+  type Patch,
   type PatchArgs,
 } from './context.js';
 import { fallbackEvent } from './dispatch.js';
 
 /** What an outcome changes beside the call's settlement, and the events it reports after it. */
 export interface Then {
-  patch: Partial<AgentContext>;
+  /** Sub-objects in part: the settle action merges it over its own patch. */
+  patch: Patch;
   reports?: RunEvent[];
 }
 
@@ -47,12 +52,12 @@ export type Outcome = (context: AgentContext, event: unknown) => Then;
 // ---------------------------------------------------------------------------------------------
 
 /** The context after a reply joined the conversation (the overflow retry is once per request). */
-function withReply(context: AgentContext, content: ContentBlock[]) {
-  return { overflowRetried: false, turn: context.turn + 1, messages: [...context.messages, { role: 'assistant' as const, content }] };
+function withReply(context: AgentContext, content: ContentBlock[]): Patch {
+  return { overflowRetried: false, counts: { turn: context.counts.turn + 1 }, messages: [...context.messages, { role: 'assistant' as const, content }] };
 }
 
 /** The final reply: it joins the conversation and is the attempt's output. */
-function finalPatch(context: AgentContext, event: unknown): Partial<AgentContext> {
+function finalPatch(context: AgentContext, event: unknown): Patch {
   const { content, verdict } = outputOf(event);
   // A checked answer is kept as the checks read it (a structured one as compact JSON).
   return { ...withReply(context, content), output: verdict?.ok ? verdict.text : textOf(content), status: 'completed' };
@@ -120,13 +125,13 @@ export const compacted: Outcome = (context, event) => {
 export const overflowed: Outcome = () => ({ patch: { overflowRetried: true } });
 
 /** A 429 waited out: counted (for maxRateLimitWaits and the report), never as a retry. */
-export const rateLimitWaited: Outcome = (context) => ({ patch: { rateLimitWaits: context.rateLimitWaits + 1 } });
+export const rateLimitWaited: Outcome = (context) => ({ patch: { counts: { rateLimitWaits: context.counts.rateLimitWaits + 1 } } });
 
 /** The attempt waited out `maxRateLimitWaits` 429s and met one more: it fails, and says why. */
 export const rateLimitedOut: Outcome = (context, event) => {
   const last = errorOf(event);
   const { taskId, attempt, maxRateLimitWaits } = context.input;
-  const message = `task "${taskId}" attempt ${attempt}: rate limited ${context.rateLimitWaits + 1} times, more than maxRateLimitWaits (${maxRateLimitWaits}) allows; last: ${last.message}`;
+  const message = `task "${taskId}" attempt ${attempt}: rate limited ${context.counts.rateLimitWaits + 1} times, more than maxRateLimitWaits (${maxRateLimitWaits}) allows; last: ${last.message}`;
   return { patch: { error: { ...last, retryable: false, message } } };
 };
 
@@ -138,18 +143,20 @@ export const retryPlanned: Outcome = (context, event) => {
   const [r, rng] = nextRandom(context.rng);
   const floorMs = isKeyScoped(error) ? 0 : (error.retryAfterMs ?? 0);
   // A revoked key is nobody's fault: the next key can be tried at once.
-  const delayMs = error.code === 'auth' ? 0 : backoffDelay(context.retries, r, { ...context.input.backoff, floorMs });
-  const patch: Partial<AgentContext> = { rng, backoffMs: delayMs, retries: context.retries + 1 };
+  const delayMs = error.code === 'auth' ? 0 : backoffDelay(context.counts.retries, r, { ...context.input.backoff, floorMs });
+  const counts: Partial<Counts> = { retries: context.counts.retries + 1 };
+  const patch: Patch = { rng, backoffMs: delayMs, counts };
   const reports: RunEvent[] = [];
   // Overloaded again and again: the next try goes to the model's next fallback, if any.
-  const overloads = error.code === 'overloaded' && context.call === 'turn' ? context.overloads + 1 : 0;
+  const overloads = error.code === 'overloaded' && context.call === 'turn' ? context.counts.overloads + 1 : 0;
   const fallbacks = context.input.fallbacks ?? [];
   if (overloads >= OVERLOADS_BEFORE_FALLBACK && context.routeIndex < fallbacks.length) {
-    Object.assign(patch, { routeIndex: context.routeIndex + 1, overloads: 0 });
+    patch.routeIndex = context.routeIndex + 1;
+    counts.overloads = 0;
     // From the route as routed: the settled call's hook rewrite no longer holds.
     reports.push(fallbackEvent(context, routedOf(context), fallbacks[context.routeIndex]!, `${overloads} overload errors in a row`));
-  } else patch.overloads = overloads;
-  reports.push({ type: 'task:retry', taskId: context.input.taskId, attempt: context.input.attempt, retry: context.retries + 1, delayMs, error });
+  } else counts.overloads = overloads;
+  reports.push({ type: 'task:retry', taskId: context.input.taskId, attempt: context.input.attempt, retry: context.counts.retries + 1, delayMs, error });
   return { patch, reports };
 };
 
@@ -164,7 +171,8 @@ export const retryPlanned: Outcome = (context, event) => {
  */
 export const settleSuccess = ({ context, event, enqueue, system, self }: ActionArgs, { then }: { then: Outcome }) => {
   const out = outputOf(event);
-  const lease = context.lease!;
+  const { admission, reservation } = context.held;
+  const lease = context.held.lease!;
   const release: LeaseEvent = {
     type: 'LEASE.RELEASE',
     leaseId: lease.leaseId,
@@ -177,14 +185,14 @@ export const settleSuccess = ({ context, event, enqueue, system, self }: ActionA
     },
   };
   enqueue.sendTo(poolOf(system, context)!, release);
-  if (context.admission) {
-    const report: BreakerEvent = { type: 'BREAKER.REPORT', requestId: context.admission, verdict: 'success' };
+  if (admission) {
+    const report: BreakerEvent = { type: 'BREAKER.REPORT', requestId: admission, verdict: 'success' };
     enqueue.sendTo(breakerOf(system, context)!, report);
   }
   const target = targetOf(context);
   const callCost = target.price ? costOfUsage(out.usage, target.price) : undefined;
-  if (context.reservation) {
-    const settle: LedgerEvent = { type: 'LEDGER.SETTLE', reservationId: context.reservation, actualUsd: callCost ?? Number.NaN };
+  if (reservation) {
+    const settle: LedgerEvent = { type: 'LEDGER.SETTLE', reservationId: reservation, actualUsd: callCost ?? Number.NaN };
     enqueue.sendTo(system.get('ledger')!, settle);
   }
   enqueueReport(enqueue, {
@@ -193,48 +201,51 @@ export const settleSuccess = ({ context, event, enqueue, system, self }: ActionA
     usage: out.usage,
     ...(callCost !== undefined ? { costUsd: callCost, modelName: target.modelName ?? target.model } : {}),
   });
-  const record: CallRecord = { route: routeOf(target), ms: Math.max(0, nowOf(self) - context.callStartedAt), ok: true };
+  const { spend } = context;
+  const record: CallRecord = { route: routeOf(target), ms: Math.max(0, nowOf(self) - spend.callStartedAt), ok: true };
   if (callCost !== undefined) record.costUsd = callCost;
   const next = then(context, event);
-  enqueue.assign({
-    calls: [...context.calls, record],
-    lease: null,
-    admission: null,
-    reservation: null,
+  const settled: Patch = {
+    spend: {
+      calls: [...spend.calls, record],
+      usage: addUsage(spend.usage, out.usage),
+      ...(callCost !== undefined ? { costUsd: spend.costUsd + callCost } : { unpricedCalls: spend.unpricedCalls + 1 }),
+    },
+    held: { lease: null, admission: null, reservation: null },
     override: null,
-    overloads: 0,
-    usage: addUsage(context.usage, out.usage),
-    ...(callCost !== undefined ? { costUsd: context.costUsd + callCost } : { unpricedCalls: context.unpricedCalls + 1 }),
-    ...next.patch,
-  });
+    counts: { overloads: 0 },
+  };
+  enqueue.assign(patchOf(context, mergePatches(settled, next.patch)));
   for (const report of next.reports ?? []) enqueueReport(enqueue, report);
 };
 
 /** A failed call: the outcome goes to the key (429, 401), to the breaker (5xx and kin) and the ledger. */
 export const settleFailure = ({ context, event, enqueue, system, self }: ActionArgs, { then }: { then: Outcome }) => {
   const error = errorOf(event);
-  const lease = context.lease!;
+  const { admission, reservation } = context.held;
+  const lease = context.held.lease!;
   const release: LeaseEvent = { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome: leaseOutcomeOf(error) };
   enqueue.sendTo(poolOf(system, context)!, release);
-  if (context.admission) {
-    const report: BreakerEvent = { type: 'BREAKER.REPORT', requestId: context.admission, verdict: breakerVerdictOf(error) };
+  if (admission) {
+    const report: BreakerEvent = { type: 'BREAKER.REPORT', requestId: admission, verdict: breakerVerdictOf(error) };
     enqueue.sendTo(breakerOf(system, context)!, report);
   }
-  if (context.reservation) {
+  if (reservation) {
     // Refused before processing (429, 401, 4xx, a 5xx status): not billed, the reservation goes
     // back. Cut off after the server began (timeout, reset, an error mid-stream): it may have
     // been billed, so the worst case it held counts as spent (NaN: the whole reservation).
     const midStream = (error.code === 'overloaded' || error.code === 'server_error') && error.status === undefined;
     const mayBeBilled = error.code === 'timeout' || error.code === 'network' || midStream;
     const msg: LedgerEvent = mayBeBilled
-      ? { type: 'LEDGER.SETTLE', reservationId: context.reservation, actualUsd: Number.NaN }
-      : { type: 'LEDGER.RELEASE', reservationId: context.reservation };
+      ? { type: 'LEDGER.SETTLE', reservationId: reservation, actualUsd: Number.NaN }
+      : { type: 'LEDGER.RELEASE', reservationId: reservation };
     enqueue.sendTo(system.get('ledger')!, msg);
   }
   enqueueReport(enqueue, { type: 'model:error', ...callFacts(context, lease.keyId), error });
-  const record: CallRecord = { route: routeOf(targetOf(context)), ms: Math.max(0, nowOf(self) - context.callStartedAt), ok: false };
+  const record: CallRecord = { route: routeOf(targetOf(context)), ms: Math.max(0, nowOf(self) - context.spend.callStartedAt), ok: false };
   const next = then(context, event);
-  enqueue.assign({ calls: [...context.calls, record], lease: null, admission: null, reservation: null, override: null, ...next.patch });
+  const settled: Patch = { spend: { calls: [...context.spend.calls, record] }, held: { lease: null, admission: null, reservation: null }, override: null };
+  enqueue.assign(patchOf(context, mergePatches(settled, next.patch)));
   for (const report of next.reports ?? []) enqueueReport(enqueue, report);
 };
 
@@ -243,25 +254,25 @@ export const settleFailure = ({ context, event, enqueue, system, self }: ActionA
 // ---------------------------------------------------------------------------------------------
 
 /** The plan names a compaction model: the next call writes the summary. */
-export const summarize = (): Partial<AgentContext> => ({ call: 'summary' });
+export const summarize = (): Patch => ({ call: 'summary' });
 
 /** A marked truncation (no compaction model): the same change as a summary's, without one. */
 export const compactNow = ({ context, event, enqueue }: ActionArgs) => {
   const { patch, reports } = compacted(context, event);
-  enqueue.assign(patch);
+  enqueue.assign(patchOf(context, patch));
   for (const report of reports ?? []) enqueueReport(enqueue, report);
 };
 
-export const timedOut = ({ context }: PatchArgs): Partial<AgentContext> => ({
+export const timedOut = ({ context }: PatchArgs): Patch => ({
   error: errorInfo('task_timeout', `task "${context.input.taskId}" attempt ${context.input.attempt} passed its deadline of ${context.input.timeoutMs} ms`, true),
 });
 
-export const cancelledBy = ({ event }: PatchArgs): Partial<AgentContext> => ({
+export const cancelledBy = ({ event }: PatchArgs): Patch => ({
   error: errorInfo('cancelled', (event as { reason?: string }).reason ?? 'cancelled'),
 });
 
 /** Nothing between the brief and the kept tail can go: the task cannot fit its input budget. */
-export const cannotCompact = ({ context }: PatchArgs): Partial<AgentContext> => ({
+export const cannotCompact = ({ context }: PatchArgs): Patch => ({
   error: errorInfo(
     'context_overflow',
     context.overflowRetried
@@ -277,6 +288,7 @@ export const giveBack = ({ context, enqueue, system }: ActionArgs, { status }: {
     if (target) enqueue.sendTo(target, event);
   }
   // Nothing held (the common way out): only the status changes.
-  const held = context.pending || context.admission || context.lease || context.reservation;
-  enqueue.assign(held ? { status, pending: null, admission: null, lease: null, reservation: null } : { status });
+  const { pending, admission, lease, reservation } = context.held;
+  const held = pending || admission || lease || reservation;
+  enqueue.assign(held ? patchOf(context, { status, held: { pending: null, admission: null, lease: null, reservation: null } }) : { status });
 };

@@ -98,18 +98,22 @@ export function crashReport(holder: { taskId: string; attempt: number } | undefi
     attempt: holder?.attempt ?? 0,
     status: 'failed',
     error: { ...info, message: `agent crashed: ${info.message}` },
-    usage: last?.usage ?? { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0 },
-    requests: last?.requests ?? 0,
-    retries: last?.retries ?? 0,
-    turns: last?.turn ?? 0,
+    usage: last?.spend.usage ?? { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0 },
+    requests: last?.counts.requests ?? 0,
+    retries: last?.counts.retries ?? 0,
+    turns: last?.counts.turn ?? 0,
     messages: last?.messages ?? [],
-    ...(last ? { costUsd: last.costUsd, ...(last.unpricedCalls > 0 ? { unpricedCalls: last.unpricedCalls } : {}) } : {}),
+    ...(last ? { costUsd: last.spend.costUsd, ...(last.spend.unpricedCalls > 0 ? { unpricedCalls: last.spend.unpricedCalls } : {}) } : {}),
   };
 }
 
-/** The last context of a child agent (one that crashed keeps its last snapshot). */
+/**
+ * The last context of a child agent (one that crashed keeps its last snapshot). An actor provided
+ * in the agent's place (a test's stand-in) may keep a context of another shape: nothing is read of it.
+ */
 function lastContextOf(self: AnyActorRef, actorId: string): AgentContext | undefined {
-  return (self.getSnapshot().children[actorId]?.getSnapshot() as { context?: AgentContext } | undefined)?.context;
+  const context = (self.getSnapshot().children[actorId]?.getSnapshot() as { context?: Partial<AgentContext> } | undefined)?.context;
+  return context?.held && context.counts && context.spend ? (context as AgentContext) : undefined;
 }
 
 export const groupMachine = setup({

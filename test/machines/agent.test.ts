@@ -304,7 +304,7 @@ describe('agentMachine: cancellation', () => {
     const probe = h.start(agentInput({ taskId: 'probe' }));
     const next = h.start(agentInput({ taskId: 'next' }));
     await h.advance(0);
-    expect(h.agent(probe).context.admission).toBe('probe#1.1');
+    expect(h.agent(probe).context.held.admission).toBe('probe#1.1');
     expect(h.breaker().context.probe).toBe('probe#1.1');
     expect(h.agent(next).value).toEqual({ active: { waiting: 'lease' } });
     const call = h.callsOf('probe')[0];

@@ -26,7 +26,7 @@ const HOOKED_INPUT: AgentInput = { ...BASE_INPUT, hooked: true, toolHooked: true
  * `${taskId}#${attempt}.${seq}` is deterministic, so the walk computes it from the context.
  */
 function graphEvents(state: AgentSnapshot): AgentEvent[] {
-  const requestId = `t#1.${state.context.seq}`;
+  const requestId = `t#1.${state.context.counts.seq}`;
   const ok: ModelCallOutput = textReply('ok');
   const wantsTool: ModelCallOutput = toolReply([{ id: 'u1', name: 'search' }]);
   const events: Array<AgentEvent | { type: string; [k: string]: unknown }> = [
@@ -51,7 +51,7 @@ function graphEvents(state: AgentSnapshot): AgentEvent[] {
 
 /** The plain events, and the answers of the hooks and the ledger. */
 function hookedEvents(state: AgentSnapshot): AgentEvent[] {
-  const requestId = `t#1.${state.context.seq}`;
+  const requestId = `t#1.${state.context.counts.seq}`;
   const events: Array<{ type: string; [k: string]: unknown }> = [
     { type: 'xstate.done.actor.beforeDispatch', output: { action: 'allow' } },
     { type: 'xstate.done.actor.beforeDispatch', output: { action: 'deny', reason: 'not now' } },
@@ -124,14 +124,14 @@ describe('agentMachine: graph', () => {
     // The fallback is up: the turn moves there (and asks for its lease again); down: it waits on its own route.
     const moved = paths.find((p) => p.state.matches({ active: { waiting: 'lease' } }) && p.state.context.routeIndex === 1);
     expect(stepTypes(moved!)).toEqual(['START', 'BREAKER.REFUSED', 'BREAKER.STATUS']);
-    const stayed = paths.filter((p) => p.state.matches({ active: { waiting: 'lease' } }) && p.state.context.reroute !== null);
-    expect(stayed.map((p) => [p.state.context.routeIndex, p.state.context.reroute])).toContainEqual([0, { index: 0, open: true }]);
+    const stayed = paths.filter((p) => p.state.matches({ active: { waiting: 'lease' } }) && p.state.context.held.reroute !== null);
+    expect(stayed.map((p) => [p.state.context.routeIndex, p.state.context.held.reroute])).toContainEqual([0, { index: 0, open: true }]);
     const failures = new Set(paths.filter((p) => p.state.value === 'failed').map((p) => p.state.context.error?.code));
     // no_keys (denied), bad_request (fatal), server_error (retries spent), max_turns, task_timeout.
     expect([...failures].sort()).toEqual(['bad_request', 'max_turns', 'no_keys', 'server_error', 'task_timeout']);
     // Whatever path reached a final state, nothing is left held or requested.
     for (const p of paths.filter((p) => p.state.status === 'done')) {
-      expect([p.state.context.pending, p.state.context.admission, p.state.context.lease]).toEqual([null, null, null]);
+      expect([p.state.context.held.pending, p.state.context.held.admission, p.state.context.held.lease]).toEqual([null, null, null]);
     }
   });
 
@@ -160,12 +160,12 @@ describe('agentMachine: graph', () => {
     expect(refusedFirst.length).toBeGreaterThan(0);
     for (const p of refusedFirst) {
       expect(stepTypes(p)).not.toContain('LEASE.GRANTED');
-      expect([p.state.context.requests, p.state.context.admission]).toEqual([0, null]);
+      expect([p.state.context.counts.requests, p.state.context.held.admission]).toEqual([0, null]);
     }
     // Whatever path reached a final state, nothing is left held, requested or reserved.
     for (const p of paths.filter((p) => p.state.status === 'done')) {
       const c = p.state.context;
-      expect([c.pending, c.admission, c.lease, c.reservation]).toEqual([null, null, null, null]);
+      expect([c.held.pending, c.held.admission, c.held.lease, c.held.reservation]).toEqual([null, null, null, null]);
     }
   });
 
