@@ -5,7 +5,7 @@
  * machine's context may grow past 19 top-level fields: group fields into sub-objects instead.
  */
 import { describe, expect, it } from 'vitest';
-import type { InspectionEvent } from 'xstate';
+import type { AnyActorRef, InspectionEvent } from 'xstate';
 import { createScriptedProvider, createSwarm } from '../../src/index.js';
 import { ProviderError } from '../../src/providers/errors.js';
 
@@ -19,7 +19,8 @@ describe('machine contexts stay small', () => {
       const context = (e.snapshot as { context?: unknown }).context;
       if (!context || typeof context !== 'object') return;
       // The kind of actor: `agent:3` -> agent, `breaker:p/m` -> breaker; the root is the supervisor.
-      const kind = e.actorRef === e.rootId || e.actorRef.id === e.rootId ? 'supervisor' : e.actorRef.id.replace(/:.*/, '');
+      const ref = e.actorRef as AnyActorRef;
+      const kind = ref.sessionId === e.rootId ? 'supervisor' : ref.id.replace(/:.*/, '');
       widest.set(kind, Math.max(widest.get(kind) ?? 0, Object.keys(context).length));
     };
     let calls = 0;
@@ -39,7 +40,7 @@ describe('machine contexts stay small', () => {
       defaults: { maxRetries: 3 },
       tasks: Array.from({ length: 12 }, (_, i) => ({ id: `t${i}`, model: 'm', prompt: 'hi', ...(i > 0 ? { deps: [`t${i - 1}`] } : {}) })),
     };
-    const result = await swarm.run(plan as never).result;
+    const result = await swarm.run(plan as Parameters<typeof swarm.run>[0]).result;
     await swarm.close();
     expect(result.totals.completed).toBe(12);
     // The kinds this run must have shown, so the check cannot pass by seeing nothing.
