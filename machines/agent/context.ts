@@ -1,7 +1,8 @@
 /**
  * The agent's data: what it is started with, what it keeps, what it hears, and the pure helpers
- * that read them (which actor to ask, what the next model call is, what to give back). The chart
- * is machine.ts; its actions are dispatch.ts, settle.ts and tools.ts.
+ * that read them (which actor to ask, how big the next request is, what to give back). The chart
+ * is machine.ts; its actions are dispatch.ts, settle.ts and tools.ts; the next call's input and
+ * the attempt's report are calls.ts.
  */
 import type { AnyActorRef, EventObject } from 'xstate';
 import { SUMMARY_SYSTEM, summaryMessages } from '../compaction.js';
@@ -18,13 +19,11 @@ import type {
   ContentBlock,
   LeaseEvent,
   LedgerEvent,
-  AttemptReport,
   BreakerReply,
   ErrorInfo,
   LeaseReply,
   LedgerReply,
   Message,
-  ModelCallInput,
   ModelCallOutput,
   OutputCheckSpec,
   ToolBusReply,
@@ -276,79 +275,8 @@ export const DEFAULT_KEEP_LAST = 4;
 export const keepLastOf = (ctx: AgentContext) => ctx.input.keepLast ?? DEFAULT_KEEP_LAST;
 export const requestIdOf = (ctx: AgentContext, seq: number) => `${ctx.input.taskId}#${ctx.input.attempt}.${seq}`;
 
-export function reportOf(ctx: AgentContext): AttemptReport {
-  const report: AttemptReport = {
-    taskId: ctx.input.taskId,
-    attempt: ctx.input.attempt,
-    status: ctx.status ?? 'failed',
-    usage: ctx.spend.usage,
-    requests: ctx.counts.requests,
-    retries: ctx.counts.retries,
-    turns: ctx.counts.turn,
-    messages: ctx.messages,
-  };
-  if (ctx.output !== undefined) report.output = ctx.output;
-  if (ctx.error !== undefined) report.error = ctx.error;
-  if (ctx.routeIndex > 0) {
-    const t = ctx.input.fallbacks![ctx.routeIndex - 1]!;
-    report.servedBy = t.modelName ?? routeOf(t);
-  }
-  const { costUsd, unpricedCalls, calls } = ctx.spend;
-  if (costUsd > 0 || unpricedCalls === 0) report.costUsd = costUsd;
-  if (unpricedCalls > 0) report.unpricedCalls = unpricedCalls;
-  if (calls.length > 0) report.calls = calls;
-  return report;
-}
-
-export function callInputOf(context: AgentContext): ModelCallInput {
-  const target = targetOf(context);
-  const summary = context.call === 'summary';
-  if (context.call === 'judge') {
-    // The judge's call: its criteria and the answer, nothing of the task's conversation or tools.
-    return { ...baseCallOf(context, target, context.override?.messages ?? judgeMessagesOf(context), []), system: JUDGE_SYSTEM };
-  }
-  const messages = context.override?.messages ?? (summary ? summaryMessages(context.messages, keepLastOf(context)) : context.messages);
-  const call = baseCallOf(context, target, messages, summary ? [] : context.input.tools);
-  if (summary) {
-    call.system = SUMMARY_SYSTEM;
-    call.summary = true;
-  } else if (context.input.system !== undefined) call.system = context.input.system;
-  // Only a call on the task's own route warms its group's cache (a fallback writes another one).
-  if (context.input.cacheLead && !summary && context.routeIndex === 0 && !context.override?.target) call.cacheLead = true;
-  if (!summary && context.input.output) call.output = context.input.output;
-  return call;
-}
-
-/** What every call of an attempt says: whose it is, where it goes, with which lease. */
-function baseCallOf(context: AgentContext, target: CallTarget, messages: ModelCallInput['messages'], tools: ModelCallInput['tools']): ModelCallInput {
-  return {
-    taskId: context.input.taskId,
-    attempt: context.input.attempt,
-    turn: context.counts.turn,
-    provider: target.provider,
-    model: target.model,
-    keyId: context.held.lease!.keyId,
-    leaseId: context.held.lease!.leaseId,
-    messages,
-    tools,
-    maxTokens: target.maxTokens,
-    ...(target.modelName !== undefined ? { modelName: target.modelName } : {}),
-  };
-}
-
-const judgeMessagesOf = (ctx: AgentContext) => judgeMessages(ctx.input.judge?.prompt ?? '', ctx.output ?? '');
-
-export function callFacts(context: AgentContext, keyId: string) {
-  const target = targetOf(context);
-  return {
-    taskId: context.input.taskId,
-    attempt: context.input.attempt,
-    turn: context.counts.turn,
-    provider: target.provider,
-    model: target.model,
-    keyId,
-  };
-}
+/** The judge's messages: its criteria and the answer to score. */
+export const judgeMessagesOf = (ctx: AgentContext) => judgeMessages(ctx.input.judge?.prompt ?? '', ctx.output ?? '');
 
 /** Estimated input tokens of the next request, as the lease and the budget see it. */
 export const requestTokensOf = (ctx: AgentContext) =>

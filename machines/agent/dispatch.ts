@@ -10,7 +10,6 @@ import { enqueueReport } from '../kit.js';
 import { nowOf } from '../clock.js';
 import type { BreakerEvent, DispatchDecision, DispatchInfo, LeaseEvent, LedgerEvent, RunEvent } from '../protocol.js';
 import {
-  callFacts,
   patchOf,
   poolOf,
   requestIdOf,
@@ -26,6 +25,7 @@ import {
   type Patch,
   type CallTarget,
 } from './context.js';
+import { callFacts } from './calls.js';
 
 /** What the dispatch hook sees of the call about to be sent. */
 export function dispatchInfoOf(context: AgentContext): DispatchInfo {

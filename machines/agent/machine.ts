@@ -28,11 +28,9 @@ import type { AttemptReport, DispatchDecision, DispatchInfo, ModelCallInput, Mod
 import { ZERO_USAGE } from '../protocol.js';
 import { textOf } from '../tokens.js';
 import {
-  callInputOf,
   errorOf,
   keepLastOf,
   outputOf,
-  reportOf,
   requestTokensOf,
   toolCallInfosOf,
   patchOf,
@@ -42,6 +40,7 @@ import {
   type Patch,
   type PatchArgs,
 } from './context.js';
+import { callInputOf, reportOf } from './calls.js';
 import {
   canReroute,
   dispatchInfoOf,

@@ -18,7 +18,6 @@ import { estimateRequestTokens, textOf } from '../tokens.js';
 import {
   OVERLOADS_BEFORE_FALLBACK,
   breakerOf,
-  callFacts,
   errorOf,
   handBack,
   keepLastOf,
@@ -35,6 +34,7 @@ import {
   type Patch,
   type PatchArgs,
 } from './context.js';
+import { callFacts } from './calls.js';
 import { fallbackEvent } from './dispatch.js';
 
 /** What an outcome changes beside the call's settlement, and the events it reports after it. */
