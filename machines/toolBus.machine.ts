@@ -78,6 +78,29 @@ const enqueueNamed = (enqueue: unknown, action: Named) => (enqueue as (action: N
  * bus.send({ type: 'TOOL.CALL', callId: 'c1', taskId: 't1', name: 'fs.read_file', args: { path: 'a.ts' }, replyTo: agentRef });
  * // after the batch window, agentRef receives { type: 'TOOL.RESULT', callId: 'c1', content: '...', isError: false }
  */
+/**
+ * Where a TOOL.CALL goes, the same in `ready` and `collecting`: classified once (classifyCall),
+ * then pure guards read the verdict. Only the targets differ: where a call that fills the
+ * window goes (`filled`), and where one that waits in it goes (`added`).
+ */
+function routeCalls(to: { filled: string; added: string }) {
+  return {
+    initial: 'idle' as const,
+    states: {
+      idle: { on: { 'TOOL.CALL': { target: 'routing', actions: 'classifyCall' as const } } },
+      routing: {
+        always: [
+          { guard: 'isUnknownTool' as const, target: 'idle', actions: 'rejectUnknownTool' as const },
+          { guard: 'isCached' as const, target: 'idle', actions: 'answerFromCache' as const },
+          { guard: 'joinsCallInFlight' as const, target: 'idle', actions: 'joinCall' as const },
+          { guard: 'fillsWindow' as const, target: to.filled, actions: ['addToWindow' as const, 'flush' as const] },
+          { target: to.added, actions: 'addToWindow' as const },
+        ],
+      },
+    },
+  };
+}
+
 export const toolBusMachine = setup({
   types: {
     input: {} as ToolBusInput,
@@ -208,37 +231,13 @@ export const toolBusMachine = setup({
   states: {
     /** No call waits in the window. */
     ready: {
-      initial: 'idle',
-      states: {
-        idle: { on: { 'TOOL.CALL': { target: 'routing', actions: 'classifyCall' } } },
-        routing: {
-          always: [
-            { guard: 'isUnknownTool', target: 'idle', actions: 'rejectUnknownTool' },
-            { guard: 'isCached', target: 'idle', actions: 'answerFromCache' },
-            { guard: 'joinsCallInFlight', target: 'idle', actions: 'joinCall' },
-            // No window (batchWindowMs 0) or a batch of one: straight through.
-            { guard: 'fillsWindow', target: 'idle', actions: ['addToWindow', 'flush'] },
-            { target: '#toolBus.collecting', actions: 'addToWindow' },
-          ],
-        },
-      },
+      // No window (batchWindowMs 0) or a batch of one: straight through; else the window opens.
+      ...routeCalls({ filled: 'idle', added: '#toolBus.collecting' }),
     },
     /** The window is open: new calls wait for it to close. */
     collecting: {
       after: { batchWindow: { target: 'ready', actions: 'flush' } },
-      initial: 'idle',
-      states: {
-        idle: { on: { 'TOOL.CALL': { target: 'routing', actions: 'classifyCall' } } },
-        routing: {
-          always: [
-            { guard: 'isUnknownTool', target: 'idle', actions: 'rejectUnknownTool' },
-            { guard: 'isCached', target: 'idle', actions: 'answerFromCache' },
-            { guard: 'joinsCallInFlight', target: 'idle', actions: 'joinCall' },
-            { guard: 'fillsWindow', target: '#toolBus.ready', actions: ['addToWindow', 'flush'] },
-            { target: 'idle', actions: 'addToWindow' },
-          ],
-        },
-      },
+      ...routeCalls({ filled: '#toolBus.ready', added: 'idle' }),
     },
   },
 });
