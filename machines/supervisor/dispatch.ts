@@ -1,5 +1,4 @@
 /** Starting ready tasks: each goes out as an agent (in a group with room), best first, while there is room in flight. */
-import type { AnyActorLogic } from 'xstate';
 import type { AgentInput } from '../agent/index.js';
 import { cacheGroupKey, MIN_CACHE_PREFIX_TOKENS } from '../cacheGroups.js';
 import { enqueueReport } from '../kit.js';
@@ -13,8 +12,8 @@ import { Crew } from './crew.js';
 import { failAggregate } from './settle.js';
 import type { Enqueue, SupervisorContext } from './types.js';
 
-/** Starts ready tasks; `groupLogic` is the group machine with the supervisor's agent in it. */
-export function dispatchReady(context: SupervisorContext, enqueue: Enqueue, now: number, groupLogic: AnyActorLogic): void {
+/** Starts ready tasks, each in a group with room (a new group only when every group is full). */
+export function dispatchReady(context: SupervisorContext, enqueue: Enqueue, now: number): void {
   // A run that is stopping starts nothing new (fail-fast decided in this very step).
   if (context.stop !== null) return;
   const crew = context.crew;
@@ -50,7 +49,7 @@ export function dispatchReady(context: SupervisorContext, enqueue: Enqueue, now:
     }
     const { group, spawn } = crew.take();
     const id = Crew.idOf(group);
-    if (spawn) enqueue.spawnChild(groupLogic, { id, input: { group } });
+    if (spawn) enqueue.spawnChild('group', { id, input: { group } });
     enqueue.sendTo(id, { type: 'SPAWN', input });
     enqueueReport(enqueue, { type: 'task:started', taskId: spec.id, attempt, model: spec.modelName, route: `${input.provider}/${input.model}` });
     crew.inFlight += 1;

@@ -14,8 +14,7 @@
  * reference, never copied. The parts: dispatch.ts (starting tasks), settle.ts (an attempt's
  * end), expansion.ts (a planner's sub-tasks), group.machine.ts and crew.ts (the agents' groups).
  */
-import { assign, enqueueActions, fromPromise, setup, type AnyActorLogic, type AnyActorRef, type ErrorActorEvent } from 'xstate';
-import { agentMachine } from '../agent/index.js';
+import { assign, enqueueActions, fromPromise, setup, type ErrorActorEvent } from 'xstate';
 import { breakerMachine } from '../breaker.machine.js';
 import { CacheGroups } from '../cacheGroups.js';
 import { nowOf } from '../clock.js';
@@ -36,18 +35,6 @@ import type { AgentEndedEvent, Enqueue, PlanExpansion, PlanExpansionInput, Super
 
 export type { AgentEndedEvent, Enqueue, PlanExpansion, PlanExpansionInput, SupervisorContext, SupervisorEvent, SupervisorInput } from './types.js';
 
-/** The group machine with this supervisor's own `agent` in it (what `provide({ actors: { agent } })` gave it), built once per agent logic. */
-const groupsByAgent = new WeakMap<AnyActorLogic, AnyActorLogic>();
-function groupLogicOf(self: AnyActorRef): AnyActorLogic {
-  const agent = (self as unknown as { logic: { implementations: { actors: { agent: AnyActorLogic } } } }).logic.implementations.actors.agent;
-  let logic = groupsByAgent.get(agent);
-  if (!logic) {
-    logic = groupMachine.provide({ actors: { agent: agent as typeof agentMachine } }) as unknown as AnyActorLogic;
-    groupsByAgent.set(agent, logic);
-  }
-  return logic;
-}
-
 const isGroup = (id: string) => id.startsWith('group:');
 
 export const supervisorMachine = setup({
@@ -58,8 +45,7 @@ export const supervisorMachine = setup({
     output: RunResult;
   },
   actors: {
-    /** The agent the groups run (spawned inside group.machine.ts's machine, which takes this one). */
-    agent: agentMachine,
+    /** The agents' group; src/ (and a test) provides it with its agent: `groupMachine.provide({ actors: { agent } })`. */
     group: groupMachine,
     pool: poolMachine,
     breaker: breakerMachine,
@@ -92,7 +78,7 @@ export const supervisorMachine = setup({
 
     /** Starts ready tasks, best first, while there is room in flight. */
     dispatch: enqueueActions(({ context, enqueue, self }) => {
-      dispatchReady(context, enqueue as unknown as Enqueue, nowOf(self), groupLogicOf(self));
+      dispatchReady(context, enqueue as unknown as Enqueue, nowOf(self));
     }),
 
     /** An agent ended (its group stopped it): its task completes, retries, fails or is cancelled. */

@@ -107,6 +107,6 @@ export type SupervisorEvent =
 /** What the supervisor's helpers need of enqueueActions' `enqueue`: run an action, assign context, spawn. */
 export type Enqueue = ((action: unknown) => void) & {
   assign(values: Partial<SupervisorContext>): void;
-  spawnChild(src: unknown, options: { id: string; input: unknown }): void;
+  spawnChild(src: 'group' | 'expandPlan', options: { id: string; input: unknown }): void;
   sendTo(to: unknown, event: unknown): void;
 };

@@ -10,6 +10,7 @@ import type { CacheWarmEvent, ModelCallInput, ModelCallOutput, RunEvent, ToolBat
 import type { PlanExpansion, PlanExpansionInput } from '../../machines/supervisor/machine.js';
 import { supervisorMachine } from '../../machines/supervisor/machine.js';
 import { agentMachine } from '../../machines/agent/index.js';
+import { groupMachine } from '../../machines/supervisor/group.machine.js';
 import { keyMachine } from '../../machines/key.machine.js';
 import { poolMachine } from '../../machines/pool.machine.js';
 import { breakerMachine } from '../../machines/breaker.machine.js';
@@ -118,7 +119,7 @@ export function provideEffects(report: (_: unknown, event: RunEvent) => void, { 
     actions: { report },
     actors: {
       expandPlan,
-      agent: agentMachine.provide({ actions: { report }, actors: { callModel, beforeDispatch, beforeToolCall } }),
+      group: groupMachine.provide({ actors: { agent: agentMachine.provide({ actions: { report }, actors: { callModel, beforeDispatch, beforeToolCall } }) } }),
       pool: poolMachine.provide({ actions: { report }, actors: { key: keyMachine.provide({ actions: { report } }) } }),
       breaker: breakerMachine.provide({ actions: { report } }),
       toolBus: toolBusMachine.provide({ actions: { report }, actors: { executeTool, executeBatch } }),

@@ -50,7 +50,7 @@ const slowAgent = setup({
 
 function supervisor() {
   const clock = new SimulatedClock();
-  const actor = createActor(supervisorMachine.provide({ actors: { agent: slowAgent } }), { input, clock }).start();
+  const actor = createActor(supervisorMachine.provide({ actors: { group: groupMachine.provide({ actors: { agent: slowAgent } }) } }), { input, clock }).start();
   const seen = new Set<string>([String(actor.getSnapshot().value)]);
   actor.subscribe((s) => seen.add(String(s.value)));
   return { actor, clock, seen };

@@ -6,6 +6,10 @@ import type { AttemptReport, ErrorInfo, RunEvent } from '../../machines/protocol
 import { ZERO_USAGE } from '../../machines/protocol.js';
 import type { SupervisedTask } from '../../machines/tasks/types.js';
 import { supervisorMachine, type SupervisorInput } from '../../machines/supervisor/machine.js';
+import { groupMachine } from '../../machines/supervisor/group.machine.js';
+
+/** The agents' group with a stand-in agent in it (the supervisor spawns groups, groups spawn agents). */
+const groupWith = (agent: unknown) => groupMachine.provide({ actors: { agent: agent as typeof agentMachine } });
 
 type Outcome = 'ok' | 'retryable' | 'fatal' | 'crash';
 
@@ -141,7 +145,7 @@ function runWith(input: SupervisorInput, script: Parameters<typeof fakeAgent>[0]
         if (e.type === 'task:completed' || e.type === 'task:failed' || e.type === 'task:cancelled') running.delete(e.taskId);
       },
     },
-    actors: { agent: fakeAgent(script) },
+    actors: { group: groupWith(fakeAgent(script)) },
   });
   const actor = createActor(machine, { input, clock });
   actor.subscribe({ error: () => {} });
@@ -197,7 +201,7 @@ describe('supervisor', () => {
           }
         },
       },
-      actors: { agent: fakeAgent(() => ({ outcome: 'ok', delayMs: 10 })) },
+      actors: { group: groupWith(fakeAgent(() => ({ outcome: 'ok', delayMs: 10 }))) },
     });
     const clock = new SimulatedClock();
     const actor = createActor(machine, { input: inputFor(tasks, { maxInFlight: 4, modelMaxInFlight: { big: 2 } }), clock }).start();
@@ -278,7 +282,7 @@ describe('supervisor', () => {
     const infra = id.split(':')[0]!;
     const machine = supervisorMachine.provide({
       actions: { report: (_, e: RunEvent) => void events.push(e) },
-      actors: { agent: fakeAgent(() => ({ outcome: 'ok', delayMs: 1000 })), [infra]: crashesAfter(10) as never },
+      actors: { group: groupWith(fakeAgent(() => ({ outcome: 'ok', delayMs: 1000 }))), [infra]: crashesAfter(10) as never },
     });
     const events: RunEvent[] = [];
     const clock = new SimulatedClock();
@@ -332,7 +336,7 @@ describe('supervisor', () => {
       on: { START: { actions: 'crash' } },
     }) as unknown as typeof agentMachine;
     const machine = supervisorMachine.provide({
-      actors: { agent: crashing, pool: recorder('pool') as never, ledger: recorder('ledger') as never },
+      actors: { group: groupWith(crashing), pool: recorder('pool') as never, ledger: recorder('ledger') as never },
     });
     const actor = createActor(machine, { input: inputFor([task('a', [], { maxRetries: 0 })], { budgets: { runUsd: 1 } }), clock: new SimulatedClock() }).start();
     const out = actor.getSnapshot().output!;
@@ -345,7 +349,7 @@ describe('supervisor', () => {
 
   it('cancels on request: queued tasks cancelled, in-flight agents cancelled, run ends cancelled', () => {
     const clock = new SimulatedClock();
-    const machine = supervisorMachine.provide({ actors: { agent: fakeAgent(() => ({ outcome: 'ok', delayMs: 1000 })) } });
+    const machine = supervisorMachine.provide({ actors: { group: groupWith(fakeAgent(() => ({ outcome: 'ok', delayMs: 1000 }))) } });
     const actor = createActor(machine, { input: inputFor([task('a'), task('b'), task('c'), task('d'), task('e', ['a'])], { maxInFlight: 2 }), clock }).start();
     clock.increment(10);
     actor.send({ type: 'CANCEL', reason: 'test' });
@@ -357,7 +361,7 @@ describe('supervisor', () => {
 
   it('keeps only in-flight agents alive, in a bounded number of groups of bounded size', () => {
     const clock = new SimulatedClock();
-    const machine = supervisorMachine.provide({ actors: { agent: fakeAgent(() => ({ outcome: 'ok', delayMs: 10 })) } });
+    const machine = supervisorMachine.provide({ actors: { group: groupWith(fakeAgent(() => ({ outcome: 'ok', delayMs: 10 }))) } });
     const tasks = Array.from({ length: 50 }, (_, i) => task(`t${i}`));
     const actor = createActor(machine, { input: inputFor(tasks, { maxInFlight: 7, agentsPerGroup: 3 }), clock }).start();
     let maxAgents = 0;
