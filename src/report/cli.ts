@@ -4,7 +4,8 @@
  * file that cannot be read, parsed or written.
  */
 import { createReadStream } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, realpath, writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import type { RunResult } from '../../machines/tasks/results.js';
@@ -16,7 +17,7 @@ export const REPORT_HELP = `Usage: swarmstate report <events.ndjson> [--out <fil
 Writes a self-contained HTML report of a run from its event stream (swarmstate run --events).
 
 Options:
-  -o, --out <file>     Where to write the report. Default swarmstate-report.html.
+  -o, --out <file>     Where to write the report (never one of its inputs). Default swarmstate-report.html.
   --result <file>      The run's result (swarmstate run --json), for the final task statuses.
   --title <text>       The page title. Default "swarmstate run <runId>".
   -h, --help           This help.`;
@@ -93,6 +94,12 @@ export async function reportCommand(argv: string[], io: { out: NodeJS.WritableSt
   }
   const path = positionals[0]!;
   const out = values.out ?? 'swarmstate-report.html';
+  // Writing the report over one of its own inputs would lose the run's record: refuse before reading.
+  const overwritten = await sameFile(out, [path, values.result]);
+  if (overwritten !== undefined) {
+    io.err.write(`swarmstate report: --out ${out} is the input ${overwritten}: writing the report there would destroy it; choose another --out\n`);
+    return 2;
+  }
   let events: TimedRunEvent[];
   let result: RunResult | undefined;
   try {
@@ -129,4 +136,12 @@ function describe(error: unknown): string {
   if (e instanceof EventsFileError) return e.message;
   if (e.code && e.path) return `cannot read ${e.path}: ${e.code}`;
   return e.message ?? String(error);
+}
+
+/** The input among `inputs` that `out` names (through links too), if any. */
+async function sameFile(out: string, inputs: (string | undefined)[]): Promise<string | undefined> {
+  const real = (file: string) => realpath(file).catch(() => resolve(file));
+  const target = await real(out);
+  for (const input of inputs) if (input !== undefined && (await real(input)) === target) return input;
+  return undefined;
 }

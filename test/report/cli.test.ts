@@ -2,7 +2,7 @@
  * Reading a saved event stream and the `report` command: blank lines skipped, a bad line named by
  * its number, exit 2 for bad usage or a file that cannot be read.
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -83,6 +83,24 @@ describe('readEvents and swarmstate report', () => {
     const out = join(dir, 'with-result.html');
     expect((await runReport([events, '-o', out, '--result', result])).code).toBe(0);
     expect(await readFile(out, 'utf8')).toContain('$0.5000');
+  });
+
+  it('refuses an --out that names its events or result file (through a link too), and leaves it as it was', async () => {
+    const events = await file('keep.ndjson', `${JSON.stringify({ type: 'run:started', at: 1 })}\n`);
+    const before = await readFile(events, 'utf8');
+    for (const out of [events, join(dir, '.', 'keep.ndjson')]) {
+      const r = await runReport([events, '--out', out]);
+      expect(r.code).toBe(2);
+      expect(r.err).toContain(`--out ${out} is the input ${events}`);
+    }
+    const link = join(dir, 'link.ndjson');
+    await symlink(events, link);
+    expect((await runReport([link, '--out', events])).code).toBe(2);
+    const result = await file('keep.json', '{}');
+    const r = await runReport([events, '--result', result, '-o', result]);
+    expect(r.code).toBe(2);
+    expect(await readFile(result, 'utf8')).toBe('{}');
+    expect(await readFile(events, 'utf8')).toBe(before);
   });
 
   it('exits 2 without a file, with two files, with an unknown flag, or an unreadable or bad file', async () => {
