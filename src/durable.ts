@@ -267,9 +267,13 @@ export class RunJournal {
     return content;
   }
 
-  /** The run ended: its status and result, if the journal still works. */
-  finish(status: StoredRunStatus, result: unknown): void {
-    this.attempt(() => this.store.setRunStatus(this.runId, status, this.redact(result)));
+  /**
+   * The run ended: its status and result, if the journal still works. `redacted`: the caller
+   * redacted the result already (the run's own result, as its caller gets it): a big run's
+   * result is not walked twice.
+   */
+  finish(status: StoredRunStatus, result: unknown, redacted = false): void {
+    this.attempt(() => this.store.setRunStatus(this.runId, status, redacted ? result : this.redact(result)));
   }
 
   /** A new run that was refused before anything ran: failed, with the reason (as a result of its own shape). */

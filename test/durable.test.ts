@@ -1,11 +1,12 @@
 /**
  * The stored plan (src/durable.ts redactPlan): its inline secrets replaced by fingerprints, the
  * caller's plan untouched, and only what can hold a secret copied (a big plan's tasks are not
- * cloned for the journal).
+ * cloned for the journal). The run's result is redacted once, for its caller and the journal.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { hasRedactions, inlineSecretPaths, redactPlan, unredactPlan } from '../src/durable.js';
-import { fingerprint } from '../src/keys.js';
+import { fingerprint, Redactor } from '../src/keys.js';
+import { createScriptedProvider, createSwarm, MemoryStore } from '../src/index.js';
 
 function plan() {
   return {
@@ -45,5 +46,29 @@ describe('redactPlan', () => {
     expect(stored.providers.sim).toBe(original.providers.sim);
     expect(stored.providers.a).not.toBe(original.providers.a);
     expect(stored.tools.servers.fs).not.toBe(original.tools.servers.fs);
+  });
+});
+
+describe("the run's result in the journal", () => {
+  it('is the result the caller gets, redacted once (not walked again to be stored)', async () => {
+    const SECRET = 'sk-inline-result-secret-77';
+    const store = new MemoryStore();
+    const swarm = createSwarm({ providers: { p: createScriptedProvider({ reply: () => `the key is ${SECRET}` }) }, store });
+    const walks = vi.spyOn(Redactor.prototype, 'redactDeep');
+    try {
+      const handle = swarm.run({
+        providers: { p: { type: 'sim', keys: [SECRET] } },
+        models: { m: { provider: 'p', model: 'instant' } },
+        tasks: [{ id: 'a', model: 'm', prompt: 'x' }, { id: 'b', model: 'm', prompt: 'y', deps: ['a'] }],
+      });
+      const result = await handle.result;
+      expect(JSON.stringify(result)).not.toContain(SECRET);
+      expect(store.getRun(handle.id)?.result).toEqual(JSON.parse(JSON.stringify(result)));
+      const resultWalks = walks.mock.calls.filter(([value]) => typeof value === 'object' && value !== null && 'totals' in value);
+      expect(resultWalks).toHaveLength(1);
+    } finally {
+      walks.mockRestore();
+      await swarm.close();
+    }
   });
 });
