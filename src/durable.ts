@@ -31,9 +31,14 @@ import { Journal, StoreError, type AttemptRow, type PlannerExtra, type ReviewExt
 const REDACTED = /^\[redacted ([0-9a-f]{8})\]$/;
 const redacted = (secret: string) => `[redacted ${fingerprint(secret)}]`;
 
-/** The plan as it may be stored: every inline secret replaced by its fingerprint. */
+/**
+ * The plan as it may be stored: every inline secret replaced by its fingerprint. Only what can
+ * hold one is copied (the providers' key lists, the tool servers' env and headers); the rest,
+ * the tasks above all, is the caller's own, shared: a 10,000-task plan is not cloned to change
+ * a few strings.
+ */
 export function redactPlan<T>(plan: T): T {
-  const copy = structuredClone(plan) as Record<string, unknown>;
+  const copy = copySecretHolders(plan);
   forEachSecret(copy, (holder, key) => {
     const value = holder[key];
     if (typeof value === 'string' && !REDACTED.test(value)) holder[key] = redacted(value);
@@ -83,6 +88,35 @@ export function unredactPlan<T>(stored: T, source: unknown): T {
     throw new Error(`the plan given for the resume lacks the inline secret(s) the run was started with, at: ${missing.join(', ')}`);
   }
   return copy as T;
+}
+
+/** A copy of the plan's top level, with every container forEachSecret visits copied too. */
+function copySecretHolders(plan: unknown): Record<string, unknown> {
+  if (!isRecord(plan)) return structuredClone(plan) as Record<string, unknown>;
+  const copy: Record<string, unknown> = { ...plan };
+  if (isRecord(plan.providers)) {
+    const providers: Record<string, unknown> = { ...plan.providers };
+    for (const [name, provider] of Object.entries(providers)) {
+      if (isRecord(provider) && Array.isArray(provider.keys)) setOwn(providers, name, { ...provider, keys: structuredClone(provider.keys) });
+    }
+    copy.providers = providers;
+  }
+  if (isRecord(plan.tools) && isRecord(plan.tools.servers)) {
+    const servers: Record<string, unknown> = { ...plan.tools.servers };
+    for (const [name, server] of Object.entries(servers)) {
+      if (!isRecord(server)) continue;
+      const own: Record<string, unknown> = { ...server };
+      for (const field of ['env', 'headers'] as const) if (isRecord(server[field])) own[field] = structuredClone(server[field]);
+      setOwn(servers, name, own);
+    }
+    copy.tools = { ...plan.tools, servers };
+  }
+  return copy;
+}
+
+/** `holder[key] = value`, also for a name such as `__proto__` (plan names are the user's). */
+function setOwn(holder: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(holder, key, { value, writable: true, enumerable: true, configurable: true });
 }
 
 /** Calls `visit` for every place in a plan that may hold an inline secret. */
@@ -233,9 +267,13 @@ export class RunJournal {
     return content;
   }
 
-  /** The run ended: its status and result, if the journal still works. */
-  finish(status: StoredRunStatus, result: unknown): void {
-    this.attempt(() => this.store.setRunStatus(this.runId, status, this.redact(result)));
+  /**
+   * The run ended: its status and result, if the journal still works. `redacted`: the caller
+   * redacted the result already (the run's own result, as its caller gets it): a big run's
+   * result is not walked twice.
+   */
+  finish(status: StoredRunStatus, result: unknown, redacted = false): void {
+    this.attempt(() => this.store.setRunStatus(this.runId, status, redacted ? result : this.redact(result)));
   }
 
   /** A new run that was refused before anything ran: failed, with the reason (as a result of its own shape). */

@@ -56,9 +56,10 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
     for (const r of model.routes) routes.add(`${r.provider}/${r.model}`);
   }
 
-  const ranks = criticalPathRanks(plan.tasks.map(withReviewed));
-  const toolNames = opts.busTools.map((t) => t.name);
-  const tasks = plan.tasks.map((t) => resolveTask(plan, t, ranks.get(t.id) ?? 1, { ...opts, toolNames }));
+  const specs = plan.tasks.map(withReviewed);
+  const ranks = criticalPathRanks(specs);
+  const taskOpts: TaskResolveOptions = { toolTokens: opts.toolTokens, toolNames: opts.busTools.map((t) => t.name), models: new Map() };
+  const tasks = specs.map((t) => resolveTask(plan, t, ranks.get(t.id) ?? 1, taskOpts));
   const d = plan.defaults;
 
   return {
@@ -89,11 +90,32 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
   };
 }
 
-/** What resolving a task needs of the run (tool sizes, tool names for planners). */
-export type TaskResolveOptions = Pick<ResolveOptions, 'toolTokens'> & { toolNames?: readonly string[] };
+/**
+ * What resolving a task needs of the run (tool sizes, tool names for planners), and `models`:
+ * what each model's tasks share (its context window, whether it fans out), worked out once per
+ * model when given, instead of once per task.
+ */
+export type TaskResolveOptions = Pick<ResolveOptions, 'toolTokens'> & { toolNames?: readonly string[]; models?: Map<string, ModelFacts> };
+
+/** What a task's model gives every task on it. */
+interface ModelFacts {
+  contextTokens: number;
+  cacheFanOut: boolean;
+}
+
+function modelFacts(plan: Plan, name: string, memo: Map<string, ModelFacts> | undefined): ModelFacts {
+  const known = memo?.get(name);
+  if (known) return known;
+  const model = plan.models[name]!;
+  const facts = { contextTokens: contextWindowOf(model.model, model.contextTokens), cacheFanOut: cacheFanOutOf(plan.providers[model.provider]!) };
+  memo?.set(name, facts);
+  return facts;
+}
 
 /** A review task's deps include the task it reviews; a map's its `items.from`, a reduce's its `over`. */
-function withReviewed<T extends { deps: string[]; reviews?: string }>(t: T): T {
+function withReviewed<T extends { deps: string[]; reviews?: string; kind?: string }>(t: T): T {
+  // Most tasks have neither: nothing to add, nothing to allocate.
+  if (t.reviews === undefined && t.kind !== 'map' && t.kind !== 'reduce') return t;
   const more = [...(t.reviews !== undefined ? [t.reviews] : []), ...implicitDeps(t as unknown as Record<string, unknown>)].filter((d) => !t.deps.includes(d));
   return more.length > 0 ? { ...t, deps: [...t.deps, ...new Set(more)] } : t;
 }
@@ -124,7 +146,8 @@ export function resolveTask(plan: Plan, spec: TaskSpec, rank: number, opts: Task
   };
   if (t.system !== undefined) task.system = t.system;
   // The request must leave room for the answer inside the context window.
-  const window = contextWindowOf(model.model, model.contextTokens) - task.maxTokens;
+  const facts = modelFacts(plan, t.model, opts.models);
+  const window = facts.contextTokens - task.maxTokens;
   task.inputBudget = Math.max(1, Math.min(window, t.maxInputTokens ?? Infinity));
   if (t.tools.length > 0 && opts.toolTokens) task.toolTokens = opts.toolTokens(t.tools);
   const price = priceOf(model.model, model.price);
@@ -137,7 +160,7 @@ export function resolveTask(plan: Plan, spec: TaskSpec, rank: number, opts: Task
       return { provider: r.provider, model: r.model, maxTokens: t.maxTokens ?? model.maxTokens, modelName: t.model, weight: r.weight, ...(routePrice ? { price: routePrice } : {}) };
     })];
   }
-  if (cacheFanOutOf(plan.providers[model.provider]!)) {
+  if (facts.cacheFanOut) {
     task.cacheFanOut = true;
     task.cacheMinTokens = minCacheTokensOf(model.model);
   }

@@ -15,6 +15,8 @@ import type { PlanIssue } from './validate.js';
 // Tasks: unique ids, known deps, no cycle, known model and tools, placeholders name deps
 // ---------------------------------------------------------------------------------------------
 
+const isReview = (owner: string) => owner === 'review';
+
 const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.:/-]+)\s*\}\}/g;
 
 export function checkTasks(
@@ -134,7 +136,7 @@ function checkReviews(
     if (!isRecord(t)) return;
     const kind = t.kind ?? 'task';
     if (kind !== 'review') {
-      for (const { field, message } of foreignFields(t, String(kind), (owner) => owner === 'review')) out.push(issue(['tasks', i, field], message));
+      for (const { field, message } of foreignFields(t, String(kind), isReview)) out.push(issue(['tasks', i, field], message));
       return;
     }
     if (typeof t.reviews !== 'string' || t.reviews === '') {

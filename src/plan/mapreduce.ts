@@ -159,15 +159,22 @@ const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.:/-]+)\s*\}\}/g;
  * list within `maxItems`, `from` and `over` naming tasks that can give what they read, and
  * `{{item...}}` / `{{inputs}}` only where they are filled.
  */
+const notReview = (owner: string) => owner !== 'review';
+
+/** Paths under `tasks[i]` (made by a function: a closure written inline is named again for each task under tsx). */
+function pathIn(i: number): (...path: (string | number)[]) => (string | number)[] {
+  return (...path) => ['tasks', i, ...path];
+}
+
 export function checkMapReduce(tasks: unknown[], out: PlanIssue[], baseDir?: string): void {
   const byId = new Map<string, Record<string, unknown>>();
   for (const t of tasks) if (isRecord(t) && typeof t.id === 'string') byId.set(t.id, t);
   tasks.forEach((t, i) => {
     if (!isRecord(t)) return;
     const kind = t.kind ?? 'task';
-    const at = (...path: (string | number)[]) => ['tasks', i, ...path];
+    const at = pathIn(i);
     // Review fields are checked with the reviews (sub-tasks too); every other kind's here.
-    for (const { field, message } of foreignFields(t, String(kind), (owner) => owner !== 'review')) out.push(issue(at(field), message));
+    for (const { field, message } of foreignFields(t, String(kind), notReview)) out.push(issue(at(field), message));
     if (taskKindOf(kind)?.callsModel === false && t.budgetUsd !== undefined) {
       out.push(issue(at('budgetUsd'), `a ${kind} calls no model itself: its sub-tasks' calls count against the run's and the models' budgets`));
     }
@@ -238,11 +245,12 @@ function whyNoArray(t: Record<string, unknown>): string {
 /** `{{item...}}` outside a map (or naming another name than the map's `as`), `{{inputs}}` outside a reduce. */
 function checkPlaceholders(t: Record<string, unknown>, kind: unknown, byId: Map<string, unknown>, at: (...p: (string | number)[]) => (string | number)[], out: PlanIssue[]): void {
   const as = typeof t.as === 'string' ? t.as : 'item';
-  // What a map reads as items, or a reduce as inputs, is not placed whole in the prompt.
-  const read = new Set(kind === 'map' || kind === 'reduce' ? implicitDeps(t) : []);
+  let read: Set<string> | undefined;
   for (const field of ['prompt', 'system'] as const) {
     const text = t[field];
     if (typeof text !== 'string' || !text.includes('{{')) continue;
+    // What a map reads as items, or a reduce as inputs, is not placed whole in the prompt.
+    read ??= new Set(kind === 'map' || kind === 'reduce' ? implicitDeps(t) : []);
     const reported = new Set<string>();
     for (const match of text.matchAll(PLACEHOLDER)) {
       const root = match[1]!.split('.')[0]!;

@@ -152,7 +152,7 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
       if (cancelled !== undefined) actor.send({ type: 'CANCEL', reason: cancelled });
       const out = redact(publicResult(await toPromise(actor), plan));
       if (journal?.failure) throw journal.failure;
-      journal?.finish(out.status, out);
+      journal?.finish(out.status, out, true);
       if (journal?.failure) throw journal.failure;
       return out;
     } finally {

@@ -23,6 +23,7 @@ import { fromJson, mayTake, toJson, type HeldLock } from './shared.js';
 import { BUSY_LIMIT_MS, BUSY_TIMEOUT_MS, retryBusy } from './busy.js';
 import { codeOf, reasonOf, SqliteWrites } from './sqliteWrites.js';
 import { RunCounters } from './sqliteCounters.js';
+import { PendingStarts, StartWrite } from './sqliteStarts.js';
 import { checkVersion, migrate, prepare, recognise, type AttemptDbRow, type RunRow, type Statements, type SummaryRow, type TaskDbRow } from './sqliteSchema.js';
 import {
   StoreError,
@@ -68,6 +69,7 @@ export class SqliteStore implements Store {
   private readonly now: () => number;
   private readonly writes: SqliteWrites;
   private readonly counters: RunCounters;
+  private readonly starts = new PendingStarts();
 
   constructor(file: string = DEFAULT_DB_PATH, options: StoreOptions = {}) {
     this.path = file === ':memory:' ? file : resolve(file);
@@ -115,7 +117,7 @@ export class SqliteStore implements Store {
     this.db = db;
     this.driver = db.driver;
     this.counters = new RunCounters(this.st);
-    this.writes = new SqliteWrites(db, this.st, { path: this.path, readOnly, busyLimitMs, onError: options.onError, counters: this.counters });
+    this.writes = new SqliteWrites(db, this.st, { path: this.path, readOnly, busyLimitMs, onError: options.onError, counters: this.counters, onBatchEnd: () => this.starts.clear() });
   }
 
   /** The connection, for tests and diagnostics (pragmas, a look at the tables). Not for writes. */
@@ -176,10 +178,15 @@ export class SqliteStore implements Store {
   // -------------------------------------------------------------------------------------------
 
   taskStarted(runId: string, taskId: string, attempt: number, route: string, at: number): void {
-    this.writes.batched('record task start', () => {
-      this.st.taskStart.run(runId, taskId, attempt, at);
-      this.st.attemptStart.run(runId, taskId, attempt, route, at);
-    });
+    const write = new StartWrite(this.st, this.counters, runId, taskId, attempt, route, at);
+    // Known before it is added: adding a write may commit the batch (a full one), which forgets it.
+    this.starts.add(write);
+    try {
+      this.writes.add(write);
+    } catch (error) {
+      this.starts.forget(runId, taskId);
+      throw error;
+    }
   }
 
   taskCompleted(
@@ -194,9 +201,13 @@ export class SqliteStore implements Store {
     at: number,
   ): void {
     const usageJson = toJson(usage);
+    const start = this.starts.take(runId, taskId, attempt);
+    // Its start is still pending in this batch, and nothing else for the task since: one write (sqliteStarts.ts).
+    if (start !== undefined) return start.complete(output, usageJson, costUsd, requests, retries, at, this.counters.place());
+    const place = this.counters.place();
     this.writes.batched('record task completion', () => {
       // Counted once per task: a completion journaled again (a replayed batch) does not count twice.
-      if (this.st.taskStatus.get(runId, taskId) !== 'completed') this.counters.add(runId, 1, 0, at);
+      if (this.st.taskStatus.get(runId, taskId) !== 'completed') this.counters.add(runId, 1, 0, at, place);
       this.st.taskComplete.run(runId, taskId, attempt, output, usageJson, costUsd, requests, retries, at);
       this.st.attemptComplete.run(runId, taskId, attempt, at, at, requests, usageJson, costUsd);
     });
@@ -204,6 +215,7 @@ export class SqliteStore implements Store {
 
   taskFailed(runId: string, taskId: string, attempt: number, error: unknown, final: boolean, at: number): void {
     const errorJson = toJson(error);
+    this.starts.forget(runId, taskId);
     const body = () => {
       this.st.taskFail.run(runId, taskId, final ? 'failed' : 'queued', attempt, errorJson, at);
       this.st.attemptFail.run(runId, taskId, attempt, at, at);
@@ -213,6 +225,7 @@ export class SqliteStore implements Store {
   }
 
   taskFinal(runId: string, taskId: string, status: 'skipped' | 'cancelled', reason: string, at: number): void {
+    this.starts.forget(runId, taskId);
     this.writes.batched(`record task ${status}`, () => {
       this.st.taskFinal.run(runId, taskId, status, reason, at);
       this.st.attemptCancelOpen.run(at, runId, taskId);
@@ -237,12 +250,14 @@ export class SqliteStore implements Store {
   setTaskExtra(runId: string, taskId: string, extra: unknown): void {
     const json = toJson(extra);
     const at = this.now();
+    this.starts.forget(runId, taskId);
     this.writes.batched('set task extra', () => {
       this.st.taskExtra.run(runId, taskId, json, at);
     });
   }
 
   attemptEnded(runId: string, taskId: string, attempt: number, status: 'completed' | 'failed' | 'cancelled', at: number): void {
+    this.starts.forget(runId, taskId);
     this.writes.batched('end attempt', () => {
       this.st.attemptEnd.run(at, status, runId, taskId, attempt);
     });
@@ -300,9 +315,11 @@ export class SqliteStore implements Store {
 
   recordSpend(runId: string, taskId: string, model: string, usd: number): void {
     const at = this.now();
+    this.starts.forget(runId, taskId);
+    const place = this.counters.place();
     this.writes.batched('record spend', () => {
       this.st.spend.run(runId, taskId, model, usd);
-      this.counters.add(runId, 0, usd, at);
+      this.counters.add(runId, 0, usd, at, place);
     });
   }
 

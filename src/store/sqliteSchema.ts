@@ -125,6 +125,14 @@ export function prepare(db: SqlDatabase) {
          output = excluded.output, error_json = NULL, usage_json = excluded.usage_json, cost_usd = excluded.cost_usd,
          requests = excluded.requests, retries = excluded.retries, updated_at = excluded.updated_at`,
     ),
+    /** A start and its completion in one batch (sqliteStarts.ts): the row taskStart then taskComplete leave. */
+    taskStartComplete: p(
+      `INSERT INTO tasks (run_id, task_id, status, attempts, output, usage_json, cost_usd, requests, retries, updated_at)
+       VALUES (?, ?, 'completed', ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (run_id, task_id) DO UPDATE SET status = 'completed', attempts = excluded.attempts,
+         output = excluded.output, error_json = NULL, usage_json = excluded.usage_json, cost_usd = excluded.cost_usd,
+         requests = excluded.requests, retries = excluded.retries, updated_at = excluded.updated_at`,
+    ),
     taskFail: p(
       `INSERT INTO tasks (run_id, task_id, status, attempts, error_json, updated_at) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (run_id, task_id) DO UPDATE SET status = excluded.status, attempts = max(attempts, excluded.attempts),
@@ -155,6 +163,14 @@ export function prepare(db: SqlDatabase) {
        VALUES (?, ?, ?, '', ?, ?, 'completed', ?, ?, ?)
        ON CONFLICT (run_id, task_id, attempt) DO UPDATE SET ended_at = excluded.ended_at, status = 'completed',
          requests = excluded.requests, usage_json = excluded.usage_json, cost_usd = excluded.cost_usd`,
+    ),
+    /** The row attemptStart then attemptComplete leave. */
+    attemptStartComplete: p(
+      `INSERT INTO attempts (run_id, task_id, attempt, route, started_at, ended_at, status, requests, usage_json, cost_usd)
+       VALUES (?, ?, ?, ?, ?, ?, 'completed', ?, ?, ?)
+       ON CONFLICT (run_id, task_id, attempt) DO UPDATE SET route = excluded.route, started_at = excluded.started_at,
+         ended_at = excluded.ended_at, status = 'completed', requests = excluded.requests, usage_json = excluded.usage_json,
+         cost_usd = excluded.cost_usd`,
     ),
     attemptEnd: p(`UPDATE attempts SET ended_at = ?, status = ? WHERE run_id = ? AND task_id = ? AND attempt = ?`),
     attemptFail: p(

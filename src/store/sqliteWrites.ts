@@ -42,11 +42,13 @@ export interface WriteOptions {
   onError: ((error: StoreError) => void) | undefined;
   /** The run counters the batch's writes changed: written after them, in the same transaction. */
   counters?: { apply(): void; reset(): void };
+  /** The batch's writes were run (then committed) or dropped: what was pending is no longer. */
+  onBatchEnd?: () => void;
 }
 
 export class SqliteWrites {
   /** Batched writes not yet run: each runs, in order, inside the next write transaction. */
-  private pending: Array<{ doing: string; body: () => void }> = [];
+  private pending: Array<{ doing: string; body(): void }> = [];
   /** The commit armed by the first write of a batch. */
   private timer: NodeJS.Immediate | null = null;
   /** The next try of a commit that found the write lock held by another process. */
@@ -63,6 +65,7 @@ export class SqliteWrites {
   private readonly busyLimitMs: number;
   private readonly onError: ((error: StoreError) => void) | undefined;
   private readonly counters: WriteOptions['counters'];
+  private readonly onBatchEnd: (() => void) | undefined;
 
   constructor(
     private readonly db: SqlDatabase,
@@ -74,6 +77,7 @@ export class SqliteWrites {
     this.busyLimitMs = options.busyLimitMs;
     this.onError = options.onError;
     this.counters = options.counters;
+    this.onBatchEnd = options.onBatchEnd;
   }
 
   flush(): void {
@@ -97,8 +101,13 @@ export class SqliteWrites {
 
   /** A batched write: kept in order and run with the batch, in one short transaction. */
   batched(doing: string, body: () => void): void {
+    this.add({ doing, body });
+  }
+
+  /** A batched write as an object of its own (its `body` called as its method). */
+  add(write: { doing: string; body(): void }): void {
     this.usable();
-    this.pending.push({ doing, body });
+    this.pending.push(write);
     if (this.timer === null && this.retry === null) this.timer = setImmediate(this.autoCommit);
     else if (this.pending.length >= BATCH_MAX_WRITES && this.retry === null && !this.fullWaits) this.commitFull();
   }
@@ -130,6 +139,7 @@ export class SqliteWrites {
         write.body();
       }
       this.pending = [];
+      this.onBatchEnd?.();
       step = 'record run counters';
       this.counters?.apply();
       step = doing ?? 'commit';
@@ -230,6 +240,7 @@ export class SqliteWrites {
   private poison(error: unknown, doing: string, waited: boolean): StoreError {
     this.clearTimers();
     this.pending = [];
+    this.onBatchEnd?.();
     this.counters?.reset();
     if (this.db.inTransaction) this.rollbackQuietly();
     if (this.failed !== null) return this.failed;
