@@ -29,12 +29,9 @@ import type { LeaseOutcome, RateLimitHint, Usage } from './protocol.js';
  * the book as it is.
  */
 export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): KeyBook {
-  const index = book.leases.findIndex((l) => l.leaseId === leaseId);
-  if (index < 0) return book;
-  const lease = book.leases[index]!;
-  const leases = book.leases.slice();
-  leases.splice(index, 1);
-  let next: KeyBook = { ...book, leases, leasesOut: book.leasesOut - 1 };
+  const lease = book.leases.get(leaseId);
+  if (lease === undefined) return book;
+  let next: KeyBook = { ...book, leases: book.leases.without(leaseId), leasesOut: book.leasesOut - 1 };
   switch (outcome.kind) {
     case 'ok':
       next = settle(next, lease, charged(outcome.usage), outcome.usage.outputTokens);
