@@ -694,3 +694,27 @@ describe('keyMachine: properties', () => {
     );
   });
 });
+
+describe('keyLimits: a key holding thousands of leases', () => {
+  it('grants, finds and releases a lease without reading the others it holds', () => {
+    let book = newBook({}, 0);
+    for (let i = 0; i < 3_000; i++) book = grant(book, `k1#${i}`, request());
+    // Every read of the leases collection itself is counted (a copy or a scan reads thousands).
+    let reads = 0;
+    const counted = new Proxy(book.leases, {
+      get(target, prop, receiver) {
+        reads++;
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    book = { ...book, leases: counted };
+    const granted = grant(book, 'k1#3000', request());
+    const again = grant(book, 'k1#7', request()); // already out: counted once
+    const released = release(book, 'k1#5', { kind: 'ok', usage: usage(10, 10) });
+    const unknown = release(book, 'k1#nope', { kind: 'ok', usage: usage(10, 10) });
+    expect(reads).toBeLessThanOrEqual(20);
+    expect([granted.leasesOut, again.leasesOut, released.leasesOut]).toEqual([3_001, 3_000, 2_999]);
+    expect(again).toBe(book);
+    expect(unknown).toBe(book);
+  });
+});
