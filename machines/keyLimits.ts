@@ -315,6 +315,8 @@ export function grant(book: KeyBook, leaseId: string, request: LeaseRequest): Ke
  */
 export function grantLeavesRoom(book: KeyBook, leaseId: string, request: LeaseRequest): boolean {
   if (holds(book, leaseId)) return canGrant(book);
+  // Nothing paced: only probation and a pause bound the key, and a grant proves nothing.
+  if (unpaced(book)) return book.proven && book.pausedUntil <= book.at;
   const after: KeyBook = {
     ...book,
     requests: debit(book, 'requests', 1, 1),
@@ -327,7 +329,8 @@ export function grantLeavesRoom(book: KeyBook, leaseId: string, request: LeaseRe
 
 function debit(book: KeyBook, lane: Lane, amount: number, want: number): LaneBook {
   const state = book[lane];
-  return rateOf(book, lane) === undefined ? { ...state, want } : { ...state, level: state.level - amount, want };
+  if (rateOf(book, lane) !== undefined) return { ...state, level: state.level - amount, want };
+  return state.want === want ? state : { ...state, want }; // an unpaced lane of the same size: no copy
 }
 /** Whether `leaseId` is out on this key. */
 export function holds(book: KeyBook, leaseId: string): boolean {
