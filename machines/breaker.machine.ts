@@ -152,6 +152,21 @@ export const breakerMachine = setup({
   actions: {
     /** Tell the public event stream what happened; src replaces this no-op. */
     report: (_, _event: RunEvent) => {},
+    /**
+     * Closed: the request goes at once, its own message passed on or BREAKER.ADMITTED. Read off
+     * the event, with no waiter built and no action list: every call of the route takes this path.
+     */
+    passOn: sendTo(
+      ({ event }) => {
+        const admit = event as Extract<BreakerEvent, { type: 'BREAKER.ADMIT' }>;
+        return admit.then ? admit.then.to : admit.replyTo;
+      },
+      ({ event }) => {
+        const admit = event as Extract<BreakerEvent, { type: 'BREAKER.ADMIT' }>;
+        const admitted: BreakerReply = { type: 'BREAKER.ADMITTED', requestId: admit.requestId, probe: false };
+        return admit.then ? admit.then.event : admitted;
+      },
+    ),
     /** Let one request through. */
     admit: enqueueActions(({ enqueue }, params: { waiter: BreakerWaiter; probe: boolean }) => {
       const { to, event } = letThrough(params.waiter, params.probe);
@@ -227,9 +242,7 @@ export const breakerMachine = setup({
   states: {
     closed: {
       on: {
-        'BREAKER.ADMIT': {
-          actions: { type: 'admit', params: ({ event }) => ({ waiter: toWaiter(event), probe: false }) },
-        },
+        'BREAKER.ADMIT': { actions: 'passOn' },
         'BREAKER.PEEK': { actions: { type: 'tell', params: ({ event }) => ({ replyTo: event.replyTo, reply: status(event, false) }) } },
         'BREAKER.REPORT': [
           { guard: 'successResets', actions: 'resetFailures' },

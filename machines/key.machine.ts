@@ -9,11 +9,22 @@
  *     └── 401/403 ──▶ revoked (final)
  *
  * The key never decides by itself to take work: the pool sends `KEY.GRANT` only while the key
- * said `ready`. Because a `KEY.STATE` may be stale by the time the grant arrives, the key answers
- * every grant with `KEY.GRANTED` or `KEY.REJECTED`, and the pool tells the agent only after that.
+ * said `ready`, and at most `room` of them (the requests of the likely size the key can take one
+ * after another) before it hears from the key again. The key answers a grant it accepts to the
+ * agent itself (`LEASE.GRANTED` to the request's `replyTo`) and one it refuses to the pool
+ * (`KEY.REJECTED`: its `ready` went stale; the request goes back to its place in the queue).
+ *
+ * What the key tells the pool, and when: its state when it changes (`KEY.STATE`, with `room` when
+ * ready, `until` in backoff), again when the pool has used the room it was last told while the key
+ * is still ready, and after a refusal or a release the pool knows nothing about. A grant or a
+ * release that leaves the key where it was tells the pool nothing: on the path every task takes,
+ * a key with room costs KEY.GRANT and KEY.RELEASE and nothing else. `credit` is the key's count of
+ * the grants the pool may still send on what it was told: the pool's own count is never lower
+ * once their messages have crossed, so the key never waits for grants the pool will not send.
  * The key's context holds its id and counts, never its secret.
  */
-import { assign, enqueueActions, sendParent, setup, stateIn } from 'xstate';
+import { assign, enqueueActions, sendParent, sendTo, setup, stateIn } from 'xstate';
+import type { AnyActorRef } from 'xstate';
 import { clampDelay, nowOf } from './clock.js';
 import {
   advance,
@@ -26,6 +37,7 @@ import {
   msUntilCapacity,
   newBook,
   rateOf,
+  roomOf,
   rateSourceOf,
   waitsForRelease,
   unpaced,
@@ -33,7 +45,7 @@ import {
   type RateSource,
 } from './keyLimits.js';
 import { release } from './keyRelease.js';
-import type { KeyLimits, KeyState, LeaseOutcome, LeaseRequest, RunEvent } from './protocol.js';
+import type { KeyLimits, KeyState, LeaseOutcome, LeaseReply, LeaseRequest, RunEvent } from './protocol.js';
 
 /** What the key is spawned with. */
 export interface KeyInput {
@@ -43,21 +55,19 @@ export interface KeyInput {
   probation?: boolean;
 }
 
-/** What the pool sends its keys. */
+/** What the pool sends its keys. `replyTo`: the agent that asked, told `LEASE.GRANTED` by the key. */
 export type KeyEvent =
-  | { type: 'KEY.GRANT'; leaseId: string; request: LeaseRequest }
+  | { type: 'KEY.GRANT'; leaseId: string; request: LeaseRequest; replyTo: AnyActorRef }
   | { type: 'KEY.RELEASE'; leaseId: string; outcome: LeaseOutcome };
 
-/**
- * What a key sends its parent. `KEY.STATE` follows every event the key handles (duplicates are
- * normal); `KEY.GRANTED` / `KEY.REJECTED` answer each `KEY.GRANT`, before that `KEY.STATE`. A
- * grant that leaves the key ready says so in its `KEY.GRANTED` (`ready: true`) instead: one
- * message to the pool per grant rather than two, on the path every task takes.
- */
+/** What a key sends its parent (see the header for when). */
 export type KeyReply =
-  /** `until`: in backoff, when it ends (the pool denies requests whose deadline comes first). */
-  | { type: 'KEY.STATE'; keyId: string; state: KeyState; until?: number }
-  | { type: 'KEY.GRANTED'; keyId: string; leaseId: string; ready?: true }
+  /**
+   * `until`: in backoff, when it ends (the pool denies requests whose deadline comes first).
+   * `room`: when ready, how many grants the pool may send before it hears from the key again
+   * (absent: no bound, a key that limits nothing).
+   */
+  | { type: 'KEY.STATE'; keyId: string; state: KeyState; until?: number; room?: number }
   | { type: 'KEY.REJECTED'; keyId: string; leaseId: string; request: LeaseRequest };
 
 export interface KeyContext extends KeyBook {
@@ -66,6 +76,8 @@ export interface KeyContext extends KeyBook {
   state?: KeyState;
   /** The request rate last reported (`key:rate`), rounded; undefined before the first. */
   reportedRate?: { rpm: number | null; source: RateSource };
+  /** Grants the pool may still send on what the key last told it (<= 0: it is owed a KEY.STATE if ready). */
+  credit: number;
 }
 
 /** What a `key:rate` event would say now: the paced request rate, rounded to 0.1 rpm. */
@@ -81,16 +93,40 @@ function rateMoved(before: KeyContext['reportedRate'], now: { rpm: number | null
   return before.rpm !== null && now.rpm !== null && Math.abs(now.rpm - before.rpm) >= 0.1 * before.rpm;
 }
 
-/** The key's state as its pool hears it (with the end of a backoff). */
-function stateReply(context: KeyContext, state: KeyState): KeyReply {
-  return state === 'backoff'
-    ? { type: 'KEY.STATE', keyId: context.keyId, state, until: context.backoffUntil }
-    : { type: 'KEY.STATE', keyId: context.keyId, state };
+/** The key's state as its pool hears it (with the end of a backoff, or the room when ready). */
+function stateReply(context: KeyContext, state: KeyState, room: number): KeyReply {
+  if (state === 'backoff') return { type: 'KEY.STATE', keyId: context.keyId, state, until: context.backoffUntil };
+  if (state === 'ready' && room !== Infinity) return { type: 'KEY.STATE', keyId: context.keyId, state, room };
+  return { type: 'KEY.STATE', keyId: context.keyId, state };
 }
+
+/**
+ * Whether entering `state` is news to the pool: a change, a backoff (its end may have moved), or
+ * ready with the pool's room used up (or taken back by a refusal).
+ */
+const isNews = (context: KeyContext, state: KeyState) =>
+  context.state !== state || state === 'backoff' || (state === 'ready' && context.credit <= 0);
+
+type Grant = Extract<KeyEvent, { type: 'KEY.GRANT' }>;
+
+/**
+ * The grant leaves the key ready. Judged on the book before the clock's sync, which only adds
+ * capacity: a `true` here holds after it too.
+ */
+const keepsReady = (context: KeyContext, event: KeyEvent) =>
+  event.type === 'KEY.GRANT' && fits(context, event.request) && grantLeavesRoom(context, event.leaseId, event.request);
 
 /** The two named effects the actions below enqueue: typed here, since setup cannot infer them. */
 type Effect = { type: 'tellPool'; params: KeyReply } | { type: 'report'; params: RunEvent };
 const enqueueEffect = (enqueue: unknown, effect: Effect) => (enqueue as (action: Effect) => void)(effect);
+
+/** Tells the pool `state` (with the room it may now use), and the run when the state changed. */
+function announceTo(context: KeyContext, enqueue: unknown, state: KeyState): void {
+  const room = state === 'ready' ? roomOf(context) : 0;
+  enqueueEffect(enqueue, { type: 'tellPool', params: stateReply(context, state, room) });
+  (enqueue as { assign: (patch: Partial<KeyContext>) => void }).assign(context.state === state ? { credit: room } : { state, credit: room });
+  if (context.state !== state) enqueueEffect(enqueue, { type: 'report', params: { type: 'key:state', keyId: context.keyId, state } });
+}
 
 /**
  * The API-key actor. Spawn it from a pool with input `{ keyId, limits }`.
@@ -114,40 +150,38 @@ export const keyMachine = setup({
      * book do it first themselves: one assign per event, since each one copies the context.
      */
     sync: assign(({ context, self }) => advance(context, nowOf(self))),
+    /** Records the grant and spends one of the pool's credit. The book is fresh unless the lease was out already. */
     grant: assign(({ context, event, self }) => {
-      if (event.type !== 'KEY.GRANT') return {};
-      return grant(advance(context, nowOf(self)), event.leaseId, event.request);
+      const { leaseId, request } = event as Grant;
+      const book = grant(advance(context, nowOf(self)), leaseId, request);
+      const credit = context.credit - 1;
+      return book === context ? { credit } : Object.assign(book as KeyContext, { credit });
     }),
-    /** A request larger than the buckets hold now: remember its size, so `ready` waits for it. */
-    awaitSize: assign(({ context, event, self }) => (event.type === 'KEY.GRANT' ? awaiting(advance(context, nowOf(self)), event.request) : {})),
+    /** The key's answer to the agent; the pool hears nothing of a grant it accepts. */
+    tellAgent: sendTo(
+      ({ event }) => (event as Grant).replyTo,
+      ({ context, event }): LeaseReply => ({ type: 'LEASE.GRANTED', requestId: (event as Grant).request.requestId, leaseId: (event as Grant).leaseId, keyId: context.keyId }),
+    ),
+    /**
+     * A request larger than the buckets hold now: remember its size, so `ready` waits for it. The
+     * pool stops sending on hearing the refusal, so its credit is gone too.
+     */
+    awaitSize: assign(({ context, event, self }) => ({ ...awaiting(advance(context, nowOf(self)), (event as Grant).request), credit: 0 })),
     release: assign(({ context, event, self }) => {
       if (event.type !== 'KEY.RELEASE') return {};
       return release(advance(context, nowOf(self)), event.leaseId, event.outcome);
     }),
-    /** Accepts the grant; `ready`: the key stays ready, and the reply stands for its KEY.STATE. */
-    confirm: enqueueActions(({ context, event, enqueue }, params?: { ready: true }) => {
-      if (event.type !== 'KEY.GRANT') return;
-      const reply: KeyReply = params?.ready ? { type: 'KEY.GRANTED', keyId: context.keyId, leaseId: event.leaseId, ready: true } : { type: 'KEY.GRANTED', keyId: context.keyId, leaseId: event.leaseId };
-      enqueueEffect(enqueue, { type: 'tellPool', params: reply });
-    }),
     reject: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== 'KEY.GRANT') return;
-      const { leaseId, request } = event;
+      const { leaseId, request } = event as Grant;
       enqueueEffect(enqueue, { type: 'tellPool', params: { type: 'KEY.REJECTED', keyId: context.keyId, leaseId, request } });
     }),
-    /** Entering a state: tell the pool (always) and the run (when it changed). */
+    /** Entering a state: tell the pool when it is news to it, and the run when it changed. */
     enter: enqueueActions(({ context, enqueue }, params: { state: KeyState }) => {
-      const { keyId } = context;
-      const { state } = params;
-      enqueueEffect(enqueue, { type: 'tellPool', params: stateReply(context, state) });
-      if (context.state !== state) {
-        enqueue.assign({ state });
-        enqueueEffect(enqueue, { type: 'report', params: { type: 'key:state', keyId, state } });
-      }
+      if (isNews(context, params.state)) announceTo(context, enqueue, params.state);
     }),
-    /** Staying in a state after an event: the pool still hears where the key is. */
+    /** Tells the pool where the key is now (and the room it may use), news or not. */
     announce: enqueueActions(({ context, enqueue }) => {
-      if (context.state !== undefined) enqueueEffect(enqueue, { type: 'tellPool', params: stateReply(context, context.state) });
+      if (context.state !== undefined) announceTo(context, enqueue, context.state);
     }),
     /** The paced request rate changed (stated at start, learned from headers, cut or raised): the run hears it. */
     noteRate: enqueueActions(({ context, enqueue }) => {
@@ -167,19 +201,17 @@ export const keyMachine = setup({
   guards: {
     hasCapacity: ({ context }) => canGrant(context),
     fitsRequest: ({ context, event }) => event.type === 'KEY.GRANT' && fits(context, event.request),
+    /** The grant leaves the key ready: it stays in `ready` without the round trip through `deciding`, the common case. */
+    grantKeepsReady: ({ context, event }) => keepsReady(context, event),
+    /** As `grantKeepsReady`, and the pool has credit left after this grant: it needs to hear nothing. */
+    grantKeepsReadyQuietly: ({ context, event }) => context.credit > 1 && keepsReady(context, event),
     /**
-     * The grant leaves the key ready: it stays in `ready` (and says so) without the round trip
-     * through `deciding`, the common case of a key with room. Judged on the book before the
-     * clock's sync, which only adds capacity: a `true` here holds after it too.
+     * The same for a release in `ready`, judged without settling it: for a key that paces
+     * nothing, a release without rate-limit headers only frees a slot (no rate, pause or backoff
+     * moves). The other outcomes were taken by the transitions before this one.
      */
-    grantKeepsReady: ({ context, event }) =>
-      event.type === 'KEY.GRANT' && fits(context, event.request) && grantLeavesRoom(context, event.leaseId, event.request),
-    /** The same for a release in `ready`, for a key that paces nothing (where the clock changes nothing). */
-    releaseKeepsReady: ({ context, event }) => {
-      if (event.type !== 'KEY.RELEASE' || context.state !== 'ready' || !unpaced(context)) return false;
-      const after = release(context, event.leaseId, event.outcome);
-      return after.backoffUntil <= after.at && canGrant(after);
-    },
+    releaseKeepsReady: ({ context, event }) =>
+      event.type === 'KEY.RELEASE' && context.state === 'ready' && unpaced(context) && (event.outcome as { rateLimit?: unknown }).rateLimit === undefined,
     waitsForRelease: ({ context }) => waitsForRelease(context),
     unknownLease: ({ context, event }) => event.type === 'KEY.RELEASE' && !holds(context, event.leaseId),
     authFailed: ({ event }) => event.type === 'KEY.RELEASE' && event.outcome.kind === 'auth',
@@ -196,7 +228,7 @@ export const keyMachine = setup({
   },
 }).createMachine({
   id: 'key',
-  context: ({ input, self }) => ({ keyId: input.keyId, ...newBook(input.limits, nowOf(self), input.probation) }),
+  context: ({ input, self }) => ({ keyId: input.keyId, ...newBook(input.limits, nowOf(self), input.probation), credit: 0 }),
   initial: 'deciding',
   entry: 'noteRate',
   on: {
@@ -206,8 +238,10 @@ export const keyMachine = setup({
       { guard: 'authFailed', target: '.revoked', actions: 'release' },
       // Re-entering backoff restarts its timer from the (never earlier) new backoffUntil.
       { guard: 'rateLimited', target: '.backoff', actions: ['release', 'noteRate', 'reportBackoff'] },
-      { guard: 'inBackoff', actions: ['release', 'noteRate', 'announce'] },
-      { guard: 'releaseKeepsReady', actions: ['release', 'noteRate', 'announce'] },
+      // The pool knows the key backs off, and a release does not move its end: nothing to tell.
+      { guard: 'inBackoff', actions: ['release', 'noteRate'] },
+      // Unpaced and no headers: the rate cannot have moved either.
+      { guard: 'releaseKeepsReady', actions: 'release' },
       { target: '.deciding', actions: ['release', 'noteRate'] },
     ],
   },
@@ -226,8 +260,10 @@ export const keyMachine = setup({
       entry: { type: 'enter', params: { state: 'ready' } },
       on: {
         'KEY.GRANT': [
-          { guard: 'grantKeepsReady', actions: ['grant', { type: 'confirm', params: { ready: true } }] },
-          { guard: 'fitsRequest', target: 'deciding', actions: ['grant', 'confirm'] },
+          { guard: 'grantKeepsReadyQuietly', actions: ['grant', 'tellAgent'] },
+          // The pool's last credit: it hears the room the key has now.
+          { guard: 'grantKeepsReady', actions: ['grant', 'tellAgent', 'announce'] },
+          { guard: 'fitsRequest', target: 'deciding', actions: ['grant', 'tellAgent'] },
           // Bigger than the buckets hold now: refused, and the key waits until it fits.
           { target: 'deciding', actions: ['awaitSize', 'reject'] },
         ],
@@ -236,7 +272,8 @@ export const keyMachine = setup({
     saturated: {
       entry: { type: 'enter', params: { state: 'saturated' } },
       on: {
-        'KEY.GRANT': { actions: ['reject', 'announce'] },
+        // A grant sent before the pool heard the key fill up: the state it will hear is this one.
+        'KEY.GRANT': { actions: 'reject' },
       },
       initial: 'untilRefill',
       states: {
@@ -251,7 +288,7 @@ export const keyMachine = setup({
     backoff: {
       entry: { type: 'enter', params: { state: 'backoff' } },
       on: {
-        'KEY.GRANT': { actions: ['reject', 'announce'] },
+        'KEY.GRANT': { actions: 'reject' },
       },
       after: { backoffEnds: { target: 'deciding', actions: 'sync' } },
     },

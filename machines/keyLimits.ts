@@ -19,8 +19,10 @@
  *
  * Every function takes the time explicitly, so the machine stays replayable and the tests need no
  * clock. The book is immutable (each event returns a new one) so `@xstate/graph` can walk the key
- * machine from shared snapshots; its only array is the leases out, bounded by the key's own limits.
+ * machine from shared snapshots; the leases out are a LeaseTable, which a grant or a release
+ * changes at a cost that does not grow with the leases out.
  */
+import { LeaseTable } from './leaseTable.js';
 import type { KeyLimits, LeaseRequest } from './protocol.js';
 
 /** Rates are per minute; buckets refill per ms. */
@@ -107,8 +109,8 @@ export interface KeyBook {
   backoffUntil: number;
   /** Consecutive 429s, for the doubling backoff; a success resets it. */
   strikes: number;
-  /** Leases out, in grant order: a short array (at most the leases out), cheap to copy. */
-  leases: readonly LeaseRecord[];
+  /** Leases out, by lease id (`leasesOut` of them). */
+  leases: LeaseTable<LeaseRecord>;
   leasesOut: number;
   /**
    * Whether the server has accepted this key yet (a success or a 429 proves it authenticates).
@@ -135,7 +137,7 @@ export function newBook(limits: KeyLimits, now: number, probation = false): KeyB
     pausedUntil: now,
     backoffUntil: now,
     strikes: 0,
-    leases: [],
+    leases: LeaseTable.empty(),
     leasesOut: 0,
     proven: !probation,
   };
@@ -301,7 +303,7 @@ export function grant(book: KeyBook, leaseId: string, request: LeaseRequest): Ke
     output: debit(book, 'output', record.outputTokens, record.outputTokens),
     sendRate: book.sendRate * Math.exp(-elapsed / SEND_RATE_TAU_MS) + 1 / SEND_RATE_TAU_MS,
     sendRateAt: book.at,
-    leases: [...book.leases, record],
+    leases: book.leases.with(record),
     leasesOut: book.leasesOut + 1,
   };
 }
@@ -313,6 +315,8 @@ export function grant(book: KeyBook, leaseId: string, request: LeaseRequest): Ke
  */
 export function grantLeavesRoom(book: KeyBook, leaseId: string, request: LeaseRequest): boolean {
   if (holds(book, leaseId)) return canGrant(book);
+  // Nothing paced: only probation and a pause bound the key, and a grant proves nothing.
+  if (unpaced(book)) return book.proven && book.pausedUntil <= book.at;
   const after: KeyBook = {
     ...book,
     requests: debit(book, 'requests', 1, 1),
@@ -325,9 +329,31 @@ export function grantLeavesRoom(book: KeyBook, leaseId: string, request: LeaseRe
 
 function debit(book: KeyBook, lane: Lane, amount: number, want: number): LaneBook {
   const state = book[lane];
-  return rateOf(book, lane) === undefined ? { ...state, want } : { ...state, level: state.level - amount, want };
+  if (rateOf(book, lane) !== undefined) return { ...state, level: state.level - amount, want };
+  return state.want === want ? state : { ...state, want }; // an unpaced lane of the same size: no copy
 }
 /** Whether `leaseId` is out on this key. */
 export function holds(book: KeyBook, leaseId: string): boolean {
-  return book.leases.some((l) => l.leaseId === leaseId);
+  return book.leases.has(leaseId);
+}
+
+/**
+ * How many requests of the likely size (`want`) the key can grant one after another at
+ * `book.at`: what the pool may send before it hears from the key again. 0 unless `canGrant`,
+ * at least 1 when it can (rounding never makes a ready key look full); Infinity when nothing
+ * bounds it.
+ */
+export function roomOf(book: KeyBook): number {
+  if (!canGrant(book)) return 0;
+  if (!book.proven) return 1;
+  const { concurrency } = book.limits;
+  let room = concurrency === undefined ? Infinity : concurrency - book.leasesOut;
+  for (const lane of LANES) {
+    if (rateOf(book, lane) === undefined) continue;
+    const amount = Math.max(book[lane].want, lane === 'requests' ? 1 : 0);
+    if (amount <= 0) continue;
+    // The k-th grant (from 0) fits while level - k * amount still holds what one needs.
+    room = Math.min(room, Math.floor((book[lane].level - needOf(book, lane, book[lane].want)) / amount) + 1);
+  }
+  return Math.max(1, room);
 }

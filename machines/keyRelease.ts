@@ -29,16 +29,14 @@ import type { LeaseOutcome, RateLimitHint, Usage } from './protocol.js';
  * the book as it is.
  */
 export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): KeyBook {
-  const index = book.leases.findIndex((l) => l.leaseId === leaseId);
-  if (index < 0) return book;
-  const lease = book.leases[index]!;
-  const leases = book.leases.slice();
-  leases.splice(index, 1);
-  let next: KeyBook = { ...book, leases, leasesOut: book.leasesOut - 1 };
+  const lease = book.leases.get(leaseId);
+  if (lease === undefined) return book;
+  let next: KeyBook = { ...book, leases: book.leases.without(leaseId), leasesOut: book.leasesOut - 1 };
   switch (outcome.kind) {
     case 'ok':
       next = settle(next, lease, charged(outcome.usage), outcome.usage.outputTokens);
-      next = { ...learn(next, outcome.rateLimit), strikes: 0, proven: true };
+      next = learn(next, outcome.rateLimit);
+      if (next.strikes !== 0 || !next.proven) next = { ...next, strikes: 0, proven: true };
       if (outcome.sentAt !== undefined && outcome.sentAt > lease.grantedAt) next = sentLate(next, lease.grantedAt, outcome.sentAt);
       if (lease.grantedAt > next.cutAt) next = raise(next);
       break;
@@ -148,11 +146,10 @@ function refund(book: KeyBook, lane: Lane, lease: LeaseRecord, amount: number, s
 
 /** Settles the token estimates of a lease to what the server charged (output: it held max_tokens too). */
 function settle(book: KeyBook, lease: LeaseRecord, actualInput: number, actualOutput: number, outputSymmetric = true): KeyBook {
-  return {
-    ...book,
-    input: refund(book, 'input', lease, lease.inputTokens - actualInput),
-    output: refund(book, 'output', lease, lease.outputTokens - actualOutput, outputSymmetric),
-  };
+  const input = refund(book, 'input', lease, lease.inputTokens - actualInput);
+  const output = refund(book, 'output', lease, lease.outputTokens - actualOutput, outputSymmetric);
+  // Unpaced token lanes refund nothing: the same book, not one more copy per release.
+  return input === book.input && output === book.output ? book : { ...book, input, output };
 }
 
 /**

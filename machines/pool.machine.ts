@@ -1,18 +1,20 @@
 /**
  * One actor per provider: the only door agents knock on for an API key (systemId `pool:<provider>`).
  *
- *   agent ──LEASE.REQUEST──▶ pool ──KEY.GRANT──▶ key ──KEY.GRANTED──▶ pool ──LEASE.GRANTED──▶ agent
+ *   agent ──LEASE.REQUEST──▶ pool ──KEY.GRANT──▶ key ──LEASE.GRANTED──▶ agent
+ *   agent ──LEASE.RELEASE──▶ pool ──KEY.RELEASE──▶ key
  *
- * Requests wait in a priority queue (higher priority first, then arrival order); whenever a key
- * says it is ready, the request at the head goes to it. Nobody polls: keys announce their state
- * after every event and when their capacity refills (a grant that leaves its key ready says so in
- * its KEY.GRANTED, one message instead of two). The agent hears `LEASE.GRANTED` only after
- * the key accepted: a key whose announced `ready` went stale answers `KEY.REJECTED`, and the
- * request goes back to its place in the queue. When every key is revoked, the pool denies.
+ * Requests wait in a priority queue (higher priority first, then arrival order); while a key
+ * said it is ready, the request at the head goes to it, at most the `room` the key gave with its
+ * `ready` before it speaks again (the keys with room take turns). Nobody polls: a key tells the
+ * pool when its state changes, when the pool has used that room, and when it refuses a grant
+ * (its `ready` went stale: `KEY.REJECTED`, and the request goes back to its place in the queue).
+ * The key answers an accepted grant to the agent itself, so the agent hears `LEASE.GRANTED` only
+ * once the key took it, and a task on a key with room costs the pool no message from the key.
+ * When every key is revoked, the pool denies.
  *
  * The bookkeeping (heap, maps, ready set) is one mutable object created with the actor and never
- * copied: each event costs O(log n) at 10,000 queued requests. Sends to a key stop while its
- * `ready` is unconfirmed, so one dispatch pass never over-grants a key.
+ * copied: each event costs O(log n) at 10,000 queued requests.
  */
 import { enqueueActions, setup } from 'xstate';
 import type { AnyActorRef, EventObject } from 'xstate';
@@ -33,11 +35,11 @@ interface Ticket {
   replyTo: AnyActorRef;
   /** Arrival order: FIFO among equal priorities, and a rejected request's place in the queue. */
   seq: number;
-  /** queued: in the heap. granting: KEY.GRANT sent, no answer yet. granted: the agent holds it. */
-  phase: 'queued' | 'granting' | 'granted';
+  /** queued: in the heap. granted: KEY.GRANT sent (the key answers the agent, or refuses to the pool). */
+  phase: 'queued' | 'granted';
   leaseId?: string;
   keyId?: string;
-  /** Cancelled while queued (a stale heap entry) or while granting (release it if accepted). */
+  /** Cancelled while queued: a stale heap entry. */
   cancelled: boolean;
 }
 
@@ -48,6 +50,8 @@ interface KeySlot {
   closed: boolean;
   /** In backoff: when it ends (the server's Retry-After). */
   until?: number;
+  /** Grants it may still be sent before it speaks again (while ready; Infinity: no bound). */
+  room: number;
 }
 
 /** The pool's bookkeeping: mutable on purpose, created once per actor, never copied. */
@@ -58,7 +62,7 @@ export interface PoolBook {
   byRequest: Map<string, Ticket>;
   byLease: Map<string, Ticket>;
   keys: Map<string, KeySlot>;
-  /** Keys whose last word was `ready` and that were sent nothing since, longest-idle first. */
+  /** Keys whose last word was `ready` with room left, the longest since their last grant first. */
   ready: Set<string>;
   revoked: number;
   arrivals: number;
@@ -85,7 +89,7 @@ function newBook(input: PoolInput): PoolBook {
     waiting: 0,
     byRequest: new Map(),
     byLease: new Map(),
-    keys: new Map(input.keys.map((k) => [k.keyId, { state: 'starting', closed: false }])),
+    keys: new Map(input.keys.map((k) => [k.keyId, { state: 'starting', closed: false, room: 0 }])),
     ready: new Set(),
     revoked: 0,
     arrivals: 0,
@@ -109,19 +113,26 @@ function popTicket(book: PoolBook): Ticket | undefined {
   return undefined;
 }
 
-/** Hands the best waiting requests to ready keys, one per key until that key speaks again. */
+/** Hands the best waiting requests to ready keys, in turns, each within the room it gave. */
 function dispatch(book: PoolBook, out: Send[]): void {
   while (book.waiting > 0 && book.ready.size > 0) {
     const keyId = book.ready.values().next().value as string;
     const ticket = popTicket(book)!;
     book.ready.delete(keyId);
+    if (--book.keys.get(keyId)!.room > 0) book.ready.add(keyId); // to the back of the turn
     const leaseId = `${keyId}#${++book.leases}`;
-    ticket.phase = 'granting';
+    ticket.phase = 'granted';
     ticket.leaseId = leaseId;
     ticket.keyId = keyId;
     book.byLease.set(leaseId, ticket);
-    out.push({ to: keyActorId(keyId), event: { type: 'KEY.GRANT', leaseId, request: ticket.request } });
+    out.push({ to: keyActorId(keyId), event: { type: 'KEY.GRANT', leaseId, request: ticket.request, replyTo: ticket.replyTo } });
   }
+}
+
+/** The pool sends a key nothing more until the key speaks (it will: see key.machine.ts). */
+function holdKey(book: PoolBook, keyId: string): void {
+  book.keys.get(keyId)!.room = 0;
+  book.ready.delete(keyId);
 }
 
 /** Gives a lease back to its key (unless the key is gone) and forgets it. */
@@ -131,8 +142,9 @@ function returnLease(book: PoolBook, ticket: Ticket, outcome: LeaseOutcome, out:
   if (book.byRequest.get(ticket.request.requestId) === ticket) book.byRequest.delete(ticket.request.requestId);
   const slot = book.keys.get(keyId)!;
   if (slot.closed) return;
-  // The key answers with KEY.STATE; until then its `ready` may be stale (a 429 is on its way).
-  book.ready.delete(keyId);
+  // A 429 sends the key into backoff and it says so; until then its `ready` is stale. Other
+  // outcomes only give capacity back (a key that learns less from headers refuses what no longer fits).
+  if (outcome.kind === 'rate_limited' || outcome.kind === 'auth') holdKey(book, keyId);
   if (outcome.kind === 'auth') slot.closed = true;
   out.push({ to: keyActorId(keyId), event: { type: 'KEY.RELEASE', leaseId, outcome } });
 }
@@ -213,10 +225,11 @@ const onCancel: Handler<'LEASE.CANCEL'> = ({ book }, { requestId }, out) => {
   const ticket = book.byRequest.get(requestId);
   if (ticket === undefined) return;
   book.byRequest.delete(requestId);
-  // Granted: the agent went away before using it, so the key gets its slot back.
+  // Sent to its key: the agent went away before using it, so the key gets its slot back (a key
+  // that refused it finds no such lease and says where it is).
   if (ticket.phase === 'granted') return returnLease(book, ticket, { kind: 'unused' }, out);
-  if (ticket.phase === 'queued') book.waiting--;
-  ticket.cancelled = true; // queued: skipped when popped; granting: released once accepted
+  book.waiting--;
+  ticket.cancelled = true; // skipped when popped
 };
 
 const onRelease: Handler<'LEASE.RELEASE'> = ({ book }, { leaseId, outcome }, out) => {
@@ -224,55 +237,38 @@ const onRelease: Handler<'LEASE.RELEASE'> = ({ book }, { leaseId, outcome }, out
   if (ticket?.phase === 'granted') returnLease(book, ticket, outcome, out); // else: twice, or unknown
 };
 
-const onKeyGranted: Handler<'KEY.GRANTED'> = ({ book }, { leaseId }, out) => {
+/** A refusal: the key's room is gone (it speaks again when it has some); the request keeps its place. */
+const onKeyRejected: Handler<'KEY.REJECTED'> = ({ book }, { keyId, leaseId }, out) => {
+  if (book.keys.has(keyId)) holdKey(book, keyId);
   const ticket = book.byLease.get(leaseId);
-  if (ticket?.phase !== 'granting') return;
-  ticket.phase = 'granted';
-  if (ticket.cancelled) return returnLease(book, ticket, { kind: 'unused' }, out);
-  const { requestId } = ticket.request;
-  out.push({ to: ticket.replyTo, event: { type: 'LEASE.GRANTED', requestId, leaseId, keyId: ticket.keyId! } });
-};
-
-/** While serving: a grant that left its key ready is also that key's `KEY.STATE` (ready), heard after the grant. */
-const onKeyGrantedWhenServing: Handler<'KEY.GRANTED'> = (context, event, out) => {
-  onKeyGranted(context, event, out);
-  if (event.ready) onKeyState(context, { type: 'KEY.STATE', keyId: event.keyId, state: 'ready' }, out);
-};
-
-const onKeyRejected: Handler<'KEY.REJECTED'> = ({ book }, { leaseId }, out) => {
-  const ticket = book.byLease.get(leaseId);
-  if (ticket?.phase !== 'granting') return;
+  if (ticket === undefined) return; // cancelled since: its release already went to the key
   book.byLease.delete(leaseId);
-  if (ticket.cancelled) return;
   enqueueTicket(book, ticket); // same seq: back to its place, ahead of later arrivals
   dispatch(book, out);
 };
 
 const onKeyRejectedWhenExhausted: Handler<'KEY.REJECTED'> = (context, { leaseId }, out) => {
   const ticket = context.book.byLease.get(leaseId);
-  if (ticket?.phase !== 'granting') return;
+  if (ticket === undefined) return;
   context.book.byLease.delete(leaseId);
   context.book.byRequest.delete(ticket.request.requestId);
-  if (!ticket.cancelled) deny(context, ticket, out);
+  deny(context, ticket, out);
 };
 
-const onKeyState: Handler<'KEY.STATE'> = (context, { keyId, state, until }, out) => {
+const onKeyState: Handler<'KEY.STATE'> = (context, { keyId, state, until, room }, out) => {
   const { book } = context;
   const slot = book.keys.get(keyId);
   if (slot === undefined || slot.state === 'revoked') return;
   slot.state = state;
   slot.until = state === 'backoff' ? until : undefined;
-  if (state === 'ready' && !slot.closed) book.ready.add(keyId); // keeps its place if already there
+  slot.room = state === 'ready' && !slot.closed ? (room ?? Infinity) : 0;
+  if (slot.room > 0) book.ready.add(keyId); // keeps its place if already there
   else book.ready.delete(keyId);
+  // A key goes final only on the auth release the pool sends it last (it sends a closed key
+  // nothing), so every grant it was sent has been answered by then: nothing to take back.
   if (state === 'revoked') {
     slot.closed = true;
     book.revoked++;
-    // Grants the key never answered (it stopped first) go back to the queue. Rare: O(leases).
-    for (const t of book.byLease.values()) {
-      if (t.keyId !== keyId || t.phase !== 'granting') continue;
-      book.byLease.delete(t.leaseId!);
-      if (!t.cancelled) enqueueTicket(book, t);
-    }
   }
   if (state === 'backoff' || state === 'revoked') denyPastDeadline(context, out);
   dispatch(book, out);
@@ -320,8 +316,6 @@ export const poolMachine = setup({
     refuse: enqueueActions(({ context, event, enqueue }) => run(enqueue, onRequestWhenExhausted, context, event)),
     cancel: enqueueActions(({ context, event, enqueue }) => run(enqueue, onCancel, context, event)),
     release: enqueueActions(({ context, event, enqueue }) => run(enqueue, onRelease, context, event)),
-    confirm: enqueueActions(({ context, event, enqueue }) => run(enqueue, onKeyGranted, context, event)),
-    confirmServing: enqueueActions(({ context, event, enqueue }) => run(enqueue, onKeyGrantedWhenServing, context, event)),
     requeue: enqueueActions(({ context, event, enqueue }) => run(enqueue, onKeyRejected, context, event)),
     denyRejected: enqueueActions(({ context, event, enqueue }) => run(enqueue, onKeyRejectedWhenExhausted, context, event)),
     noteKeyState: enqueueActions(({ context, event, enqueue }) => run(enqueue, onKeyState, context, event)),
@@ -338,15 +332,12 @@ export const poolMachine = setup({
   on: {
     'LEASE.CANCEL': { actions: 'cancel' },
     'LEASE.RELEASE': { actions: 'release' },
-    'KEY.GRANTED': { actions: 'confirm' },
   },
   states: {
     serving: {
       always: { guard: 'everyKeyRevoked', target: 'exhausted' },
       on: {
         'LEASE.REQUEST': { actions: 'admit' },
-        // A KEY.GRANTED with `ready` carries the key's state too (heard here only, as KEY.STATE is).
-        'KEY.GRANTED': { actions: 'confirmServing' },
         'KEY.STATE': { actions: 'noteKeyState' },
         'KEY.REJECTED': { actions: 'requeue' },
       },

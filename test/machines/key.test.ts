@@ -7,7 +7,7 @@ import { keyMachine } from '../../machines/key.machine.js';
 import type { KeyEvent, KeyReply } from '../../machines/key.machine.js';
 import { advance, canGrant, capacityOf, grant, grantLeavesRoom, JITTER_MS, msUntilCapacity, newBook, PACING_SHARE, rateOf } from '../../machines/keyLimits.js';
 import { rateLimitDelay, release } from '../../machines/keyRelease.js';
-import type { KeyLimits, KeyState, LeaseOutcome, LeaseRequest, RunEvent, Usage } from '../../machines/protocol.js';
+import type { KeyLimits, KeyState, LeaseOutcome, LeaseReply, LeaseRequest, RunEvent, Usage } from '../../machines/protocol.js';
 import { advanceClock, pendingTimers } from '../helpers/clock.js';
 
 const request = (inputTokens = 10, outputTokens = 10): LeaseRequest => ({ requestId: 'r', priority: 0, inputTokens, outputTokens });
@@ -18,13 +18,13 @@ const usage = (inputTokens: number, outputTokens: number): Usage => ({ inputToke
 /** A key under a minimal parent that logs what the key tells it, on a SimulatedClock. */
 function harness(limits: KeyLimits, probation?: boolean) {
   const clock = new SimulatedClock();
-  const replies: Array<{ at: number; reply: KeyReply }> = [];
+  const replies: Array<{ at: number; reply: KeyReply | LeaseReply }> = [];
   const reports: Array<RunEvent & { at: number }> = [];
   const key = keyMachine.provide({ actions: { report: (_, e: RunEvent) => void reports.push({ ...e, at: clock.now() }) } });
   const parent = createActor(
     setup({ actors: { key } }).createMachine({
       entry: spawnChild('key', { id: 'key', input: probation === undefined ? { keyId: 'k1', limits } : { keyId: 'k1', limits, probation } }),
-      on: { '*': { actions: ({ event }) => void replies.push({ at: clock.now(), reply: event as KeyReply }) } },
+      on: { '*': { actions: ({ event }) => void replies.push({ at: clock.now(), reply: event as KeyReply | LeaseReply }) } },
     }),
     { clock },
   ).start();
@@ -39,7 +39,7 @@ function harness(limits: KeyLimits, probation?: boolean) {
     reports,
     ref,
     state,
-    grant: (leaseId: string, req = request()) => ref.send({ type: 'KEY.GRANT', leaseId, request: req }),
+    grant: (leaseId: string, req = request()) => ref.send({ type: 'KEY.GRANT', leaseId, request: req, replyTo: parent }),
     release: (leaseId: string, outcome: LeaseOutcome) => ref.send({ type: 'KEY.RELEASE', leaseId, outcome }),
     at: (ms: number) => advanceClock(clock, ms),
     last: () => replies[replies.length - 1]?.reply,
@@ -49,10 +49,11 @@ function harness(limits: KeyLimits, probation?: boolean) {
 
 describe('keyMachine: graph', () => {
   it('reaches ready, saturated (by refill and by release), backoff and revoked by shortest paths', () => {
-    const quiet = keyMachine.provide({ actions: { tellPool: () => {} } });
+    const quiet = keyMachine.provide({ actions: { tellPool: () => {}, tellAgent: () => {} } });
+    const replyTo = createActor(setup({}).createMachine({})); // never told: tellAgent is stubbed
     const ok: LeaseOutcome = { kind: 'ok', usage: usage(10, 10) };
     const events = [
-      ...['a', 'b'].map((leaseId): KeyEvent => ({ type: 'KEY.GRANT', leaseId, request: request() })),
+      ...['a', 'b'].map((leaseId): KeyEvent => ({ type: 'KEY.GRANT', leaseId, request: request(), replyTo })),
       ...['a', 'b'].flatMap((leaseId): KeyEvent[] => [
         { type: 'KEY.RELEASE', leaseId, outcome: ok },
         { type: 'KEY.RELEASE', leaseId, outcome: { kind: 'rate_limited', retryAfterMs: 5_000 } },
@@ -78,7 +79,7 @@ describe('keyMachine: limits', () => {
   it('starts ready and tells its parent so, with the rate it paces at', () => {
     const h = harness({ rpm: 10 });
     expect(h.state()).toBe('ready');
-    expect(h.last()).toEqual({ type: 'KEY.STATE', keyId: 'k1', state: 'ready' });
+    expect(h.last()).toEqual({ type: 'KEY.STATE', keyId: 'k1', state: 'ready', room: 1 });
     expect(h.reports).toEqual([
       { type: 'key:rate', keyId: 'k1', rpm: 9.7, source: 'stated', at: 0 },
       { type: 'key:state', keyId: 'k1', state: 'ready', at: 0 },
@@ -89,11 +90,11 @@ describe('keyMachine: limits', () => {
     const h = harness({ concurrency: 2 });
     let before = h.replies.length;
     h.grant('a');
-    expect(h.replies.slice(before).map((r) => r.reply)).toEqual([{ type: 'KEY.GRANTED', keyId: 'k1', leaseId: 'a', ready: true }]);
+    expect(h.replies.slice(before).map((r) => r.reply)).toEqual([{ type: 'LEASE.GRANTED', requestId: 'r', leaseId: 'a', keyId: 'k1' }]);
     before = h.replies.length;
     h.grant('b');
     expect(h.replies.slice(before).map((r) => r.reply)).toEqual([
-      { type: 'KEY.GRANTED', keyId: 'k1', leaseId: 'b' },
+      { type: 'LEASE.GRANTED', requestId: 'r', leaseId: 'b', keyId: 'k1' },
       { type: 'KEY.STATE', keyId: 'k1', state: 'saturated' },
     ]);
   });
@@ -108,11 +109,13 @@ describe('keyMachine: limits', () => {
     h.grant('c');
     expect(h.answers()).toEqual([
       // a left room: its answer also says the key is still ready (no KEY.STATE after it).
-      { type: 'KEY.GRANTED', keyId: 'k1', leaseId: 'a', ready: true },
-      { type: 'KEY.GRANTED', keyId: 'k1', leaseId: 'b' },
+      { type: 'LEASE.GRANTED', requestId: 'r', leaseId: 'a', keyId: 'k1' },
+      { type: 'LEASE.GRANTED', requestId: 'r', leaseId: 'b', keyId: 'k1' },
       { type: 'KEY.REJECTED', keyId: 'k1', leaseId: 'c', request: request() },
     ]);
-    expect(h.last()).toEqual({ type: 'KEY.STATE', keyId: 'k1', state: 'saturated' });
+    // c came after the pool heard "saturated": refused, with nothing new to say.
+    expect(h.last()).toEqual({ type: 'KEY.REJECTED', keyId: 'k1', leaseId: 'c', request: request() });
+    expect(h.replies.filter((r) => r.reply.type === 'KEY.STATE').at(-1)?.reply).toEqual({ type: 'KEY.STATE', keyId: 'k1', state: 'saturated' });
     h.release('a', { kind: 'ok', usage: usage(1, 1) });
     expect(h.state()).toBe('ready');
   });
@@ -169,7 +172,7 @@ describe('keyMachine: limits', () => {
     h.at(Math.ceil(((900 - 470) * 60_000) / 58_200) + 1);
     expect(h.state()).toBe('ready');
     h.grant('b', request(900, 0));
-    expect(h.answers().at(-1)).toMatchObject({ type: 'KEY.GRANTED', leaseId: 'b' });
+    expect(h.answers().at(-1)).toMatchObject({ type: 'LEASE.GRANTED', leaseId: 'b' });
   });
 
   it('settles tokens to actual usage at release, never above capacity', () => {
@@ -316,7 +319,7 @@ describe('keyMachine: limits', () => {
     const before = h.replies.length;
     h.release('a', { kind: 'auth' });
     expect(h.state()).toBe('ready');
-    expect(h.replies.slice(before).map((r) => r.reply)).toEqual([{ type: 'KEY.STATE', keyId: 'k1', state: 'ready' }]);
+    expect(h.replies.slice(before).map((r) => r.reply)).toEqual([{ type: 'KEY.STATE', keyId: 'k1', state: 'ready', room: 1 }]);
   });
 });
 
@@ -326,7 +329,7 @@ describe('keyMachine: probation', () => {
     h.grant('a');
     expect(h.state()).toBe('saturated');
     h.grant('b');
-    expect(h.answers().map((a) => a.type)).toEqual(['KEY.GRANTED', 'KEY.REJECTED']);
+    expect(h.answers().map((a) => a.type)).toEqual(['LEASE.GRANTED', 'KEY.REJECTED']);
     h.release('a', { kind: 'ok', usage: usage(1, 1) });
     for (const id of ['c', 'd', 'e']) h.grant(id);
     expect(h.state()).toBe('ready');
@@ -351,7 +354,7 @@ describe('keyMachine: probation', () => {
     h.grant('b');
     h.release('a', { kind: 'auth' });
     expect(h.state()).toBe('revoked');
-    expect(h.answers().map((a) => a.type).filter((t) => t.startsWith('KEY.'))).toEqual(['KEY.GRANTED', 'KEY.REJECTED']);
+    expect(h.answers().map((a) => a.type).filter((t) => !t.startsWith('xstate.'))).toEqual(['LEASE.GRANTED', 'KEY.REJECTED']);
   });
 });
 
@@ -560,7 +563,7 @@ describe('keyMachine: properties', () => {
             const answer = h.answers().at(-1);
             if (!wasReady) expect(answer?.type).toBe('KEY.REJECTED');
             if (!wasReady && h.state() === 'saturated' && out.length < limits.concurrency! && h.clock.now() >= backoffUntil) refusedByPace = true;
-            if (answer?.type === 'KEY.GRANTED' && answer.leaseId === leaseId) {
+            if (answer?.type === 'LEASE.GRANTED' && answer.leaseId === leaseId) {
               const s: Sent = { leaseId, at: h.clock.now(), seq: seq++, input: op.input, output: op.output };
               out.push(s);
               sent.push(s);
@@ -689,5 +692,29 @@ describe('keyMachine: properties', () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('keyLimits: a key holding thousands of leases', () => {
+  it('grants, finds and releases a lease without reading the others it holds', () => {
+    let book = newBook({}, 0);
+    for (let i = 0; i < 3_000; i++) book = grant(book, `k1#${i}`, request());
+    // Every read of the leases collection itself is counted (a copy or a scan reads thousands).
+    let reads = 0;
+    const counted = new Proxy(book.leases, {
+      get(target, prop, receiver) {
+        reads++;
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    book = { ...book, leases: counted };
+    const granted = grant(book, 'k1#3000', request());
+    const again = grant(book, 'k1#7', request()); // already out: counted once
+    const released = release(book, 'k1#5', { kind: 'ok', usage: usage(10, 10) });
+    const unknown = release(book, 'k1#nope', { kind: 'ok', usage: usage(10, 10) });
+    expect(reads).toBeLessThanOrEqual(20);
+    expect([granted.leasesOut, again.leasesOut, released.leasesOut]).toEqual([3_001, 3_000, 2_999]);
+    expect(again).toBe(book);
+    expect(unknown).toBe(book);
   });
 });
