@@ -38,7 +38,9 @@ export async function peerCall(pool: Pool, prompt: string, maxTokens: number): P
     method: 'POST',
     path: '/v1/messages',
     headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'anthropic-version': '2023-06-01', 'x-api-key': 'peer' },
-    body: JSON.stringify({ model: 'sim-fast', max_tokens: maxTokens, stream: true, messages: [{ role: 'user', content: prompt }] }),
+    // The body the runtime sends for such a task (its cache breakpoint on the first user message
+    // included), so the simulator does the same work for both.
+    body: JSON.stringify({ model: 'sim-fast', max_tokens: maxTokens, messages: [{ role: 'user', content: [{ type: 'text', text: prompt, cache_control: { type: 'ephemeral' } }] }], stream: true }),
   });
   const decoder = new TextDecoder();
   let buffered = '';
