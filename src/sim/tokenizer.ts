@@ -30,6 +30,39 @@ function encoderOf(): Tiktoken {
 }
 
 /**
+ * cl100k_base encodes each pre-token (a match of its split pattern) on its own, so a text's count
+ * is the sum of its pre-tokens' counts. Generated replies and prompts repeat the same few words
+ * (" the", " task", "."), so their counts are kept: counting a fresh text is then a regex split
+ * and map look-ups, where `encode` would build each word's bytes and their string key again.
+ * With special tokens not allowed (as here), `encode` splits the whole text with this pattern;
+ * a pre-token encoded alone splits into itself, so the sums are equal.
+ */
+let splitter: RegExp | undefined;
+const preTokens = new Map<string, number>();
+const PRE_TOKENS_MAX = 65_536;
+/** Longer pre-tokens (blobs) are rare and not worth a memo slot. */
+const PRE_TOKEN_MEMO_LENGTH = 32;
+
+function countPiece(piece: string): number {
+  splitter ??= new RegExp((encoderOf() as unknown as { patStr: string }).patStr, 'gu');
+  splitter.lastIndex = 0;
+  let count = 0;
+  for (let m = splitter.exec(piece); m !== null; m = splitter.exec(piece)) {
+    const word = m[0];
+    let n = preTokens.get(word);
+    if (n === undefined) {
+      n = encoderOf().encode(word, [], []).length;
+      if (word.length <= PRE_TOKEN_MEMO_LENGTH) {
+        if (preTokens.size >= PRE_TOKENS_MAX) preTokens.clear();
+        preTokens.set(word, n);
+      }
+    }
+    count += n;
+  }
+  return count;
+}
+
+/**
  * Tokens of `text` under cl100k_base. Special-token text (`<|endoftext|>`) counts as ordinary text.
  *
  * @example countTokens('hello world') // 2
@@ -39,7 +72,7 @@ export function countTokens(text: string): number {
   const known = memo.get(text);
   if (known !== undefined) return known;
   let count = 0;
-  for (const piece of pieces(text)) count += encoderOf().encode(piece, [], []).length;
+  for (const piece of pieces(text)) count += countPiece(piece);
   if (text.length <= MEMO_TEXT_MAX) {
     if (memo.size >= MEMO_MAX) memo.delete(memo.keys().next().value as string);
     memo.set(text, count);
@@ -84,14 +117,15 @@ export function truncateToTokens(text: string, maxTokens: number): string {
   let out = '';
   let left = maxTokens;
   for (const piece of pieces(text)) {
-    const tokens = encoderOf().encode(piece, [], []);
-    if (tokens.length <= left) {
+    // Whole pieces by their count; only the piece the cut falls in is encoded.
+    const count = countPiece(piece);
+    if (count <= left) {
       out += piece;
-      left -= tokens.length;
+      left -= count;
       if (left === 0) break;
       continue;
     }
-    return out + encoderOf().decode(tokens.slice(0, left));
+    return out + encoderOf().decode(encoderOf().encode(piece, [], []).slice(0, left));
   }
   return out;
 }
