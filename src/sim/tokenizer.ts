@@ -43,24 +43,50 @@ const PRE_TOKENS_MAX = 65_536;
 /** Longer pre-tokens (blobs) are rare and not worth a memo slot. */
 const PRE_TOKEN_MEMO_LENGTH = 32;
 
-function countPiece(piece: string): number {
+function splitterOf(): RegExp {
   splitter ??= new RegExp((encoderOf() as unknown as { patStr: string }).patStr, 'gu');
-  splitter.lastIndex = 0;
-  let count = 0;
-  for (let m = splitter.exec(piece); m !== null; m = splitter.exec(piece)) {
-    const word = m[0];
-    let n = preTokens.get(word);
-    if (n === undefined) {
-      n = encoderOf().encode(word, [], []).length;
-      if (word.length <= PRE_TOKEN_MEMO_LENGTH) {
-        if (preTokens.size >= PRE_TOKENS_MAX) preTokens.clear();
-        preTokens.set(word, n);
-      }
+  return splitter;
+}
+
+function countWord(word: string): number {
+  let n = preTokens.get(word);
+  if (n === undefined) {
+    n = encoderOf().encode(word, [], []).length;
+    if (word.length <= PRE_TOKEN_MEMO_LENGTH) {
+      if (preTokens.size >= PRE_TOKENS_MAX) preTokens.clear();
+      preTokens.set(word, n);
     }
-    count += n;
   }
+  return n;
+}
+
+function countPiece(piece: string): number {
+  const split = splitterOf();
+  split.lastIndex = 0;
+  let count = 0;
+  for (let m = split.exec(piece); m !== null; m = split.exec(piece)) count += countWord(m[0]);
   return count;
 }
+
+/**
+ * The first `maxTokens` tokens of `piece` as text, as decoding its encoding cut there would give:
+ * whole words as their UTF-8 round trip (lone surrogates become U+FFFD, as in `decode`), then the
+ * word the cut falls in, encoded alone (its tokens are the same as inside the piece) and cut.
+ */
+function cutPiece(piece: string, maxTokens: number): string {
+  const split = splitterOf();
+  split.lastIndex = 0;
+  let left = maxTokens;
+  for (let m = split.exec(piece); m !== null; m = split.exec(piece)) {
+    const n = countWord(m[0]);
+    if (n > left) return wellFormed(piece.slice(0, m.index)) + encoderOf().decode(encoderOf().encode(m[0], [], []).slice(0, left));
+    left -= n;
+  }
+  return wellFormed(piece);
+}
+
+/** `String.prototype.toWellFormed` (Node 20 has it; lib ES2023 does not type it). */
+const wellFormed = (text: string): string => (text as unknown as { toWellFormed(): string }).toWellFormed();
 
 /**
  * Tokens of `text` under cl100k_base. Special-token text (`<|endoftext|>`) counts as ordinary text.
@@ -117,7 +143,7 @@ export function truncateToTokens(text: string, maxTokens: number): string {
   let out = '';
   let left = maxTokens;
   for (const piece of pieces(text)) {
-    // Whole pieces by their count; only the piece the cut falls in is encoded.
+    // Whole pieces by their count; only the word the cut falls in is encoded.
     const count = countPiece(piece);
     if (count <= left) {
       out += piece;
@@ -125,7 +151,7 @@ export function truncateToTokens(text: string, maxTokens: number): string {
       if (left === 0) break;
       continue;
     }
-    return out + encoderOf().decode(encoderOf().encode(piece, [], []).slice(0, left));
+    return out + cutPiece(piece, left);
   }
   return out;
 }
