@@ -93,11 +93,14 @@ class Simulator {
   private readonly replyCounts = new Map<string, number>();
   private readonly stalls = new Set<NodeJS.Timeout>();
   private requests = 0;
+  private readonly faulty: boolean;
 
   constructor(
     private readonly config: Config,
     private readonly cache: PromptCache,
-  ) {}
+  ) {
+    this.faulty = FAULT_ORDER.some((kind) => config.faults[kind] > 0);
+  }
 
   stop(): void {
     for (const timer of this.stalls) clearTimeout(timer);
@@ -263,6 +266,8 @@ class Simulator {
   }
 
   private decideFault(contentKey: string, n: number, stream: boolean): SimFaultKind | undefined {
+    // No rates, no draw: the hash is the cost of a call that can never fault.
+    if (!this.faulty) return undefined;
     const draw = unitFloat('fault', this.config.seed, contentKey, n);
     let edge = 0;
     for (const kind of FAULT_ORDER) {

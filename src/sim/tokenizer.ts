@@ -79,10 +79,27 @@ function cutPiece(piece: string, maxTokens: number): string {
   let left = maxTokens;
   for (let m = split.exec(piece); m !== null; m = split.exec(piece)) {
     const n = countWord(m[0]);
-    if (n > left) return wellFormed(piece.slice(0, m.index)) + encoderOf().decode(encoderOf().encode(m[0], [], []).slice(0, left));
+    if (n > left) return wellFormed(piece.slice(0, m.index)) + cutWord(m[0], left);
     left -= n;
   }
   return wellFormed(piece);
+}
+
+/** Cuts of words seen before: replies are cut at a budget, often the same one in the same filler word. */
+const cuts = new Map<string, string>();
+
+/** The first `maxTokens` (fewer than its count) tokens of one word, decoded. */
+function cutWord(word: string, maxTokens: number): string {
+  const key = `${maxTokens}\u0000${word}`;
+  let cut = cuts.get(key);
+  if (cut === undefined) {
+    cut = encoderOf().decode(encoderOf().encode(word, [], []).slice(0, maxTokens));
+    if (word.length <= PRE_TOKEN_MEMO_LENGTH) {
+      if (cuts.size >= PRE_TOKENS_MAX) cuts.clear();
+      cuts.set(key, cut);
+    }
+  }
+  return cut;
 }
 
 /** `String.prototype.toWellFormed` (Node 20 has it; lib ES2023 does not type it). */
