@@ -39,7 +39,8 @@ same simulator. Its makespan is the reachable lower bound; a runtime that "beats
 wrong bound. Runtime and peer alternate, ${rows[0]!.rounds} rounds a row at 3,000 tasks (medians),
 one at 10,000. Each row runs in a fresh process. ${machineLine()}; load average ${os.loadavg()[0]!.toFixed(1)} when the
 last row ended. On a loaded machine the makespan measures the load: the CPU per task is the
-figure to compare, the makespan / peer ratio the one that cancels the machine out.
+figure to compare, the makespan / peer ratio the one that cancels the machine out. Peak RSS is
+the process's (the peer's Pool included).
 
 | tasks | maxInFlight | makespan | ideal | peer makespan | makespan / ideal | makespan / peer | runtime CPU per task | peer CPU per task | server CPU (runtime / peer) | peak RSS |
 |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
