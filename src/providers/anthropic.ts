@@ -189,7 +189,7 @@ async function readStream(
   let stopReason: StopReason = 'other';
   let stopped = false;
 
-  for await (const event of guard.events(response.body, request.signal)) {
+  for await (const events of guard.events(response.body, request.signal)) for (const event of events) {
     // Keep reading after message_stop: the body ends right after, and a fully read body keeps
     // the connection alive for the next call.
     if (stopped) continue;

@@ -221,7 +221,7 @@ async function readStream(response: HttpResponse, request: ProviderRequest, fact
   const onText = textNotifier(request);
   const calls: StreamedCalls = { byIndex: new Map(), byId: new Map(), last: 0, next: 0 };
   let done = false;
-  for await (const event of guard.events(response.body, request.signal)) {
+  for await (const events of guard.events(response.body, request.signal)) for (const event of events) {
     if (done) continue;
     // Some compatible servers name an error event; its text is classified, JSON or not.
     if (event.event === 'error') throw classifyStreamError({ ...facts, data: event.data, ...(rateLimit ? { rateLimit } : {}) });

@@ -109,10 +109,12 @@ export function parseRetryAfter(headers: HeaderSource | undefined, now: number =
  */
 export function parseRateLimitHeaders(headers: HeaderSource | undefined, now: number = Date.now()): RateLimitHint {
   const hint: RateLimitHint = {};
+  const view = rateLimitView(headers);
+  if (view === null) return hint;
   const set = (field: keyof RateLimitHint, value: number | undefined) => {
     if (value !== undefined && hint[field] === undefined) hint[field] = value;
   };
-  const anthropic = (name: string) => headerOf(headers, `anthropic-ratelimit-${name}`);
+  const anthropic = (name: string) => headerOf(view, `anthropic-ratelimit-${name}`);
   const reset = (name: string) => {
     const v = anthropic(`${name}-reset`);
     return v === undefined ? undefined : msUntil(v, now);
@@ -134,16 +136,42 @@ export function parseRateLimitHeaders(headers: HeaderSource | undefined, now: nu
 
   // OpenAI-compatible.
   const duration = (name: string) => {
-    const v = headerOf(headers, name);
+    const v = headerOf(view, name);
     return v === undefined ? undefined : parseDuration(v);
   };
-  set('requestsLimit', count(headerOf(headers, 'x-ratelimit-limit-requests')));
-  set('inputTokensLimit', count(headerOf(headers, 'x-ratelimit-limit-tokens')));
-  set('requestsRemaining', count(headerOf(headers, 'x-ratelimit-remaining-requests')));
+  set('requestsLimit', count(headerOf(view, 'x-ratelimit-limit-requests')));
+  set('inputTokensLimit', count(headerOf(view, 'x-ratelimit-limit-tokens')));
+  set('requestsRemaining', count(headerOf(view, 'x-ratelimit-remaining-requests')));
   set('requestsResetMs', duration('x-ratelimit-reset-requests'));
-  set('inputTokensRemaining', count(headerOf(headers, 'x-ratelimit-remaining-tokens')));
+  set('inputTokensRemaining', count(headerOf(view, 'x-ratelimit-remaining-tokens')));
   set('inputTokensResetMs', duration('x-ratelimit-reset-tokens'));
   return hint;
+}
+
+const RATE_LIMIT_PREFIXES = ['anthropic-ratelimit-', 'x-ratelimit-'];
+
+/**
+ * The rate-limit headers of `headers` as a record of lower-case names (the first of a name that
+ * differs only in case, as headerOf picks), or null when there are none: one pass over the names
+ * instead of a case-insensitive scan of all of them for each of the 18 names read, most of which
+ * a response does not carry.
+ */
+function rateLimitView(headers: HeaderSource | undefined): HeaderSource | null {
+  if (!headers) return null;
+  if (typeof (headers as { get?: unknown }).get === 'function') return headers;
+  const record = headers as Record<string, string | string[] | undefined>;
+  let view: Record<string, string | string[] | undefined> | null = null;
+  for (const name of Object.keys(record)) {
+    let lower = name;
+    if (!name.startsWith('anthropic-ratelimit-') && !name.startsWith('x-ratelimit-')) {
+      lower = name.toLowerCase();
+      if (lower === name || !RATE_LIMIT_PREFIXES.some((prefix) => lower.startsWith(prefix))) continue;
+    }
+    view ??= {};
+    // As headerOf: the exact lower-case name when it has a value, else the first spelling met.
+    if ((lower === name && record[name] !== undefined) || !(lower in view)) view[lower] = record[name];
+  }
+  return view;
 }
 
 /** The hint, or undefined when the headers said nothing (so outputs carry no empty object). */

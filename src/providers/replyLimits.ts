@@ -19,7 +19,7 @@ import type { RateLimitHint } from '../../machines/protocol.js';
 import { type CallFacts, jsonObjectOf, malformedResponse } from './classify.js';
 import type { ProviderError } from './errors.js';
 import { type HttpResponse, JSON_BODY_LIMIT } from './http.js';
-import { readSse, SSE_MAX_LINE, SseLimitError, type SseEvent } from './sse.js';
+import { SSE_MAX_LINE, SseLimitError, SseParser, type SseEvent } from './sse.js';
 
 const MiB = 1024 * 1024;
 export const STREAM_BYTES_FLOOR = MiB;
@@ -62,7 +62,7 @@ export function replyLimits(maxTokens: number): ReplyLimits {
  *
  * @example
  * const guard = new ReplyGuard(request.maxTokens, facts, rateLimit);
- * for await (const event of guard.events(response.body, request.signal)) text += guard.text(delta);
+ * for await (const events of guard.events(response.body, request.signal)) for (const event of events) text += guard.text(delta);
  */
 export class ReplyGuard {
   readonly limits: ReplyLimits;
@@ -77,26 +77,26 @@ export class ReplyGuard {
   }
 
   /**
-   * The SSE events of a body, within the byte and line bounds. The signal is looked at before
-   * each chunk: a server that never stops sending cannot keep a call past its deadline.
+   * The SSE events of a body, within the byte and line bounds, as the chunks complete them: one
+   * array a chunk (a whole streamed reply often arrives in one), so the adapter's loop resumes
+   * once a chunk rather than through a generator per event. The signal is looked at before each
+   * chunk: a server that never stops sending cannot keep a call past its deadline.
    */
-  async *events(body: AsyncIterable<Uint8Array>, signal?: AbortSignal): AsyncGenerator<SseEvent> {
-    let bytes = 0;
+  async *events(body: AsyncIterable<Uint8Array>, signal?: AbortSignal): AsyncGenerator<SseEvent[]> {
     const limits = this.limits;
-    async function* counted(): AsyncGenerator<Uint8Array> {
+    const parser = new SseParser({ maxLine: limits.line });
+    let bytes = 0;
+    try {
       for await (const chunk of body) {
         signal?.throwIfAborted();
         bytes += chunk.byteLength;
-        if (bytes > limits.bytes) throw new StreamTooLarge();
-        yield chunk;
+        if (bytes > limits.bytes) throw this.fail(`the streamed reply is larger than ${size(limits.bytes)} (${this.bound('bytes')})`);
+        const events = parser.push(chunk);
+        if (events.length > 0) yield events;
       }
-    }
-    try {
-      yield* readSse(counted(), { maxLine: limits.line });
+      const rest = parser.end();
+      if (rest.length > 0) yield rest;
     } catch (error) {
-      if (error instanceof StreamTooLarge) {
-        throw this.fail(`the streamed reply is larger than ${size(limits.bytes)} (${this.bound('bytes')})`);
-      }
       if (error instanceof SseLimitError) throw this.fail(error.message);
       throw error;
     }
@@ -143,9 +143,6 @@ export async function readJsonBody(response: HttpResponse, facts: CallFacts, rat
   if (!body) throw malformedResponse(facts, 'the body is not a JSON object', rateLimit);
   return body;
 }
-
-/** Internal: the byte bound, turned into a ProviderError where the facts are known. */
-class StreamTooLarge extends Error {}
 
 function size(bytes: number): string {
   return bytes >= MiB ? `${Math.round((bytes / MiB) * 100) / 100} MiB` : `${bytes} bytes`;

@@ -15,6 +15,7 @@ import {
   optionalBoolean,
   checkSampling,
   optionalPositiveInt,
+  pieceFramer,
   pieces,
   requireRecord,
   requireString,
@@ -28,6 +29,7 @@ import {
 } from './wire.js';
 
 const MAX_BREAKPOINTS = 4;
+const PING_FRAME = sseFrame({ type: 'ping' }, 'ping');
 /** What an image or document block counts for, whatever its size (a typical image's tokens). */
 const MEDIA_TOKENS = 1600;
 
@@ -90,12 +92,12 @@ export const anthropic: WireProtocol = {
     reply.blocks.forEach((block, index) => {
       const opening = block.type === 'text' ? { type: 'text', text: '' } : { type: 'tool_use', id: block.id, name: block.name, input: {} };
       body.push({ text: sseFrame({ type: 'content_block_start', index, content_block: opening }, 'content_block_start'), tokens: 0 });
-      if (index === 0) body.push({ text: sseFrame({ type: 'ping' }, 'ping'), tokens: 0 });
+      if (index === 0) body.push({ text: PING_FRAME, tokens: 0 });
       const text = block.type === 'text' ? block.text : JSON.stringify(block.input ?? {});
-      for (const piece of pieces(text)) {
-        const delta = block.type === 'text' ? { type: 'text_delta', text: piece } : { type: 'input_json_delta', partial_json: piece };
-        body.push({ text: sseFrame({ type: 'content_block_delta', index, delta }, 'content_block_delta'), tokens: piece.length / 4 });
-      }
+      const frame = pieceFramer((piece) =>
+        sseFrame({ type: 'content_block_delta', index, delta: block.type === 'text' ? { type: 'text_delta', text: piece } : { type: 'input_json_delta', partial_json: piece } }, 'content_block_delta'),
+      );
+      for (const piece of pieces(text)) body.push({ text: frame(piece), tokens: piece.length / 4 });
       body.push({ text: sseFrame({ type: 'content_block_stop', index }, 'content_block_stop'), tokens: 0 });
     });
     const { cache_creation: _, service_tier: __, ...cumulative } = usageJson(usage);

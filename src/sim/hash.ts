@@ -15,8 +15,19 @@ export function sha256(text: string): string {
  * key id `<provider>:<fp>` and the simulator's stats name the same key the same way.
  */
 export function fingerprint(secret: string | undefined): string {
-  return secret ? keyFingerprint(secret) : 'none';
+  if (!secret) return 'none';
+  let fp = fingerprints.get(secret);
+  if (fp === undefined) {
+    fp = keyFingerprint(secret);
+    // Bounded: a client may send any number of different (wrong) keys.
+    if (fingerprints.size >= 1_024) fingerprints.clear();
+    fingerprints.set(secret, fp);
+  }
+  return fp;
 }
+
+/** Every request names its key: the hash of a key seen before is not made again. */
+const fingerprints = new Map<string, string>();
 
 /** A number in [0, 1) from the parts, stable across runs and platforms. */
 export function unitFloat(...parts: (string | number)[]): number {

@@ -16,6 +16,7 @@ import {
   optionalBoolean,
   checkSampling,
   optionalPositiveInt,
+  pieceFramer,
   pieces,
   requireRecord,
   requireString,
@@ -106,14 +107,14 @@ export const openai: WireProtocol = {
     let toolIndex = 0;
     for (const block of reply.blocks) {
       if (block.type === 'text') {
-        for (const piece of pieces(block.text)) body.push({ text: chunk({ content: piece }), tokens: piece.length / 4 });
+        const frame = pieceFramer((piece) => chunk({ content: piece }));
+        for (const piece of pieces(block.text)) body.push({ text: frame(piece), tokens: piece.length / 4 });
         continue;
       }
       const index = toolIndex++;
       body.push({ text: chunk({ tool_calls: [{ index, id: block.id, type: 'function', function: { name: block.name, arguments: '' } }] }), tokens: 0 });
-      for (const piece of pieces(JSON.stringify(block.input))) {
-        body.push({ text: chunk({ tool_calls: [{ index, function: { arguments: piece } }] }), tokens: piece.length / 4 });
-      }
+      const frame = pieceFramer((piece) => chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+      for (const piece of pieces(JSON.stringify(block.input))) body.push({ text: frame(piece), tokens: piece.length / 4 });
     }
     let tail = chunk({}, FINISH[reply.stopReason]);
     if (includeUsage) {

@@ -35,6 +35,9 @@ const MAX_BODY_BYTES = 32 * 1024 * 1024;
  */
 export const LISTEN_BACKLOG = 65_535;
 
+/** Node's timer resolution: a shorter timeout waits this long. */
+const MIN_WAIT_MS = 1;
+
 /** One request in flight. */
 interface Exchange {
   protocol: WireProtocol;
@@ -90,11 +93,14 @@ class Simulator {
   private readonly replyCounts = new Map<string, number>();
   private readonly stalls = new Set<NodeJS.Timeout>();
   private requests = 0;
+  private readonly faulty: boolean;
 
   constructor(
     private readonly config: Config,
     private readonly cache: PromptCache,
-  ) {}
+  ) {
+    this.faulty = FAULT_ORDER.some((kind) => config.faults[kind] > 0);
+  }
 
   stop(): void {
     for (const timer of this.stalls) clearTimeout(timer);
@@ -203,17 +209,21 @@ class Simulator {
     if (!(await this.wait(x, ttft))) return this.aborted(x, 0);
     this.cache.commit(cachePlan.writes);
     x.res.writeHead(200, { ...this.headers(x, 'text/event-stream; charset=utf-8'), 'cache-control': 'no-cache' });
-    x.res.write(plan.head);
-    let pending = '';
+    let pending = plan.head;
     let emitted = 0;
+    // Time owed to the pacing: a timer below MIN_WAIT_MS waits MIN_WAIT_MS anyway, so frames due
+    // sooner are held and go out with the next one (a fast stream costs a timer and a write per
+    // millisecond, not per frame, and is no slower than its tokensPerSecond).
+    let owed = 0;
     for (let i = 0; i < plan.body.length; i++) {
       if (i === faultAt) break;
       const frame = plan.body[i]!;
-      const delay = frame.tokens * msPerToken;
-      if (delay > 0) {
-        if (pending) x.res.write(pending);
+      owed += frame.tokens * msPerToken;
+      if (owed >= MIN_WAIT_MS) {
+        x.res.write(pending);
         pending = '';
-        if (!(await this.wait(x, delay))) return this.aborted(x, emitted, usage, cachePlan);
+        if (!(await this.wait(x, owed))) return this.aborted(x, emitted, usage, cachePlan);
+        owed = 0;
       }
       pending += frame.text;
       emitted += frame.tokens;
@@ -256,6 +266,8 @@ class Simulator {
   }
 
   private decideFault(contentKey: string, n: number, stream: boolean): SimFaultKind | undefined {
+    // No rates, no draw: the hash is the cost of a call that can never fault.
+    if (!this.faulty) return undefined;
     const draw = unitFloat('fault', this.config.seed, contentKey, n);
     let edge = 0;
     for (const kind of FAULT_ORDER) {

@@ -30,6 +30,82 @@ function encoderOf(): Tiktoken {
 }
 
 /**
+ * cl100k_base encodes each pre-token (a match of its split pattern) on its own, so a text's count
+ * is the sum of its pre-tokens' counts. Generated replies and prompts repeat the same few words
+ * (" the", " task", "."), so their counts are kept: counting a fresh text is then a regex split
+ * and map look-ups, where `encode` would build each word's bytes and their string key again.
+ * With special tokens not allowed (as here), `encode` splits the whole text with this pattern;
+ * a pre-token encoded alone splits into itself, so the sums are equal.
+ */
+let splitter: RegExp | undefined;
+const preTokens = new Map<string, number>();
+const PRE_TOKENS_MAX = 65_536;
+/** Longer pre-tokens (blobs) are rare and not worth a memo slot. */
+const PRE_TOKEN_MEMO_LENGTH = 32;
+
+function splitterOf(): RegExp {
+  splitter ??= new RegExp((encoderOf() as unknown as { patStr: string }).patStr, 'gu');
+  return splitter;
+}
+
+function countWord(word: string): number {
+  let n = preTokens.get(word);
+  if (n === undefined) {
+    n = encoderOf().encode(word, [], []).length;
+    if (word.length <= PRE_TOKEN_MEMO_LENGTH) {
+      if (preTokens.size >= PRE_TOKENS_MAX) preTokens.clear();
+      preTokens.set(word, n);
+    }
+  }
+  return n;
+}
+
+function countPiece(piece: string): number {
+  const split = splitterOf();
+  split.lastIndex = 0;
+  let count = 0;
+  for (let m = split.exec(piece); m !== null; m = split.exec(piece)) count += countWord(m[0]);
+  return count;
+}
+
+/**
+ * The first `maxTokens` tokens of `piece` as text, as decoding its encoding cut there would give:
+ * whole words as their UTF-8 round trip (lone surrogates become U+FFFD, as in `decode`), then the
+ * word the cut falls in, encoded alone (its tokens are the same as inside the piece) and cut.
+ */
+function cutPiece(piece: string, maxTokens: number): string {
+  const split = splitterOf();
+  split.lastIndex = 0;
+  let left = maxTokens;
+  for (let m = split.exec(piece); m !== null; m = split.exec(piece)) {
+    const n = countWord(m[0]);
+    if (n > left) return wellFormed(piece.slice(0, m.index)) + cutWord(m[0], left);
+    left -= n;
+  }
+  return wellFormed(piece);
+}
+
+/** Cuts of words seen before: replies are cut at a budget, often the same one in the same filler word. */
+const cuts = new Map<string, string>();
+
+/** The first `maxTokens` (fewer than its count) tokens of one word, decoded. */
+function cutWord(word: string, maxTokens: number): string {
+  const key = `${maxTokens}\u0000${word}`;
+  let cut = cuts.get(key);
+  if (cut === undefined) {
+    cut = encoderOf().decode(encoderOf().encode(word, [], []).slice(0, maxTokens));
+    if (word.length <= PRE_TOKEN_MEMO_LENGTH) {
+      if (cuts.size >= PRE_TOKENS_MAX) cuts.clear();
+      cuts.set(key, cut);
+    }
+  }
+  return cut;
+}
+
+/** `String.prototype.toWellFormed` (Node 20 has it; lib ES2023 does not type it). */
+const wellFormed = (text: string): string => (text as unknown as { toWellFormed(): string }).toWellFormed();
+
+/**
  * Tokens of `text` under cl100k_base. Special-token text (`<|endoftext|>`) counts as ordinary text.
  *
  * @example countTokens('hello world') // 2
@@ -39,7 +115,7 @@ export function countTokens(text: string): number {
   const known = memo.get(text);
   if (known !== undefined) return known;
   let count = 0;
-  for (const piece of pieces(text)) count += encoderOf().encode(piece, [], []).length;
+  for (const piece of pieces(text)) count += countPiece(piece);
   if (text.length <= MEMO_TEXT_MAX) {
     if (memo.size >= MEMO_MAX) memo.delete(memo.keys().next().value as string);
     memo.set(text, count);
@@ -84,14 +160,15 @@ export function truncateToTokens(text: string, maxTokens: number): string {
   let out = '';
   let left = maxTokens;
   for (const piece of pieces(text)) {
-    const tokens = encoderOf().encode(piece, [], []);
-    if (tokens.length <= left) {
+    // Whole pieces by their count; only the word the cut falls in is encoded.
+    const count = countPiece(piece);
+    if (count <= left) {
       out += piece;
-      left -= tokens.length;
+      left -= count;
       if (left === 0) break;
       continue;
     }
-    return out + encoderOf().decode(tokens.slice(0, left));
+    return out + cutPiece(piece, left);
   }
   return out;
 }

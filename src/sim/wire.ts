@@ -178,3 +178,19 @@ export function sseFrame(data: unknown, event?: string): string {
   const json = typeof data === 'string' ? data : JSON.stringify(data);
   return event ? `event: ${event}\ndata: ${json}\n\n` : `data: ${json}\n\n`;
 }
+
+const PIECE_MARK = '\u0000sim:piece\u0000';
+const PIECE_MARK_JSON = JSON.stringify(PIECE_MARK);
+
+/**
+ * A stream's delta frames differ only in their piece of text: `frameOf(piece)` must equal
+ * `build(piece)`, for the cost of one JSON.stringify of the piece instead of the whole frame. The
+ * frame is built once around a marker and cut there (or built each time, should the marker occur
+ * elsewhere in the frame).
+ */
+export function pieceFramer(build: (piece: string) => string): (piece: string) => string {
+  const parts = build(PIECE_MARK).split(PIECE_MARK_JSON);
+  if (parts.length !== 2) return build;
+  const [before, after] = parts as [string, string];
+  return (piece) => before + JSON.stringify(piece) + after;
+}

@@ -1,15 +1,22 @@
 /**
  * Many agents in flight: N independent tasks against a simulator in its own process (1 s to the
- * first token, no limits), so the CPU this process spends is the runtime's alone. Prints one JSON
- * line: makespan, the ideal (ceil(N / maxInFlight) calls of ~1 s), runtime CPU per task, the
- * simulator's CPU and the most calls it held at once, peak RSS.
- *   node --import tsx test/bench/inflight.ts <tasks> <maxInFlight>
+ * first token, no limits), so the CPU this process spends is the runtime's alone. Beside the
+ * runtime, a plain program (./inflightPeer.ts) makes the same N calls at the same bound against
+ * the same simulator: the reachable lower bound, where the ideal (ceil(N / maxInFlight) calls of
+ * ~1 s) leaves out the simulator's and the connections' cost. The two alternate for `rounds`
+ * rounds (runtime first, then peer) and each figure is the median over the rounds. Prints one
+ * JSON line: makespan, ideal, peer makespan, runtime and peer CPU per task, the simulator's CPU
+ * during each and the most calls it held at once, peak RSS.
+ *   node --import tsx test/bench/inflight.ts <tasks> <maxInFlight> [rounds]
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
 import { createSwarm } from '../../src/index.js';
+import { peerRun } from './inflightPeer.js';
 
 const TTFT_MS = 1_000;
+const MAX_TOKENS = 16;
 
 if (process.argv[2] === '--server') {
   const { startSim } = await import('../../src/sim/index.js');
@@ -22,36 +29,83 @@ if (process.argv[2] === '--server') {
 } else {
   const n = Number(process.argv[2] ?? 3_000);
   const maxInFlight = Number(process.argv[3] ?? 100);
-  const server = fork(fileURLToPath(import.meta.url), ['--server'], { execArgv: ['--import', 'tsx'] });
+  const rounds = Number(process.argv[4] ?? 1);
+  const server = fork(fileURLToPath(import.meta.url), ['--server'], { execArgv: ['--import', 'tsx', ...(process.env.SPROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SPROF}`] : [])] });
   const url = await new Promise<string>((resolve) => server.once('message', (m: { url: string }) => resolve(m.url)));
+  const prompt = (i: number) => `Task ${i}.`;
+  // The peer's prompts have the same shape but other words: the simulator remembers the token
+  // counts of texts it has seen, so the second of two phases sending the same texts would be
+  // served for less than the first.
+  const peerPrompt = (i: number) => `Call ${i}.`;
   const plan = (count: number, inFlight: number) => ({
     providers: { p: { type: 'sim', baseURL: url } },
-    models: { m: { provider: 'p', model: 'sim-fast', maxTokens: 16 } },
+    models: { m: { provider: 'p', model: 'sim-fast', maxTokens: MAX_TOKENS } },
     defaults: { maxInFlight: inFlight, taskTimeoutMs: 600_000 },
-    tasks: Array.from({ length: count }, (_, i) => ({ id: `t${i}`, model: 'm', prompt: `Task ${i}.` })),
+    tasks: Array.from({ length: count }, (_, i) => ({ id: `t${i}`, model: 'm', prompt: prompt(i) })),
   });
-  const swarm = createSwarm({ store: false, seed: 1 });
-  await swarm.run(plan(50, 50)).result; // warm-up: JIT, the HTTP pool
   let simPeakInFlight = 0; // the most calls the simulator held at once
   const serverCpu = () =>
     new Promise<number>((resolve) => {
       server.once('message', (m: { cpu: NodeJS.CpuUsage; peakInFlight: number }) => {
-        simPeakInFlight = m.peakInFlight;
+        simPeakInFlight = Math.max(simPeakInFlight, m.peakInFlight);
         resolve((m.cpu.user + m.cpu.system) / 1000);
       });
       server.send('cpu');
     });
-  const server0 = await serverCpu();
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  const result = await swarm.run(plan(n, maxInFlight)).result;
-  const ms = performance.now() - t0;
-  const cpu = process.cpuUsage(cpu0);
-  const serverCpuMs = (await serverCpu()) - server0;
+  /** Wall time, this process's CPU and the simulator's CPU of one phase, in ms. */
+  const measure = async (phase: () => Promise<void>) => {
+    const server0 = await serverCpu();
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    await phase();
+    const ms = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    return { ms, cpuMs: (cpu.user + cpu.system) / 1000, serverCpuMs: (await serverCpu()) - server0 };
+  };
+
+  const swarm = createSwarm({ store: false, seed: 1 });
+  const pool = new Pool(url);
+  // Warm-up of both: JIT, their HTTP pools.
+  await swarm.run(plan(50, 50)).result;
+  await peerRun(pool, 50, 50, peerPrompt, MAX_TOKENS);
+  const runtime: Awaited<ReturnType<typeof measure>>[] = [];
+  const peer: Awaited<ReturnType<typeof measure>>[] = [];
+  for (let round = 0; round < rounds; round++) {
+    runtime.push(
+      await measure(async () => {
+        const result = await swarm.run(plan(n, maxInFlight)).result;
+        if (result.totals.completed !== n) throw new Error(`only ${result.totals.completed} of ${n} completed`);
+      }),
+    );
+    peer.push(await measure(() => peerRun(pool, n, maxInFlight, peerPrompt, MAX_TOKENS)));
+  }
   await swarm.close();
+  await pool.close();
   server.disconnect();
-  if (result.totals.completed !== n) throw new Error(`only ${result.totals.completed} of ${n} completed`);
-  const cpuMs = (cpu.user + cpu.system) / 1000;
+  const median = (xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+  };
+  const ms = median(runtime.map((r) => r.ms));
+  const cpuMs = median(runtime.map((r) => r.cpuMs));
+  const peerMs = median(peer.map((r) => r.ms));
+  const peerCpuMs = median(peer.map((r) => r.cpuMs));
   const idealMs = Math.ceil(n / maxInFlight) * TTFT_MS;
-  console.log(JSON.stringify({ tasks: n, maxInFlight, ms, idealMs, cpuMs, cpuUsPerTask: (cpuMs * 1000) / n, serverCpuMs, simPeakInFlight, maxRssMb: process.resourceUsage().maxRSS / 1024 }));
+  console.log(
+    JSON.stringify({
+      tasks: n,
+      maxInFlight,
+      rounds,
+      ms,
+      idealMs,
+      peerMs,
+      cpuMs,
+      cpuUsPerTask: (cpuMs * 1000) / n,
+      peerCpuUsPerTask: (peerCpuMs * 1000) / n,
+      serverCpuMs: median(runtime.map((r) => r.serverCpuMs)),
+      peerServerCpuMs: median(peer.map((r) => r.serverCpuMs)),
+      simPeakInFlight,
+      maxRssMb: process.resourceUsage().maxRSS / 1024,
+    }),
+  );
 }

@@ -114,4 +114,29 @@ describe('parseRateLimitHeaders', () => {
     expect(rateLimitOf({}, NOW)).toBeUndefined();
     expect(rateLimitOf({ 'x-ratelimit-reset-tokens': '20ms' }, NOW)).toEqual({ inputTokensResetMs: 20 });
   });
+
+  it('reads mixed-case and repeated names as headerOf does: the exact lower-case name first, else the first spelling', () => {
+    const headers = {
+      'Anthropic-RateLimit-Requests-Limit': '50',
+      'anthropic-ratelimit-requests-limit': '60',
+      'X-RateLimit-Remaining-Requests': ['7', '8'],
+      'x-RATELIMIT-remaining-requests': '9',
+      'X-Ratelimit-Reset-Tokens': ' 20ms ',
+      'Content-Type': 'text/event-stream',
+    };
+    expect(parseRateLimitHeaders(headers, NOW)).toEqual({ requestsLimit: 60, requestsRemaining: 7, inputTokensResetMs: 20 });
+  });
+
+  it("walks the names of a response's headers once, not once for each rate-limit header it lacks", () => {
+    let walks = 0;
+    const record = { 'content-type': 'text/event-stream', 'request-id': 'req_1', 'x-ratelimit-limit-requests': '60' };
+    const counted = new Proxy(record, {
+      ownKeys(target) {
+        walks++;
+        return Reflect.ownKeys(target);
+      },
+    });
+    expect(parseRateLimitHeaders(counted, NOW)).toEqual({ requestsLimit: 60 });
+    expect(walks).toBe(1);
+  });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { readSse, SseLimitError, SseParser, type SseEvent } from '../../src/providers/sse.js';
+import { ReplyGuard } from '../../src/providers/replyLimits.js';
 import { fixture } from './server.js';
 
 function parseAll(chunks: (string | Uint8Array)[]): SseEvent[] {
@@ -125,5 +126,34 @@ describe('SseParser', () => {
     const ok = new SseParser({ maxLine: limit });
     const atLimit = `data:${'c'.repeat(limit - 5)}\n\n`;
     expect(ok.push(atLimit + atLimit)).toHaveLength(2);
+  });
+});
+
+describe('ReplyGuard.events', () => {
+  const facts = { provider: 'p', model: 'm', keyId: 'p:k' };
+
+  it('gives the events one chunk completes together, in order, and what the end completes last', async () => {
+    async function* body(): AsyncGenerator<Uint8Array> {
+      yield new TextEncoder().encode('event: a\ndata: 1\n\nevent: b\ndata: 2\n\nevent: c\ndata: 3\n\ndata: par');
+      yield new TextEncoder().encode('tial\n\n');
+    }
+    const batches: string[][] = [];
+    for await (const events of new ReplyGuard(16, facts, undefined).events(body())) batches.push(events.map((e) => `${e.event}:${e.data}`));
+    // One resume of the reader's loop for the three events of the first chunk.
+    expect(batches).toEqual([['a:1', 'b:2', 'c:3'], ['message:partial']]);
+  });
+
+  it('still holds the byte bound and the abort signal chunk by chunk', async () => {
+    async function* endless(): AsyncGenerator<Uint8Array> {
+      for (;;) yield new Uint8Array(64 * 1024).fill(0x20);
+    }
+    await expect(async () => {
+      for await (const _ of new ReplyGuard(1, facts, undefined).events(endless()));
+    }).rejects.toThrow(/larger than 1 MiB/);
+    const controller = new AbortController();
+    controller.abort(new Error('deadline'));
+    await expect(async () => {
+      for await (const _ of new ReplyGuard(1, facts, undefined).events(endless(), controller.signal));
+    }).rejects.toThrow('deadline');
   });
 });

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { countTokens } from '../../src/sim/tokenizer.js';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { SimOptions } from '../../src/sim/index.js';
 import { minimalValue } from '../../src/sim/model.js';
 import { formatDuration } from '../../src/sim/openai.js';
@@ -330,6 +330,25 @@ describe('latency', () => {
     expect(headersAt).toBeGreaterThanOrEqual(55);
     expect(stillSending).toBe(true);
     expect(sseEvents(text).at(-1)!.event).toBe('message_stop');
+  });
+});
+
+describe('fast streams', () => {
+  it('hold deltas due less than a timer tick apart instead of a timer per delta, and send them all', async () => {
+    const s = await sim({ latency: { ttftMs: 0, tokensPerSecond: 1_000_000 } });
+    const timers = vi.spyOn(globalThis, 'setTimeout');
+    try {
+      const res = await post(messages(s), messagesBody('[[sim:length 200]]', { stream: true }));
+      // 200 tokens at a million a second are due within 0.2 ms: no pacing timer at all (one per
+      // ~5-token delta before, each waiting a whole millisecond).
+      expect(timers.mock.calls.filter(([, ms]) => typeof ms === 'number' && ms < 1)).toEqual([]);
+      const events = sseEvents(res.text);
+      expect(events.filter((e) => e.event === 'content_block_delta').length).toBeGreaterThan(10);
+      expect(events.at(-1)!.event).toBe('message_stop');
+      expect(events.find((e) => e.event === 'message_delta')!.data.usage.output_tokens).toBe(200);
+    } finally {
+      timers.mockRestore();
+    }
   });
 });
 

@@ -3,7 +3,8 @@
  * reserves UTF-8 bytes plus framing, and that must never be below what the server counts.
  */
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { createRequire } from 'node:module';
+import { describe, expect, it, vi } from 'vitest';
 import { maxRequestTokens, utf8Length } from '../../machines/tokens.js';
 import { countTokens, truncateToTokens } from '../../src/sim/tokenizer.js';
 
@@ -35,6 +36,38 @@ describe('sim tokenizer', () => {
       }),
       { numRuns: 150 },
     );
+  });
+
+  it('counts exactly what js-tiktoken encodes, word counts remembered or not (random seeds)', () => {
+    const require = createRequire(import.meta.url);
+    const { Tiktoken } = require('js-tiktoken/lite');
+    const ranks = require('js-tiktoken/ranks/cl100k_base');
+    const reference = new Tiktoken(ranks.default ?? ranks);
+    // Together at most one piece (1,024 characters): the pieces are cut as before, not by this code.
+    const short = fc.oneof(fc.string({ unit: 'grapheme', maxLength: 50 }), fc.string({ unit: 'binary', maxLength: 250 }), fc.string({ maxLength: 500 }));
+    fc.assert(
+      fc.property(short, short, fc.integer({ min: 1, max: 60 }), (a, b, cut) => {
+        // b after a: b's words are mostly remembered by then.
+        expect(countTokens(a)).toBe(reference.encode(a, [], []).length);
+        expect(countTokens(a + b)).toBe(reference.encode(a + b, [], []).length);
+        expect(truncateToTokens(a + b, cut)).toBe(reference.decode(reference.encode(a + b, [], []).slice(0, cut)));
+      }),
+      { numRuns: 300 },
+    );
+    for (const t of ["it's  a   test\n\n  x", '<|endoftext|> x  \r\n', 'Task 1234567.', 'a\u{1F600}b\uD800c']) expect(countTokens(t)).toBe(reference.encode(t, [], []).length);
+  });
+
+  it('counts a fresh text made of words seen before without encoding it again', () => {
+    const require = createRequire(import.meta.url);
+    const { Tiktoken } = require('js-tiktoken/lite');
+    countTokens('Received the simulated reply and then each plan step. Task 41.');
+    const encode = vi.spyOn(Tiktoken.prototype, 'encode');
+    try {
+      expect(countTokens('Received each plan step and then the simulated reply. Task 41.')).toBe(14);
+      expect(encode).not.toHaveBeenCalled();
+    } finally {
+      encode.mockRestore();
+    }
   });
 
   it('counts a 200,000-character unbroken run (a hostile blob) in pieces', () => {
