@@ -1,9 +1,10 @@
 /**
  * The swarmstate statecharts: pure XState v5 machines with no I/O. Each declares its effects by
- * name (`report`, `callModel`, `executeTool`) for `machine.provide(...)`; paste any of them into
+ * name (`report`, the agent's `callModel`/`abortCall` actions made by `modelCallActions`,
+ * `executeTool`) for `machine.provide(...)`; paste any of them into
  * the Stately editor, walk it with @xstate/graph, or drive it with fake actors in tests.
  */
-export { agentMachine, type AgentContext, type AgentEvent, type AgentInput } from './agent/index.js';
+export { agentMachine, modelCallActions, type AgentContext, type AgentEvent, type AgentInput, type RunModelCall } from './agent/index.js';
 export { breakerMachine, type BreakerInput } from './breaker.machine.js';
 export { keyMachine, type KeyInput } from './key.machine.js';
 export { poolMachine, type PoolInput } from './pool.machine.js';

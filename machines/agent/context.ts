@@ -30,6 +30,7 @@ import type {
   Usage,
 } from '../protocol.js';
 import { estimateRequestTokens, maxRequestTokens } from '../tokens.js';
+import type { ModelCallEvent } from './modelCall.js';
 
 export interface AgentInput {
   taskId: string;
@@ -209,8 +210,9 @@ export function patchOf(ctx: AgentContext, patch: Patch): Partial<AgentContext> 
 }
 
 export type AgentEvent =
-  | { type: 'START' }
   | { type: 'CANCEL'; reason?: string }
+  /** The outcome of the model call under way (modelCall.ts). */
+  | ModelCallEvent
   /** The attempt's deadline passed (its group keeps the deadlines: machines/supervisor/group.machine.ts). */
   | { type: 'AGENT.TIMEOUT' }
   | BreakerReply

@@ -84,9 +84,6 @@ export const unbudgetedAsDecided = (context: AgentContext, event: unknown) => {
 export const canReroute = (context: AgentContext) =>
   context.call === 'turn' && !context.override?.target && context.held.reroute === null && context.routeIndex < (context.input.fallbacks?.length ?? 0);
 
-/** The attempt starts: its deadline runs from now (the lease requests carry it to the pool). */
-export const start = ({ self }: PatchArgs): Patch => ({ startedAt: nowOf(self) });
-
 /**
  * Applies a hook's decision (a rewrite holds for this call only; a denial is the attempt's error)
  * and records it as an event. Called with the hook's output, or with a decision as params.

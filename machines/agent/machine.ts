@@ -2,7 +2,7 @@
  * One sub-agent: one attempt at one task, with a context of its own. The chart alone: its actions
  * are in dispatch.ts (before a call), settle.ts (after one) and tools.ts; its data in context.ts.
  *
- *   idle -START-> waiting.checking -> (compacting) -> (hook) -> (reserving -RESERVED->) lease
+ *   (spawned) active.waiting.checking -> (compacting) -> (hook) -> (reserving -RESERVED->) lease
  *        -GRANTED-> running
  *   lease: the lease request passes the route's breaker (closed: on to the pool at once); an open
  *          breaker holds it, or refuses a turn that has fallbacks -> rerouting -> checking
@@ -12,7 +12,11 @@
  *   running -429-> waiting (a wait for the next free key, not a retry)
  *   any -CANCEL-> cancelled          any -AGENT.TIMEOUT (its deadline)-> failed (task_timeout)
  *
- * The machine decides; `src/` does: the model call is the `callModel` actor, the route's breaker
+ * The agent is active from its spawn: its deadline and its first request start with it.
+ *
+ * The machine decides; `src/` does: the model call is the `callModel` action (started on entering
+ * `running`, aborted by `abortCall` on leaving it; its outcome comes back as MODEL.REPLY or
+ * MODEL.FAILED: modelCall.ts), the route's breaker
  * (`breaker:<provider>/<model>`), the key pool (`pool:<provider>`) and the tool bus (`toolBus`)
  * are actors found in the system by id, and so is the run's `ledger` when it has budgets. Guards
  * read only the context and the event: what the agent learns from other actors reaches it as
@@ -20,11 +24,11 @@
  * gives back on the way out, so a cancelled agent never wedges a key, a breaker or a budget.
  */
 import { and, assign, enqueueActions, fromPromise, not, setup } from 'xstate';
-import { clampDelay } from '../clock.js';
+import { clampDelay, nowOf } from '../clock.js';
 import { canCompact } from '../compaction.js';
 import { errorInfo, toErrorInfo } from '../errors.js';
 import { scoreOf } from '../judge.js';
-import type { AttemptReport, DispatchDecision, DispatchInfo, ModelCallInput, ModelCallOutput, RunEvent, ToolCallDecision, ToolCallInfo } from '../protocol.js';
+import type { AttemptReport, DispatchDecision, DispatchInfo, ModelCallInput, RunEvent, ToolCallDecision, ToolCallInfo } from '../protocol.js';
 import { ZERO_USAGE } from '../protocol.js';
 import { textOf } from '../tokens.js';
 import {
@@ -55,7 +59,6 @@ import {
   requestDenied,
   requestLease,
   requestReservation,
-  start,
   unbudgeted,
   unbudgetedAsDecided,
 } from './dispatch.js';
@@ -82,6 +85,12 @@ import {
   toolsAsked,
 } from './settle.js';
 import { appendToolResults, callTools, outOfTurns, recordToolDecisions, recordToolResult } from './tools.js';
+import { modelCallActions } from './modelCall.js';
+
+/** Without a provided call, every call fails at once (as a missing actor did). */
+const unprovided = modelCallActions(async () => {
+  throw errorInfo('internal', 'no callModel action provided');
+});
 
 /** An assign's function whose patch gives the sub-objects in part (see patchOf). */
 const patched =
@@ -97,9 +106,6 @@ export const agentMachine = setup({
     output: AttemptReport;
   },
   actors: {
-    callModel: fromPromise<ModelCallOutput, ModelCallInput>(async () => {
-      throw errorInfo('internal', 'no callModel actor provided');
-    }),
     /** The run's beforeToolCall hook: one decision per call, in order (src provides it). */
     beforeToolCall: fromPromise<ToolCallDecision[], ToolCallInfo[]>(async ({ input }) => input.map(() => ({ action: 'allow' as const }))),
     /** The run's beforeDispatch hook (src provides it when the run has one). */
@@ -108,7 +114,9 @@ export const agentMachine = setup({
   actions: {
     /** Where run events go: `src/` provides it. */
     report: (_, _event: RunEvent) => {},
-    start: assign(patched(start)),
+    /** The model call (src provides both with modelCallActions). */
+    callModel: (args, call: ModelCallInput) => unprovided.callModel(args, call),
+    abortCall: (args) => unprovided.abortCall(args),
     recordDecision: enqueueActions(recordDecision),
     requestReservation: enqueueActions(requestReservation),
     holdReservation: assign(patched(holdReservation)),
@@ -183,13 +191,14 @@ export const agentMachine = setup({
   },
 }).createMachine({
   id: 'agent',
-  context: ({ input }) => ({
+  context: ({ input, self }) => ({
     input,
     messages: [{ role: 'user', content: [{ type: 'text', text: input.prompt }] }],
     counts: { turn: 0, requests: 0, retries: 0, rateLimitWaits: 0, overloads: 0, seq: 0 },
     spend: { usage: ZERO_USAGE, costUsd: 0, unpricedCalls: 0, calls: [], callStartedAt: 0 },
     held: { pending: null, reservation: null, admission: null, lease: null, reroute: null },
-    startedAt: 0,
+    // The attempt starts with its spawn: its deadline runs from now (the lease requests carry it to the pool).
+    startedAt: nowOf(self),
     rng: input.seed,
     override: null,
     toolDecisions: null,
@@ -200,15 +209,12 @@ export const agentMachine = setup({
     overflowRetried: false,
     status: null,
   }),
-  initial: 'idle',
+  initial: 'active',
   output: ({ context }) => reportOf(context),
   on: {
     CANCEL: { target: '.cancelled', actions: 'cancelledBy' },
   },
   states: {
-    idle: {
-      on: { START: { target: 'active', actions: 'start' } },
-    },
     active: {
       // The deadline runs from the attempt's start, across turns, waits and backoffs; the agent's
       // group keeps it (machines/supervisor/group.machine.ts) and sends AGENT.TIMEOUT when it passes.
@@ -306,12 +312,12 @@ export const agentMachine = setup({
           ],
         },
         running: {
-          invoke: {
-            id: 'callModel',
-            src: 'callModel',
-            input: ({ context }) => callInputOf(context),
+          entry: { type: 'callModel', params: ({ context }) => callInputOf(context) },
+          // Left before the reply (cancel, deadline): the call's signal fires, its late reply is dropped.
+          exit: 'abortCall',
+          on: {
             // Each outcome settles the call and says what the reply means, in one action.
-            onDone: [
+            'MODEL.REPLY': [
               { guard: 'isSummary', target: 'waiting', actions: { type: 'settleSuccess', params: { then: compacted } } },
               { guard: and(['isJudge', 'judgePasses']), target: '#agent.done', actions: { type: 'settleSuccess', params: { then: judgePassed } } },
               { guard: 'isJudge', target: '#agent.failed', actions: { type: 'settleSuccess', params: { then: judgeRejected } } },
@@ -321,7 +327,7 @@ export const agentMachine = setup({
               { guard: 'judged', target: 'waiting', actions: { type: 'settleSuccess', params: { then: toJudge } } },
               { target: '#agent.done', actions: { type: 'settleSuccess', params: { then: finalReply } } },
             ],
-            onError: [
+            'MODEL.FAILED': [
               // The provider says the request is too long: compact and try once more.
               { guard: 'overflowOnce', target: 'compacting', actions: { type: 'settleFailure', params: { then: overflowed } } },
               // A 429 says "wait", not "this task is broken": back to the pool, which hands the

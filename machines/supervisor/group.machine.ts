@@ -123,9 +123,9 @@ export const groupMachine = setup({
     spawnAgent: enqueueActions(({ context, event, enqueue, self }) => {
       const { input } = event as Extract<GroupEvent, { type: 'SPAWN' }>;
       const id = context.slots.take(input.taskId, input.attempt);
+      // The agent is active from its spawn (no START to send).
       enqueue.spawnChild('agent', { id, input });
-      enqueue.sendTo(id, { type: 'START' });
-      // The agent's deadline runs from its start, as its own `after` timer did (at least 1 ms).
+      // The agent's deadline runs from its spawn, as its own `after` timer did (at least 1 ms).
       const now = nowOf(self);
       context.deadlines.set(id, now + clampDelay(input.timeoutMs, 1));
       rearm(enqueue, context.deadlines, now);

@@ -87,6 +87,17 @@ export const supervisorMachine = setup({
       settleAttempt(context, enqueue as unknown as Enqueue, report, group, nowOf(self));
     }),
 
+    /**
+     * The same, then the ready tasks start, in one action (one action list per task, not two).
+     * A settlement that stops the run is assigned after this action, so nothing starts then.
+     */
+    settleAndDispatch: enqueueActions(({ context, event, enqueue, self }) => {
+      const { report, group } = event as AgentEndedEvent;
+      const now = nowOf(self);
+      if (settleAttempt(context, enqueue as unknown as Enqueue, report, group, now)) return;
+      dispatchReady(context, enqueue as unknown as Enqueue, now);
+    }),
+
     /** A cache leader's response started: its group is warm, the tasks held behind it go out. */
     warmGroup: enqueueActions(({ context, event, enqueue, self }) => {
       if (event.type !== 'CACHE.WARM') return;
@@ -175,7 +186,7 @@ export const supervisorMachine = setup({
           actions: assign({ stop: ({ event }) => ({ status: 'cancelled' as const, reason: event.reason ?? 'cancelled by the caller' }) }),
         },
         'CACHE.WARM': { actions: ['warmGroup', 'dispatch'] },
-        'AGENT.ENDED': { actions: ['settle', 'dispatch'] },
+        'AGENT.ENDED': { actions: 'settleAndDispatch' },
         'xstate.done.actor.*': { guard: 'isExpansion', actions: ['applyExpansion', 'dispatch'] },
         'xstate.error.actor.*': [
           { guard: 'isExpansion', actions: ['applyExpansion', 'dispatch'] },

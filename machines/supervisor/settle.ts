@@ -4,14 +4,17 @@ import { enqueueReport } from '../kit.js';
 import type { ReviewOutcome, Settlement } from '../tasks/types.js';
 import type { Enqueue, PlanExpansionInput, SupervisorContext } from './types.js';
 
-/** Records an agent's end (the group it ran in has stopped it and freed its place). */
-export function settleAttempt(context: SupervisorContext, enqueue: Enqueue, report: AttemptReport, group: number, now: number): void {
+/**
+ * Records an agent's end (the group it ran in has stopped it and freed its place). Returns true
+ * when it stops the run (fail-fast): that `stop` is assigned only after the action that called it.
+ */
+export function settleAttempt(context: SupervisorContext, enqueue: Enqueue, report: AttemptReport, group: number, now: number): boolean {
   context.crew.release(group);
   const table = context.table;
   // A cache leader that ends releases the tasks held behind it (warm if it completed: the prefix was written).
   releaseGroup(context, enqueue, report.taskId, report.attempt, report.status === 'completed' && report.servedBy === undefined, now);
   const settlement = table.settle(report, { retry: context.stop === null });
-  if (settlement.kind === 'stale') return;
+  if (settlement.kind === 'stale') return false;
   context.crew.inFlight -= 1;
   switch (settlement.kind) {
     case 'plan': {
@@ -37,12 +40,12 @@ export function settleAttempt(context: SupervisorContext, enqueue: Enqueue, repo
       break;
     case 'retry':
     case 'failed':
-      reportFailure(context, enqueue, report.taskId, report.attempt, report.error ?? { code: 'internal', message: 'failed', retryable: false }, settlement);
-      break;
+      return reportFailure(context, enqueue, report.taskId, report.attempt, report.error ?? { code: 'internal', message: 'failed', retryable: false }, settlement);
   }
+  return false;
 }
 
-/** A failed attempt: retried (queued again), or final (its dependents skipped, fail-fast stops the run). */
+/** A failed attempt: retried (queued again), or final (its dependents skipped, fail-fast stops the run: returns true then). */
 export function reportFailure(
   context: SupervisorContext,
   enqueue: Enqueue,
@@ -50,16 +53,18 @@ export function reportFailure(
   attempt: number,
   error: ErrorInfo,
   settlement: Extract<Settlement, { kind: 'retry' | 'failed' }>,
-): void {
+): boolean {
   enqueueReport(enqueue, { type: 'task:failed', taskId, attempt, error, willRetry: settlement.kind === 'retry' });
   if (settlement.kind === 'retry') {
     enqueueReport(enqueue, { type: 'task:queued', taskId });
-    return;
+    return false;
   }
   for (const id of settlement.skipped) enqueueReport(enqueue, { type: 'task:skipped', taskId: id, reason: `depends on "${taskId}", which failed` });
   if (context.onFailure === 'fail-fast' && context.stop === null) {
     enqueue.assign({ stop: { status: 'failed', reason: `task "${taskId}" failed (fail-fast)` } });
+    return true;
   }
+  return false;
 }
 
 /** An aggregator that cannot expand or merge fails (not retried: its inputs would not change). */

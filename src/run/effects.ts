@@ -1,5 +1,6 @@
 /**
- * The machines with one run's effects (`machine.provide(...)`): a model call and tool calls
+ * The machines with one run's effects (`machine.provide(...)`): a model call (the agent's
+ * callModel/abortCall actions) and tool calls
  * through the run's CallTransport (here or on the workers), the hooks, the planner's expansion,
  * and every report into the event stream. What a call needs whichever transport makes it is done
  * here: the journal before it, tool names to and from the wire, deltas, redaction of what comes
@@ -9,7 +10,7 @@ import { fromPromise } from 'xstate';
 import type { CacheWarmEvent, ModelCallInput, ModelCallOutput, RunEvent, ToolBatchInput, ToolExecInput, ToolResult } from '../../machines/protocol.js';
 import type { PlanExpansion, PlanExpansionInput } from '../../machines/supervisor/machine.js';
 import { supervisorMachine } from '../../machines/supervisor/machine.js';
-import { agentMachine } from '../../machines/agent/index.js';
+import { agentMachine, modelCallActions } from '../../machines/agent/index.js';
 import { groupMachine } from '../../machines/supervisor/group.machine.js';
 import { keyMachine } from '../../machines/key.machine.js';
 import { poolMachine } from '../../machines/pool.machine.js';
@@ -51,7 +52,8 @@ export interface RunEffects {
 }
 
 export function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, transport, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, deltas, sampling, onBalance }: RunEffects) {
-  const callModel = fromPromise<ModelCallOutput, ModelCallInput>(async ({ input: call, signal, system, self }) => {
+  // The model call is two actions of the agent (no actor per call: machines/agent/modelCall.ts).
+  const callModel = modelCallActions(async (call: ModelCallInput, { signal, system, self }): Promise<ModelCallOutput> => {
     const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
     try {
       // The spend of earlier calls is on disk before this one leaves (a resumed budget must not undercount).
@@ -119,7 +121,7 @@ export function provideEffects(report: (_: unknown, event: RunEvent) => void, { 
     actions: { report },
     actors: {
       expandPlan,
-      group: groupMachine.provide({ actors: { agent: agentMachine.provide({ actions: { report }, actors: { callModel, beforeDispatch, beforeToolCall } }) } }),
+      group: groupMachine.provide({ actors: { agent: agentMachine.provide({ actions: { report, ...callModel }, actors: { beforeDispatch, beforeToolCall } }) } }),
       pool: poolMachine.provide({ actions: { report }, actors: { key: keyMachine.provide({ actions: { report } }) } }),
       breaker: breakerMachine.provide({ actions: { report } }),
       toolBus: toolBusMachine.provide({ actions: { report }, actors: { executeTool, executeBatch } }),

@@ -1,7 +1,7 @@
 /**
  * A small actor system for testing agents against the real infrastructure: one key pool
  * (`pool:p`), one breaker (`breaker:p/m`), the tool bus (`toolBus`), and the agents a test starts.
- * Only the effects are scripted: the model call (`callModel`) and the tool executor (`executeTool`).
+ * Only the effects are scripted: the model call (the agent's `callModel` action) and the tool executor (`executeTool`).
  *
  * Time is a SimulatedClock. Scripted promises settle in microtasks, so a test awaits
  * `settle()` (one macrotask turn: no simulated time passes) or `advance(ms)` (simulated time,
@@ -15,7 +15,7 @@
  */
 import { createActor, enqueueActions, fromPromise, setup, SimulatedClock } from 'xstate';
 import type { AnyActorRef, DoneActorEvent, ErrorActorEvent } from 'xstate';
-import { agentMachine, type AgentContext, type AgentInput } from '../../machines/agent/index.js';
+import { agentMachine, modelCallActions, type AgentContext, type AgentInput } from '../../machines/agent/index.js';
 import { breakerMachine, type BreakerContext, type BreakerOptions } from '../../machines/breaker.machine.js';
 import { keyMachine, type KeyContext } from '../../machines/key.machine.js';
 import { poolMachine, type PoolContext } from '../../machines/pool.machine.js';
@@ -143,7 +143,7 @@ export function createAgentHarness(options: AgentHarnessOptions) {
   const keys = options.keys ?? [{ keyId: 'A', limits: {} }];
   const report = (_: unknown, event: RunEvent) => void reports.push({ ...event, at: clock.now() });
 
-  const callModel = fromPromise<ModelCallOutput, ModelCallInput>(({ input, signal }) => {
+  const callModel = modelCallActions((input, { signal }) => {
     const n = calls.filter((c) => c.input.taskId === input.taskId && c.input.attempt === input.attempt).length;
     calls.push({ input, signal, at: clock.now() });
     const reply = options.model(input, n);
@@ -162,7 +162,7 @@ export function createAgentHarness(options: AgentHarnessOptions) {
       pool: poolMachine.provide({ actions: { report }, actors: { key: keyMachine.provide({ actions: { report } }) } }),
       breaker: breakerMachine.provide({ actions: { report } }),
       toolBus: toolBusMachine.provide({ actions: { report }, actors: { executeTool } }),
-      agent: agentMachine.provide({ actions: { report }, actors: { callModel } }),
+      agent: agentMachine.provide({ actions: { report, ...callModel } }),
     },
   }).createMachine({
     entry: enqueueActions(({ enqueue }) => {
@@ -183,7 +183,6 @@ export function createAgentHarness(options: AgentHarnessOptions) {
       SPAWN: {
         actions: enqueueActions(({ event, enqueue }) => {
           enqueue.spawnChild('agent', { id: event.id, input: event.input });
-          enqueue.sendTo(event.id, { type: 'START' });
           // The agent's deadline, as its group keeps it in a run (machines/supervisor/group.machine.ts).
           enqueue.sendTo(event.id, { type: 'AGENT.TIMEOUT' }, { id: `deadline:${event.id}`, delay: clampDelay(event.input.timeoutMs, 1) });
         }),

@@ -252,6 +252,34 @@ describe('agentMachine: errors and retries', () => {
 });
 
 describe('agentMachine: cancellation', () => {
+  it('aborts the call when the agent is stopped mid-call (its run stopped), not only when it leaves running', async () => {
+    const h = createAgentHarness({ model: () => 'hang' });
+    const id = h.start(agentInput());
+    await h.advance(0);
+    expect(h.agent(id).value).toEqual({ active: 'running' });
+    expect(h.calls[0].signal.aborted).toBe(false);
+    // No transition leaves `running` here: the actor itself goes away.
+    h.root.stop();
+    await h.settle();
+    expect(h.calls[0].signal.aborted).toBe(true);
+  });
+
+  it('drops the reply of a call it stopped waiting for: a cancelled agent stays cancelled, and its late reply is not reported', async () => {
+    let answer: (reply: ReturnType<typeof textReply>) => void = () => {};
+    const late = new Promise<ReturnType<typeof textReply>>((resolve) => (answer = resolve));
+    const h = createAgentHarness({ model: () => late });
+    const id = h.start(agentInput());
+    await h.advance(0);
+    h.cancel(id, 'not needed');
+    await h.settle();
+    expect(h.calls[0].signal.aborted).toBe(true);
+    answer(textReply('too late'));
+    await h.settle();
+    expect(h.output(id)).toMatchObject({ status: 'cancelled', requests: 1 });
+    expect(h.reportsOf('model:response')).toEqual([]);
+    expect(h.crashes.size).toBe(0);
+  });
+
   it('withdraws its queued lease request when cancelled while waiting, so the next agent is served', async () => {
     const h = createAgentHarness({ keys: [{ keyId: 'A', limits: { concurrency: 1 } }], model: () => 'hang' });
     const holder = h.start(agentInput({ taskId: 'holder' }));

@@ -30,17 +30,16 @@ function graphEvents(state: AgentSnapshot): AgentEvent[] {
   const ok: ModelCallOutput = textReply('ok');
   const wantsTool: ModelCallOutput = toolReply([{ id: 'u1', name: 'search' }]);
   const events: Array<AgentEvent | { type: string; [k: string]: unknown }> = [
-    { type: 'START' },
     // The route's breaker is open and the turn has a fallback; then the fallback's breaker's answer.
     { type: 'BREAKER.REFUSED', requestId },
     { type: 'BREAKER.STATUS', requestId, open: false },
     { type: 'BREAKER.STATUS', requestId, open: true },
     { type: 'LEASE.GRANTED', requestId, leaseId: 'A#1', keyId: 'A' },
     { type: 'LEASE.DENIED', requestId, error: { code: 'no_keys', message: 'no keys', retryable: false } },
-    { type: 'xstate.done.actor.callModel', output: ok },
-    { type: 'xstate.done.actor.callModel', output: wantsTool },
-    { type: 'xstate.error.actor.callModel', error: modelError('server_error').error },
-    { type: 'xstate.error.actor.callModel', error: modelError('bad_request').error },
+    { type: 'MODEL.REPLY', output: ok },
+    { type: 'MODEL.REPLY', output: wantsTool },
+    { type: 'MODEL.FAILED', error: modelError('server_error').error },
+    { type: 'MODEL.FAILED', error: modelError('bad_request').error },
     { type: 'TOOL.RESULT', callId: 'u1', content: 'found', isError: false },
     { type: 'xstate.after.backoff.agent.active.backoff' },
     { type: 'AGENT.TIMEOUT' },
@@ -74,11 +73,11 @@ function hookedEvents(state: AgentSnapshot): AgentEvent[] {
  */
 function withInfrastructure(): typeof agentMachine {
   const standIns = new Map<string, AnyActorRef>(['toolBus', 'pool:p', 'breaker:p/m', 'breaker:p/f', 'ledger'].map((id) => [id, createEmptyActor() as AnyActorRef]));
-  const transition = (snapshot: AgentSnapshot, event: AgentEvent, scope: AnyActorScope) => {
-    const system = { ...scope.system, get: (id: string) => standIns.get(id) ?? scope.system.get(id) };
-    return agentMachine.transition(snapshot, event, { ...scope, system } as typeof scope);
-  };
-  return Object.create(agentMachine, { transition: { value: transition } }) as typeof agentMachine;
+  const withStandIns = (scope: AnyActorScope) => ({ ...scope, system: { ...scope.system, get: (id: string) => standIns.get(id) ?? scope.system.get(id) } }) as typeof scope;
+  const transition = (snapshot: AgentSnapshot, event: AgentEvent, scope: AnyActorScope) => agentMachine.transition(snapshot, event, withStandIns(scope));
+  // The agent is active from its spawn: its first lease request is made by the initial snapshot.
+  const getInitialSnapshot = (scope: AnyActorScope, input: AgentInput) => agentMachine.getInitialSnapshot(withStandIns(scope), input);
+  return Object.create(agentMachine, { transition: { value: transition }, getInitialSnapshot: { value: getInitialSnapshot } }) as typeof agentMachine;
 }
 
 function shortestByValue(logic: typeof agentMachine, input = GRAPH_INPUT, events = graphEvents) {
@@ -97,7 +96,6 @@ let plainWalk: ReturnType<typeof shortestByValue> | undefined;
 const walkPlain = () => (plainWalk ??= shortestByValue(withInfrastructure()));
 
 const ALL_STATES = [
-  '"idle"',
   '{"active":{"waiting":"lease"}}',
   '{"active":{"waiting":"rerouting"}}',
   '{"active":"running"}',
@@ -117,13 +115,13 @@ describe('agentMachine: graph', () => {
     const { paths, byValue } = walkPlain();
     expect([...byValue.keys()].sort()).toEqual([...ALL_STATES].sort()); // nextTurn is transient: never at rest
     // The lease request passes a closed breaker on its own: no answer from the breaker to wait for.
-    expect(stepTypes(byValue.get('{"active":"running"}')!)).toEqual(['START', 'LEASE.GRANTED']);
-    expect(stepTypes(byValue.get('{"active":{"tools":"calling"}}')!)).toEqual(['START', 'LEASE.GRANTED', 'xstate.done.actor.callModel']);
-    expect(stepTypes(byValue.get('{"active":"backoff"}')!)).toEqual(['START', 'LEASE.GRANTED', 'xstate.error.actor.callModel']);
-    expect(stepTypes(byValue.get('{"active":{"waiting":"rerouting"}}')!)).toEqual(['START', 'BREAKER.REFUSED']);
+    expect(stepTypes(byValue.get('{"active":"running"}')!)).toEqual(['LEASE.GRANTED']);
+    expect(stepTypes(byValue.get('{"active":{"tools":"calling"}}')!)).toEqual(['LEASE.GRANTED', 'MODEL.REPLY']);
+    expect(stepTypes(byValue.get('{"active":"backoff"}')!)).toEqual(['LEASE.GRANTED', 'MODEL.FAILED']);
+    expect(stepTypes(byValue.get('{"active":{"waiting":"rerouting"}}')!)).toEqual(['BREAKER.REFUSED']);
     // The fallback is up: the turn moves there (and asks for its lease again); down: it waits on its own route.
     const moved = paths.find((p) => p.state.matches({ active: { waiting: 'lease' } }) && p.state.context.routeIndex === 1);
-    expect(stepTypes(moved!)).toEqual(['START', 'BREAKER.REFUSED', 'BREAKER.STATUS']);
+    expect(stepTypes(moved!)).toEqual(['BREAKER.REFUSED', 'BREAKER.STATUS']);
     const stayed = paths.filter((p) => p.state.matches({ active: { waiting: 'lease' } }) && p.state.context.held.reroute !== null);
     expect(stayed.map((p) => [p.state.context.routeIndex, p.state.context.held.reroute])).toContainEqual([0, { index: 0, open: true }]);
     const failures = new Set(paths.filter((p) => p.state.value === 'failed').map((p) => p.state.context.error?.code));
@@ -140,13 +138,13 @@ describe('agentMachine: graph', () => {
     const rerouting = '{"active":{"waiting":"rerouting"}}';
     expect([...byValue.keys()].sort()).toEqual([...ALL_STATES.filter((s) => s !== rerouting), ...HOOKED_STATES].sort());
     // The hook decides first, then the worst case is reserved, then the breaker and the pool.
-    expect(stepTypes(byValue.get('{"active":{"waiting":"hook"}}')!)).toEqual(['START']);
-    expect(stepTypes(byValue.get('{"active":{"waiting":"reserving"}}')!)).toEqual(['START', 'xstate.done.actor.beforeDispatch']);
+    expect(stepTypes(byValue.get('{"active":{"waiting":"hook"}}')!)).toEqual([]);
+    expect(stepTypes(byValue.get('{"active":{"waiting":"reserving"}}')!)).toEqual(['xstate.done.actor.beforeDispatch']);
     expect(stepTypes(byValue.get('{"active":"running"}')!)).toEqual([
-      'START', 'xstate.done.actor.beforeDispatch', 'LEDGER.RESERVED', 'LEASE.GRANTED',
+      'xstate.done.actor.beforeDispatch', 'LEDGER.RESERVED', 'LEASE.GRANTED',
     ]);
     // The tool hook sits between the reply asking for a tool and the call to the bus.
-    expect(stepTypes(byValue.get('{"active":{"tools":"hook"}}')!).at(-1)).toBe('xstate.done.actor.callModel');
+    expect(stepTypes(byValue.get('{"active":{"tools":"hook"}}')!).at(-1)).toBe('MODEL.REPLY');
     expect(stepTypes(byValue.get('{"active":{"tools":"calling"}}')!).at(-1)).toBe('xstate.done.actor.beforeToolCall');
     const failures = new Set(paths.filter((p) => p.state.value === 'failed').map((p) => p.state.context.error?.code));
     // dispatch_denied (the hook denied, or threw) and budget_exceeded (the ledger refused) join the rest.
@@ -155,7 +153,7 @@ describe('agentMachine: graph', () => {
     expect(denials).toEqual(expect.arrayContaining([expect.stringContaining('not now'), expect.stringContaining('the hook threw: hook bug')]));
     // Refused by the hook or the ledger before any call: nothing was asked of the breaker or the pool.
     const refusedFirst = paths.filter(
-      (p) => ['dispatch_denied', 'budget_exceeded'].includes(p.state.context.error?.code ?? '') && !stepTypes(p).some((t) => t.includes('callModel')),
+      (p) => ['dispatch_denied', 'budget_exceeded'].includes(p.state.context.error?.code ?? '') && !stepTypes(p).some((t) => t.startsWith('MODEL.')),
     );
     expect(refusedFirst.length).toBeGreaterThan(0);
     for (const p of refusedFirst) {
@@ -186,7 +184,6 @@ describe('agentMachine: graph', () => {
     const priced: AgentInput = { ...unpriced, price: { input: 3, output: 15 } };
     const afterRewrite = (input: AgentInput, target: { provider: string; model: string; maxTokens: number; price?: { input: number; output: number } }) => {
       let [state] = initialTransition(logic, input);
-      [state] = transition(logic, state, { type: 'START' });
       expect(state.value).toEqual({ active: { waiting: 'hook' } });
       [state] = transition(logic, state, { type: 'xstate.done.actor.beforeDispatch', output: { action: 'rewrite', target } } as unknown as AgentEvent);
       return state.value;
@@ -197,7 +194,7 @@ describe('agentMachine: graph', () => {
 
   it('with no infrastructure in the system (a bare walk), fails at once: no pool to lease from', () => {
     const { byValue } = shortestByValue(agentMachine);
-    expect([...byValue.keys()].sort()).toEqual(['"cancelled"', '"failed"', '"idle"']);
+    expect([...byValue.keys()].sort()).toEqual(['"cancelled"', '"failed"']);
     expect(byValue.get('"failed"')!.state.context.error).toMatchObject({ code: 'internal' });
   });
 });

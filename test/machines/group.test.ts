@@ -21,9 +21,9 @@ const stubAgent = setup({
   },
 }).createMachine({
   context: ({ input }) => ({ input, status: null }),
-  initial: 'idle',
+  // Active from its spawn, as the agent is (no START).
+  initial: 'active',
   states: {
-    idle: { on: { START: 'active' } },
     active: {
       on: {
         FINISH: { target: 'done', actions: assign({ status: 'completed' as const }) },

@@ -31,9 +31,9 @@ function fakeAgent(script: (input: AgentInput) => { outcome: Outcome; delayMs: n
     },
   }).createMachine({
     context: ({ input }) => ({ input, ...script(input) }),
-    initial: 'idle',
+    // Active from its spawn, as the agent is (no START).
+    initial: 'working',
     states: {
-      idle: { on: { START: 'working' } },
       working: {
         after: {
           work: [
@@ -333,7 +333,8 @@ describe('supervisor', () => {
         spend: { usage: { inputTokens: 7, outputTokens: 3, cacheWriteTokens: 0, cacheReadTokens: 0 }, costUsd: 0, unpricedCalls: 0, calls: [], callStartedAt: 0 },
         counts: { requests: 1, retries: 0, turn: 0, rateLimitWaits: 0, overloads: 0, seq: 1 },
       }),
-      on: { START: { actions: 'crash' } },
+      // It crashes as soon as it runs (the agent is active from its spawn).
+      entry: 'crash',
     }) as unknown as typeof agentMachine;
     const machine = supervisorMachine.provide({
       actors: { group: groupWith(crashing), pool: recorder('pool') as never, ledger: recorder('ledger') as never },
