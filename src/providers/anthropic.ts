@@ -189,19 +189,19 @@ async function readStream(
   let stopReason: StopReason = 'other';
   let stopped = false;
 
-  for await (const events of guard.events(response.body, request.signal)) for (const event of events) {
+  await guard.read(response.body, request.signal, (event) => {
     // Keep reading after message_stop: the body ends right after, and a fully read body keeps
     // the connection alive for the next call.
-    if (stopped) continue;
+    if (stopped) return;
     // An `error` event is classified from its text, JSON or not.
     if (event.event === 'error') throw classifyStreamError({ ...facts, data: event.data, ...(rateLimit ? { rateLimit } : {}) });
     // ping, content_block_stop (inputs are parsed once, at the end) and event types added after
     // this adapter was written: whatever their data, they are not part of the reply. An unnamed
     // event says its type inside its data only, so it is read.
-    if (event.event !== 'message' && !NEEDED.has(event.event)) continue;
+    if (event.event !== 'message' && !NEEDED.has(event.event)) return;
     const data = jsonObjectOf(event.data);
     if (!data) {
-      if (event.event === 'message') continue;
+      if (event.event === 'message') return;
       throw malformedResponse(facts, `event "${event.event}" carries no JSON object`, rateLimit);
     }
     const type = event.event === 'message' ? String(data.type) : event.event;
@@ -244,7 +244,7 @@ async function readStream(
         // An unnamed event of a type this adapter does not know.
         break;
     }
-  }
+  });
   if (!stopped) throw truncatedStream(facts, 'message_stop', rateLimit);
   const content = contentOf(blocks, stopReason, facts, rateLimit);
   return withRateLimit({ content, stopReason, usage }, rateLimit);

@@ -47,6 +47,9 @@ export const ERROR_BODY_LIMIT = 64 * 1024;
 /** Successful plain (non-streamed) bodies: generous, but bounded. replyLimits.ts bounds streams. */
 export const JSON_BODY_LIMIT = 16 * 1024 * 1024;
 
+/** URLs whose parse a client keeps (adapters post to a fixed URL or two; a caller varying them only costs parses). */
+const MAX_TARGETS = 64;
+
 /** Thrown by `post` after `close()`. */
 export class HttpClientClosedError extends Error {
   override readonly name = 'HttpClientClosedError';
@@ -61,10 +64,12 @@ export class HttpClientClosedError extends Error {
  * second most imports need not pay), so it is there by the first request.
  */
 let undici: Promise<typeof import('undici')> | undefined;
+/** undici once loaded: a call then dispatches at once, with no promise of its own to wait for. */
+let undiciLoaded: typeof import('undici') | undefined;
 
 /** Starts loading undici now: for a process that will make calls later (a worker), sooner is better. */
 export function preloadHttp(): Promise<typeof import('undici')> {
-  return (undici ??= import('undici'));
+  return (undici ??= import('undici').then((module) => (undiciLoaded = module)));
 }
 
 /**
@@ -77,6 +82,7 @@ export function preloadHttp(): Promise<typeof import('undici')> {
  */
 export class HttpClient {
   private readonly pools = new Map<string, Pool>();
+  private readonly targets = new Map<string, { origin: string; path: string }>();
   private closed = false;
 
   readonly options: Required<Pick<HttpClientOptions, 'headersTimeoutMs' | 'bodyTimeoutMs'>> & HttpClientOptions;
@@ -87,29 +93,46 @@ export class HttpClient {
     void preloadHttp().catch(() => {}); // a failed load is the first request's error
   }
 
-  async post(request: HttpRequest): Promise<HttpResponse> {
-    if (this.closed) throw new HttpClientClosedError();
-    const url = new URL(request.url);
-    const { Pool: PoolClass, buildConnector } = await preloadHttp();
-    if (this.closed) throw new HttpClientClosedError();
+  post(request: HttpRequest): Promise<HttpResponse> {
+    if (this.closed) return Promise.reject(new HttpClientClosedError());
+    // Only the first calls wait for the module; after that the request leaves in this tick.
+    if (!undiciLoaded) return preloadHttp().then(() => this.post(request));
+    let target: { origin: string; path: string };
+    try {
+      target = this.target(request.url);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const { origin, path } = target;
+    const pool = this.poolFor(origin, undiciLoaded);
     const send = () =>
-      this.poolFor(url.origin, PoolClass, buildConnector).request({
+      pool.request({
         method: 'POST',
-        path: url.pathname + url.search,
+        path,
         headers: request.headers,
         body: request.body,
         signal: request.signal ?? null,
         headersTimeout: this.options.headersTimeoutMs,
         bodyTimeout: this.options.bodyTimeoutMs,
       });
-    try {
-      return wrap(await send());
-    } catch (error) {
+    return send().then(wrap, (error: unknown) => {
       if (!closedWhileIdle(error) || request.signal?.aborted || this.closed) throw error;
       // Once, on a fresh connection: the request met a kept-alive connection the server had
       // already closed, so it was not answered (see closedWhileIdle).
-      return wrap(await send());
+      return send().then(wrap);
+    });
+  }
+
+  /** An adapter posts to one URL or two: parsed once each, not once a call. */
+  private target(url: string): { origin: string; path: string } {
+    let target = this.targets.get(url);
+    if (!target) {
+      const parsed = new URL(url);
+      target = { origin: parsed.origin, path: parsed.pathname + parsed.search };
+      if (this.targets.size >= MAX_TARGETS) this.targets.clear();
+      this.targets.set(url, target);
     }
+    return target;
   }
 
   /** Closes every pool: lets calls in flight finish, then frees the sockets. */
@@ -120,7 +143,7 @@ export class HttpClient {
     await Promise.all(pools.map((pool) => pool.close()));
   }
 
-  private poolFor(origin: string, PoolClass: typeof Pool, buildConnector: (typeof import('undici'))['buildConnector']): Pool {
+  private poolFor(origin: string, { Pool: PoolClass, buildConnector }: typeof import('undici')): Pool {
     let pool = this.pools.get(origin);
     if (!pool) {
       const connect = buildConnector({});

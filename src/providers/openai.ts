@@ -221,16 +221,16 @@ async function readStream(response: HttpResponse, request: ProviderRequest, fact
   const onText = textNotifier(request);
   const calls: StreamedCalls = { byIndex: new Map(), byId: new Map(), last: 0, next: 0 };
   let done = false;
-  for await (const events of guard.events(response.body, request.signal)) for (const event of events) {
-    if (done) continue;
+  await guard.read(response.body, request.signal, (event) => {
+    if (done) return;
     // Some compatible servers name an error event; its text is classified, JSON or not.
     if (event.event === 'error') throw classifyStreamError({ ...facts, data: event.data, ...(rateLimit ? { rateLimit } : {}) });
     // Chat Completions sends unnamed events only: a named one (a proxy's keep-alive, a newer
     // API's event) is not part of the reply, whatever its data.
-    if (event.event !== 'message') continue;
+    if (event.event !== 'message') return;
     if (event.data === '[DONE]') {
       done = true;
-      continue;
+      return;
     }
     const chunk = jsonObjectOf(event.data);
     if (!chunk) throw malformedResponse(facts, 'a stream chunk is not a JSON object', rateLimit);
@@ -249,7 +249,7 @@ async function readStream(response: HttpResponse, request: ProviderRequest, fact
       if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) mergeToolCall(calls, (call ?? {}) as Record<string, unknown>, guard);
       if (choice.finish_reason != null) reply.finish = choice.finish_reason;
     }
-  }
+  });
   const complete = done || (reply.finish !== undefined && reply.usage !== undefined);
   if (!complete) throw truncatedStream(facts, 'data: [DONE]', rateLimit);
   reply.calls = [...calls.byIndex].sort(([a], [b]) => a - b).map(([, call]) => call);
