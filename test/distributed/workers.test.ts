@@ -6,7 +6,7 @@
  * not installed; `.ci/run` installs it and fails the file if it is missing there.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -204,8 +204,29 @@ describe.skipIf(skip)('distributed runs (BullMQ on Redis)', { timeout: 240_000 }
     }
   });
 
-  it('an attempt past its deadline cancels the worker\'s call; a worker started mid-run takes calls', async () => {
-    const slow = await startSim({ seed: 5, keys: simKeys(), latency: { ttftMs: 4000 } });
+  it('a worker started mid-run takes the calls that waited for one', async () => {
+    const sim = await startSim({ seed: 5, keys: simKeys() });
+    try {
+      const { file, ids } = plan(sim, 'mid-run', 2, 4);
+      // No worker yet: the coordinator's calls wait in the queue (however long the worker takes to start).
+      const events = join(dir, 'mid-run.ndjson');
+      const coordinator = spawnCli(['run', file, '--redis', redis.url, '--store', 'memory', '--json', '--events', events]);
+      await until(() => existsSync(events) && readFileSync(events, 'utf8').includes('"task:started"'), 'the first attempt to start');
+      expect(sim.stats().requests).toBe(0);
+      const [late] = await workers(1);
+      const run = await coordinator.done;
+      expect(run.code, run.stderr).toBe(0);
+      const result = JSON.parse(run.stdout) as { tasks: Record<string, { status: string }> };
+      for (const id of ids) expect(result.tasks[id]?.status).toBe('completed');
+      expect(await stopWorkers([late!])).toEqual([ids.length]);
+    } finally {
+      await sim.close();
+    }
+  });
+
+  it('an attempt past its deadline cancels the worker\'s call', async () => {
+    // The answer would take a minute: only the coordinator's deadline can end the call.
+    const slow = await startSim({ seed: 5, keys: simKeys(), latency: { ttftMs: 60_000 } });
     try {
       const file = join(dir, 'deadline.json');
       writeFileSync(
@@ -213,20 +234,18 @@ describe.skipIf(skip)('distributed runs (BullMQ on Redis)', { timeout: 240_000 }
         JSON.stringify({
           providers: { p: { type: 'anthropic', baseURL: slow.url, keys: [{ env: 'K1' }] } },
           models: { m: { provider: 'p', model: 'claude-haiku-4-5', maxTokens: 16 } },
-          tasks: [{ id: 'late', model: 'm', prompt: 'too slow', timeoutMs: 2000, maxRetries: 0 }],
+          tasks: [{ id: 'late', model: 'm', prompt: 'too slow', timeoutMs: 3000, maxRetries: 0 }],
         }),
       );
-      // No worker yet: the coordinator waits; the worker that starts now takes the call.
-      const coordinator = spawnCli(['run', file, '--redis', redis.url, '--store', 'memory', '--json']);
-      await new Promise((r) => setTimeout(r, 100));
-      const [late] = await workers(1);
-      const run = await coordinator.done;
+      // The worker is ready first, so the deadline is not spent waiting for a process to start.
+      const [worker] = await workers(1);
+      const run = await spawnCli(['run', file, '--redis', redis.url, '--store', 'memory', '--json']).done;
       const result = JSON.parse(run.stdout) as { tasks: Record<string, { status: string; error?: { code: string } }> };
       expect(result.tasks.late).toMatchObject({ status: 'failed', error: { code: 'task_timeout' } });
       // The worker dropped the call when the coordinator gave up: the server saw it cut off
       // before its answer (the worker is still running, so nothing else cut it).
       await until(() => slow.stats().log.some((e) => e.aborted), 'the call to be cut off');
-      expect(await stopWorkers([late!])).toEqual([1]);
+      expect(await stopWorkers([worker!])).toEqual([1]);
     } finally {
       await slow.close();
     }
