@@ -35,9 +35,9 @@ const slowAgent = setup({
   types: {} as { input: { taskId: string; attempt: number }; context: { taskId: string; attempt: number; cancelled: boolean } },
 }).createMachine({
   context: ({ input }) => ({ ...input, cancelled: false }),
-  initial: 'idle',
+  // Active from its spawn, as the real agent is (nobody sends it START).
+  initial: 'busy',
   states: {
-    idle: { on: { START: 'busy' } },
     busy: { after: { 10: 'done' }, on: { CANCEL: { target: 'cancelled', actions: assign({ cancelled: true }) } } },
     done: { type: 'final' },
     cancelled: { type: 'final' },
