@@ -25,7 +25,7 @@ import {
   type Patch,
   type CallTarget,
 } from './context.js';
-import { callFacts } from './calls.js';
+import { callEvent } from './calls.js';
 
 /** What the dispatch hook sees of the call about to be sent. */
 export function dispatchInfoOf(context: AgentContext): DispatchInfo {
@@ -207,7 +207,7 @@ export const leaseGranted = ({ context, event, enqueue, self }: ActionArgs) => {
       spend: { callStartedAt: nowOf(self) },
     }),
   );
-  enqueueReport(enqueue, { type: 'model:request', ...callFacts(context, keyId) });
+  enqueueReport(enqueue, callEvent('model:request', context, keyId));
 };
 
 /** The route's breaker is open and said so: look for a fallback, starting with the next one. */
