@@ -16,7 +16,7 @@
  * The bookkeeping (heap, maps, ready set) is one mutable object created with the actor and never
  * copied: each event costs O(log n) at 10,000 queued requests.
  */
-import { enqueueActions, setup } from 'xstate';
+import { enqueueActions, sendTo, setup } from 'xstate';
 import type { AnyActorRef, EventObject } from 'xstate';
 import { Heap } from './heap.js';
 import { keyMachine } from './key.machine.js';
@@ -281,6 +281,37 @@ function denyWaiting(context: PoolContext, out: Send[]): void {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The common ways, without an action list: a request a ready key takes at once (nothing queued),
+// and a release that goes back to its key. Each sends one message, read before the book changes
+// (a fixed `sendTo`), then books it.
+// ---------------------------------------------------------------------------------------------
+
+/** Nothing waits, a key has room and this request is new: it goes to that key now. */
+function grantsAtOnce(book: PoolBook, event: PoolEvent): boolean {
+  return event.type === 'LEASE.REQUEST' && book.waiting === 0 && book.ready.size > 0 && !book.byRequest.has(event.requestId);
+}
+
+/** The key whose turn it is: the one `dispatch` would pick. */
+const nextReadyKey = (book: PoolBook) => book.ready.values().next().value as string;
+
+const requestOf = ({ type: _, replyTo: _r, ...request }: EventOf<'LEASE.REQUEST'>): LeaseRequest => request;
+
+/** Books the grant `grantsAtOnce` allowed, as `onRequest` + `dispatch` would. */
+const bookGrant: Handler<'LEASE.REQUEST'> = ({ book }, event, out) => {
+  const ticket: Ticket = { request: requestOf(event), replyTo: event.replyTo, seq: book.arrivals++, phase: 'queued', cancelled: false };
+  book.byRequest.set(ticket.request.requestId, ticket);
+  enqueueTicket(book, ticket);
+  dispatch(book, out);
+};
+
+/** A granted lease released by the key that holds it, which is still open: it goes back there. */
+function releasesToKey(book: PoolBook, event: PoolEvent): boolean {
+  if (event.type !== 'LEASE.RELEASE') return false;
+  const ticket = book.byLease.get(event.leaseId);
+  return ticket?.phase === 'granted' && ticket.keyId === event.keyId && book.keys.get(event.keyId)?.closed === false;
+}
+
 /** Runs a handler and sends what it decided, in order. */
 function run<T extends PoolEvent['type']>(enqueue: unknown, handle: Handler<T>, context: PoolContext, event: PoolEvent): void {
   const out: Send[] = [];
@@ -313,6 +344,25 @@ export const poolMachine = setup({
       }
     }),
     admit: enqueueActions(({ context, event, enqueue }) => run(enqueue, onRequest, context, event)),
+    grantNow: sendTo(
+      ({ context }) => keyActorId(nextReadyKey(context.book)),
+      ({ context, event }): KeyEvent => {
+        const request = event as EventOf<'LEASE.REQUEST'>;
+        const keyId = nextReadyKey(context.book);
+        return { type: 'KEY.GRANT', leaseId: `${keyId}#${context.book.leases + 1}`, request: requestOf(request), replyTo: request.replyTo };
+      },
+    ),
+    /** After grantNow: the same grant in the book (its one message already sent). */
+    bookGrant: ({ context, event }) => bookGrant(context, event as EventOf<'LEASE.REQUEST'>, []),
+    releaseToKey: sendTo(
+      ({ event }) => keyActorId((event as EventOf<'LEASE.RELEASE'>).keyId),
+      ({ event }): KeyEvent => {
+        const { leaseId, outcome } = event as EventOf<'LEASE.RELEASE'>;
+        return { type: 'KEY.RELEASE', leaseId, outcome };
+      },
+    ),
+    /** After releaseToKey: the lease forgotten (its one message already sent). */
+    bookRelease: ({ context, event }) => onRelease(context, event as EventOf<'LEASE.RELEASE'>, []),
     refuse: enqueueActions(({ context, event, enqueue }) => run(enqueue, onRequestWhenExhausted, context, event)),
     cancel: enqueueActions(({ context, event, enqueue }) => run(enqueue, onCancel, context, event)),
     release: enqueueActions(({ context, event, enqueue }) => run(enqueue, onRelease, context, event)),
@@ -323,6 +373,8 @@ export const poolMachine = setup({
   },
   guards: {
     everyKeyRevoked: ({ context }) => context.book.revoked === context.book.keys.size,
+    grantsAtOnce: ({ context, event }) => grantsAtOnce(context.book, event),
+    releasesToKey: ({ context, event }) => releasesToKey(context.book, event),
   },
 }).createMachine({
   id: 'pool',
@@ -331,13 +383,13 @@ export const poolMachine = setup({
   initial: 'serving',
   on: {
     'LEASE.CANCEL': { actions: 'cancel' },
-    'LEASE.RELEASE': { actions: 'release' },
+    'LEASE.RELEASE': [{ guard: 'releasesToKey', actions: ['releaseToKey', 'bookRelease'] }, { actions: 'release' }],
   },
   states: {
     serving: {
       always: { guard: 'everyKeyRevoked', target: 'exhausted' },
       on: {
-        'LEASE.REQUEST': { actions: 'admit' },
+        'LEASE.REQUEST': [{ guard: 'grantsAtOnce', actions: ['grantNow', 'bookGrant'] }, { actions: 'admit' }],
         'KEY.STATE': { actions: 'noteKeyState' },
         'KEY.REJECTED': { actions: 'requeue' },
       },

@@ -50,23 +50,30 @@ export function callInputOf(context: AgentContext): ModelCallInput {
   return call;
 }
 
-/** What every call of an attempt says: whose it is, where it goes, with which lease. */
+/**
+ * What every call of an attempt says: whose it is, where it goes, with which lease. Written out
+ * field by field (no spreads): it is built for every call.
+ */
 function baseCallOf(context: AgentContext, target: CallTarget, messages: ModelCallInput['messages'], tools: ModelCallInput['tools']): ModelCallInput {
   const lease = context.held.lease!;
-  return {
-    ...factsOf(context, target, lease.keyId),
+  const call: ModelCallInput = {
+    taskId: context.input.taskId,
+    attempt: context.input.attempt,
+    turn: context.counts.turn,
+    provider: target.provider,
+    model: target.model,
+    keyId: lease.keyId,
     leaseId: lease.leaseId,
     messages,
     tools,
     maxTokens: target.maxTokens,
-    ...(target.modelName !== undefined ? { modelName: target.modelName } : {}),
   };
+  if (target.modelName !== undefined) call.modelName = target.modelName;
+  return call;
 }
 
-/** Whose call it is and where it goes: the head of the call's input and of its run events. */
-function factsOf(context: AgentContext, target: CallTarget, keyId: string) {
-  return { taskId: context.input.taskId, attempt: context.input.attempt, turn: context.counts.turn, provider: target.provider, model: target.model, keyId };
+/** A model:* run event of the current call on `keyId`: whose call it is and where it goes. */
+export function callEvent<T extends 'model:request' | 'model:response' | 'model:error'>(type: T, context: AgentContext, keyId: string) {
+  const target = targetOf(context);
+  return { type, taskId: context.input.taskId, attempt: context.input.attempt, turn: context.counts.turn, provider: target.provider, model: target.model, keyId };
 }
-
-/** The facts of the current call on `keyId`, for its model:* run events. */
-export const callFacts = (context: AgentContext, keyId: string) => factsOf(context, targetOf(context), keyId);

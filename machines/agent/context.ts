@@ -186,19 +186,6 @@ export type Patch = Omit<Partial<AgentContext>, 'counts' | 'spend' | 'held'> & {
   held?: Partial<Held>;
 };
 
-/** Patches in order, later fields winning, the sub-objects' fields merged one by one. */
-export function mergePatches(...patches: Patch[]): Patch {
-  const out: Patch = {};
-  for (const p of patches) {
-    const { counts, spend, held, ...rest } = p;
-    Object.assign(out, rest);
-    if (counts) out.counts = { ...out.counts, ...counts };
-    if (spend) out.spend = { ...out.spend, ...spend };
-    if (held) out.held = { ...out.held, ...held };
-  }
-  return out;
-}
-
 /** The assign of a patch: the sub-objects it touches are copied with its changes (never changed in place). */
 export function patchOf(ctx: AgentContext, patch: Patch): Partial<AgentContext> {
   const { counts, spend, held, ...rest } = patch;

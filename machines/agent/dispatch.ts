@@ -25,7 +25,7 @@ import {
   type Patch,
   type CallTarget,
 } from './context.js';
-import { callFacts } from './calls.js';
+import { callEvent } from './calls.js';
 
 /** What the dispatch hook sees of the call about to be sent. */
 export function dispatchInfoOf(context: AgentContext): DispatchInfo {
@@ -182,6 +182,21 @@ export const requestLease = ({ context, enqueue, self, system }: ActionArgs) => 
   enqueue.sendTo(breaker, admit);
 };
 
+/** The next request is too long for the task's input budget: it is compacted first. */
+export const overBudget = (context: AgentContext) =>
+  context.call === 'turn' && context.input.inputBudget !== undefined && requestTokensOf(context) > context.input.inputBudget;
+
+/**
+ * `lease`'s entry: a call with nothing to check (no hook, nothing to reserve, within its input
+ * budget) asks at once; any other asks after `checking`, whose way into `lease` asks for it
+ * (the request is then pending, and this does nothing).
+ */
+export const requestPlainLease = (args: ActionArgs) => {
+  const { context } = args;
+  if (context.held.pending !== null || context.input.hooked === true || !unbudgeted(context) || overBudget(context)) return;
+  requestLease(args);
+};
+
 /** A key is leased: the call starts now (one assign for all of it). */
 export const leaseGranted = ({ context, event, enqueue, self }: ActionArgs) => {
   const { leaseId, keyId } = event as Extract<AgentEvent, { type: 'LEASE.GRANTED' }>;
@@ -192,7 +207,7 @@ export const leaseGranted = ({ context, event, enqueue, self }: ActionArgs) => {
       spend: { callStartedAt: nowOf(self) },
     }),
   );
-  enqueueReport(enqueue, { type: 'model:request', ...callFacts(context, keyId) });
+  enqueueReport(enqueue, callEvent('model:request', context, keyId));
 };
 
 /** The route's breaker is open and said so: look for a fallback, starting with the next one. */

@@ -2,8 +2,8 @@
  * One sub-agent: one attempt at one task, with a context of its own. The chart alone: its actions
  * are in dispatch.ts (before a call), settle.ts (after one) and tools.ts; its data in context.ts.
  *
- *   (spawned) active.waiting.checking -> (compacting) -> (hook) -> (reserving -RESERVED->) lease
- *        -GRANTED-> running
+ *   (spawned) active.waiting.lease: nothing to check: the lease request at once; else
+ *        -> checking -> (compacting) -> (hook) -> (reserving -RESERVED->) lease -GRANTED-> running
  *   lease: the lease request passes the route's breaker (closed: on to the pool at once); an open
  *          breaker holds it, or refuses a turn that has fallbacks -> rerouting -> checking
  *   running -reply with tool calls-> tools -all results-> waiting (next turn)
@@ -52,12 +52,14 @@ import {
   holdReservation,
   leaseGranted,
   moveToFallback,
+  overBudget,
   peekFallback,
   peekNext,
   recordDecision,
   refused,
   requestDenied,
   requestLease,
+  requestPlainLease,
   requestReservation,
   unbudgeted,
   unbudgetedAsDecided,
@@ -122,6 +124,7 @@ export const agentMachine = setup({
     holdReservation: assign(patched(holdReservation)),
     requestDenied: assign(patched(requestDenied)),
     requestLease: enqueueActions(requestLease),
+    requestPlainLease: enqueueActions(requestPlainLease),
     leaseGranted: enqueueActions(leaseGranted),
     refused: assign(patched(refused)),
     peekFallback: enqueueActions(peekFallback),
@@ -152,11 +155,12 @@ export const agentMachine = setup({
     },
     /** An action found something missing (no ledger, no pool) and set the attempt's error. */
     blocked: ({ context }) => context.error !== undefined,
-    overBudget: ({ context }) =>
-      context.call === 'turn' && context.input.inputBudget !== undefined && requestTokensOf(context) > context.input.inputBudget,
+    overBudget: ({ context }) => overBudget(context),
     canCompact: ({ context }) => canCompact(context.messages, keepLastOf(context)),
     summarizes: ({ context }) => context.input.compaction !== undefined,
     unbudgeted: ({ context }) => unbudgeted(context),
+    /** In `lease` with no request out: the call needs checking first (see requestPlainLease). */
+    unrequested: ({ context }) => context.held.pending === null,
     unbudgetedAsDecided: ({ context, event }) => unbudgetedAsDecided(context, event),
     hooked: ({ context }) => context.input.hooked === true,
     denied: ({ event }) => (event as { output?: DispatchDecision }).output?.action === 'deny',
@@ -224,7 +228,10 @@ export const agentMachine = setup({
       initial: 'waiting',
       states: {
         waiting: {
-          initial: 'checking',
+          // A call with nothing to check (no hook, no budget, within its input budget) asks for
+          // its lease on entering `lease`, with no transient step before it; any other goes
+          // from there to `checking` before asking.
+          initial: 'lease',
           states: {
             /**
              * The route of the next call, first match: a request too long for the input budget is
@@ -235,7 +242,7 @@ export const agentMachine = setup({
               always: [
                 { guard: 'overBudget', target: '#agent.active.compacting' },
                 { guard: 'hooked', target: 'hook' },
-                { guard: 'unbudgeted', target: 'lease' },
+                { guard: 'unbudgeted', target: 'lease', actions: 'requestLease' },
                 { target: 'reserving' },
               ],
             },
@@ -248,7 +255,7 @@ export const agentMachine = setup({
                 onDone: [
                   { guard: 'denied', target: '#agent.failed', actions: 'recordDecision' },
                   // A rewrite may name another model: whether to reserve is asked of the call as rewritten.
-                  { guard: 'unbudgetedAsDecided', target: 'lease', actions: 'recordDecision' },
+                  { guard: 'unbudgetedAsDecided', target: 'lease', actions: ['recordDecision', 'requestLease'] },
                   { target: 'reserving', actions: 'recordDecision' },
                 ],
                 // A hook that throws denies.
@@ -265,15 +272,22 @@ export const agentMachine = setup({
                 'LEDGER.RESERVED': {
                   guard: 'isPending',
                   target: 'lease',
-                  actions: 'holdReservation',
+                  actions: ['holdReservation', 'requestLease'],
                 },
                 'LEDGER.DENIED': { guard: 'isPending', target: '#agent.failed', actions: 'requestDenied' },
               },
             },
-            /** The lease request, through the route's breaker (see requestLease). */
+            /**
+             * The lease request, through the route's breaker (see requestLease): made on the way
+             * in by `checking`, `hook`, `reserving` and `rerouting`, or on entry for a call with
+             * nothing to check; one that needs checking and has not asked goes to `checking`.
+             */
             lease: {
-              entry: 'requestLease',
-              always: { guard: 'blocked', target: '#agent.failed' },
+              entry: 'requestPlainLease',
+              always: [
+                { guard: 'blocked', target: '#agent.failed' },
+                { guard: 'unrequested', target: 'checking' },
+              ],
               on: {
                 'LEASE.GRANTED': { guard: 'isPending', target: '#agent.active.running', actions: 'leaseGranted' },
                 'LEASE.DENIED': { guard: 'isPending', target: '#agent.failed', actions: 'requestDenied' },
@@ -291,7 +305,7 @@ export const agentMachine = setup({
               always: [
                 { guard: 'fallbackUp', target: 'checking', actions: 'moveToFallback' },
                 { guard: 'fallbackDownNextLeft', target: 'rerouting', reenter: true, actions: 'peekNext' },
-                { guard: 'fallbacksDown', target: 'lease' },
+                { guard: 'fallbacksDown', target: 'lease', actions: 'requestLease' },
               ],
               on: {
                 'BREAKER.STATUS': { guard: 'isPending', actions: 'heardStatus' },

@@ -26,7 +26,6 @@ import {
   routeOf,
   routedOf,
   targetOf,
-  mergePatches,
   patchOf,
   type ActionArgs,
   type AgentContext,
@@ -34,7 +33,7 @@ import {
   type Patch,
   type PatchArgs,
 } from './context.js';
-import { callFacts } from './calls.js';
+import { callEvent } from './calls.js';
 import { fallbackEvent } from './dispatch.js';
 
 /** What an outcome changes beside the call's settlement, and the events it reports after it. */
@@ -173,17 +172,10 @@ export const settleSuccess = ({ context, event, enqueue, system, self }: ActionA
   const out = outputOf(event);
   const { admission, reservation } = context.held;
   const lease = context.held.lease!;
-  const release: LeaseEvent = {
-    type: 'LEASE.RELEASE',
-    leaseId: lease.leaseId,
-    keyId: lease.keyId,
-    outcome: {
-      kind: 'ok',
-      usage: out.usage,
-      ...(out.rateLimit ? { rateLimit: out.rateLimit } : {}),
-      ...(out.sentAt !== undefined ? { sentAt: out.sentAt } : {}),
-    },
-  };
+  const outcome: Extract<LeaseEvent, { type: 'LEASE.RELEASE' }>['outcome'] = { kind: 'ok', usage: out.usage };
+  if (out.rateLimit) outcome.rateLimit = out.rateLimit;
+  if (out.sentAt !== undefined) outcome.sentAt = out.sentAt;
+  const release: LeaseEvent = { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome };
   enqueue.sendTo(poolOf(system, context)!, release);
   if (admission) {
     const report: BreakerEvent = { type: 'BREAKER.REPORT', requestId: admission, verdict: 'success' };
@@ -195,29 +187,36 @@ export const settleSuccess = ({ context, event, enqueue, system, self }: ActionA
     const settle: LedgerEvent = { type: 'LEDGER.SETTLE', reservationId: reservation, actualUsd: callCost ?? Number.NaN };
     enqueue.sendTo(system.get('ledger')!, settle);
   }
-  enqueueReport(enqueue, {
-    type: 'model:response',
-    ...callFacts(context, lease.keyId),
-    usage: out.usage,
-    ...(callCost !== undefined ? { costUsd: callCost, modelName: target.modelName ?? target.model } : {}),
-  });
+  const response: RunEvent & { costUsd?: number; modelName?: string } = { ...callEvent('model:response', context, lease.keyId), usage: out.usage };
+  if (callCost !== undefined) {
+    response.costUsd = callCost;
+    response.modelName = target.modelName ?? target.model;
+  }
+  enqueueReport(enqueue, response);
   const { spend } = context;
   const record: CallRecord = { route: routeOf(target), ms: Math.max(0, nowOf(self) - spend.callStartedAt), ok: true };
   if (callCost !== undefined) record.costUsd = callCost;
   const next = then(context, event);
-  const settled: Patch = {
-    spend: {
-      calls: [...spend.calls, record],
-      usage: addUsage(spend.usage, out.usage),
-      ...(callCost !== undefined ? { costUsd: spend.costUsd + callCost } : { unpricedCalls: spend.unpricedCalls + 1 }),
-    },
-    held: { lease: null, admission: null, reservation: null },
-    override: null,
-    counts: { overloads: 0 },
-  };
-  enqueue.assign(patchOf(context, mergePatches(settled, next.patch)));
+  const settledSpend: Partial<AgentContext['spend']> = { calls: [...spend.calls, record], usage: addUsage(spend.usage, out.usage) };
+  if (callCost !== undefined) settledSpend.costUsd = spend.costUsd + callCost;
+  else settledSpend.unpricedCalls = spend.unpricedCalls + 1;
+  enqueue.assign(settledOf(context, settledSpend, { overloads: 0 }, next.patch));
   for (const report of next.reports ?? []) enqueueReport(enqueue, report);
 };
+
+/**
+ * The one assign of a settled call: what every settlement changes (the call's spend, what was
+ * held for it, the hook's rewrite) with the outcome's patch over it, each sub-object copied once.
+ */
+function settledOf(context: AgentContext, spend: Partial<AgentContext['spend']>, counts: Partial<Counts> | undefined, patch: Patch): Partial<AgentContext> {
+  const { counts: moreCounts, spend: moreSpend, held: moreHeld, ...rest } = patch;
+  const out: Partial<AgentContext> = rest;
+  if (!('override' in rest)) out.override = null;
+  out.spend = { ...context.spend, ...spend, ...moreSpend };
+  out.held = { ...context.held, lease: null, admission: null, reservation: null, ...moreHeld };
+  if (counts || moreCounts) out.counts = { ...context.counts, ...counts, ...moreCounts };
+  return out;
+}
 
 /** A failed call: the outcome goes to the key (429, 401), to the breaker (5xx and kin) and the ledger. */
 export const settleFailure = ({ context, event, enqueue, system, self }: ActionArgs, { then }: { then: Outcome }) => {
@@ -241,11 +240,10 @@ export const settleFailure = ({ context, event, enqueue, system, self }: ActionA
       : { type: 'LEDGER.RELEASE', reservationId: reservation };
     enqueue.sendTo(system.get('ledger')!, msg);
   }
-  enqueueReport(enqueue, { type: 'model:error', ...callFacts(context, lease.keyId), error });
+  enqueueReport(enqueue, { ...callEvent('model:error', context, lease.keyId), error });
   const record: CallRecord = { route: routeOf(targetOf(context)), ms: Math.max(0, nowOf(self) - context.spend.callStartedAt), ok: false };
   const next = then(context, event);
-  const settled: Patch = { spend: { calls: [...context.spend.calls, record] }, held: { lease: null, admission: null, reservation: null }, override: null };
-  enqueue.assign(patchOf(context, mergePatches(settled, next.patch)));
+  enqueue.assign(settledOf(context, { calls: [...context.spend.calls, record] }, undefined, next.patch));
   for (const report of next.reports ?? []) enqueueReport(enqueue, report);
 };
 

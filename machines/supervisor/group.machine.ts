@@ -177,16 +177,19 @@ export const groupMachine = setup({
   context: ({ input }) => ({ group: input.group, slots: new AgentSlots(), deadlines: new Deadlines() }),
   initial: 'idle',
   on: {
-    SPAWN: { target: '.busy', actions: 'spawnAgent' },
     CANCEL: { actions: 'cancelAgents' },
     'GROUP.DEADLINE': { actions: 'expire' },
     'xstate.done.actor.*': { actions: 'agentEnded' },
     'xstate.error.actor.*': { actions: 'agentEnded' },
   },
   states: {
-    idle: {},
+    idle: {
+      on: { SPAWN: { target: 'busy', actions: 'spawnAgent' } },
+    },
     busy: {
       always: { guard: 'empty', target: 'idle' },
+      // Busy already: a spawn changes no state (no exit and re-entry of busy per task).
+      on: { SPAWN: { actions: 'spawnAgent' } },
     },
   },
 });

@@ -35,7 +35,7 @@ const slowAgent = setup({
   types: {} as { input: { taskId: string; attempt: number }; context: { taskId: string; attempt: number; cancelled: boolean } },
 }).createMachine({
   context: ({ input }) => ({ ...input, cancelled: false }),
-  // Active from its spawn, as the real agent is (no START).
+  // Active from its spawn, as the real agent is (nobody sends it START).
   initial: 'busy',
   states: {
     busy: { after: { 10: 'done' }, on: { CANCEL: { target: 'cancelled', actions: assign({ cancelled: true }) } } },

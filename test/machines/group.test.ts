@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { assign, createActor, enqueueActions, setup, SimulatedClock, type AnyActorRef } from 'xstate';
 import type { AgentInput, agentMachine } from '../../machines/agent/index.js';
 import { ZERO_USAGE, type AttemptReport } from '../../machines/protocol.js';
-import { groupMachine } from '../../machines/supervisor/group.machine.js';
+import { Deadlines, groupMachine } from '../../machines/supervisor/group.machine.js';
+import { AgentSlots } from '../../machines/slots.js';
 import type { AgentEndedEvent } from '../../machines/supervisor/types.js';
 import { advanceClock, pendingTimers } from '../helpers/clock.js';
 
@@ -164,5 +165,17 @@ describe('agent group', () => {
     expect(g.ended).toMatchObject([{ taskId: 'a', status: 'failed', code: 'internal', message: 'agent crashed: agent bug' }]);
     expect(g.scheduled()).toBe(0);
     expect(Object.keys(g.agents())).toEqual([]);
+  });
+});
+
+describe('groupMachine: a spawn into a busy group', () => {
+  it('changes no state: its transition has no target (busy is not exited and entered again per task)', () => {
+    const busy = groupMachine.resolveState({ value: 'busy', context: { group: 0, slots: new AgentSlots(), deadlines: new Deadlines() } });
+    const [transition] = groupMachine.getTransitionData(busy, { type: 'SPAWN', input: { taskId: 'a', attempt: 1, timeoutMs: 1000 } as AgentInput });
+    expect(transition!.target).toBeUndefined();
+    // From idle it still moves to busy.
+    const idle = groupMachine.resolveState({ value: 'idle', context: { group: 0, slots: new AgentSlots(), deadlines: new Deadlines() } });
+    const [first] = groupMachine.getTransitionData(idle, { type: 'SPAWN', input: { taskId: 'a', attempt: 1, timeoutMs: 1000 } as AgentInput });
+    expect(first!.target?.map((t) => t.key)).toEqual(['busy']);
   });
 });

@@ -278,3 +278,34 @@ describe('poolMachine: properties', () => {
     );
   });
 });
+
+describe('poolMachine: the common ways cost no action list', () => {
+  /** The kinds of the actions the pool's machine picks for `event` now (enqueueActions builds a list per call). */
+  const actionKinds = (h: ReturnType<typeof harness>, event: Parameters<typeof poolMachine.getTransitionData>[1]) => {
+    const [transition] = poolMachine.getTransitionData(h.pool.getSnapshot(), event);
+    const impls = poolMachine.implementations.actions as Record<string, { type?: string }>;
+    return transition!.actions.map((a) => {
+      const name = typeof a === 'string' ? a : (a as { type: string }).type;
+      return impls[name]?.type ?? name;
+    });
+  };
+
+  it('a request a ready key takes at once, and the release of its lease, are fixed actions (no enqueueActions)', () => {
+    const h = harness([key('A', { concurrency: 2 })]);
+    const agent = createActor(createMachine({})).start();
+    const request = { type: 'LEASE.REQUEST' as const, requestId: 'r1', priority: 0, inputTokens: 10, outputTokens: 10, replyTo: agent };
+    expect(actionKinds(h, request)).not.toContain('xstate.enqueueActions');
+    h.request('r1');
+    const { leaseId, keyId } = h.granted()[0]!;
+    expect(actionKinds(h, { type: 'LEASE.RELEASE', leaseId, keyId, outcome: OK })).not.toContain('xstate.enqueueActions');
+    // And they do what the general way does: the grant was booked, the release gives the slot back.
+    h.release('r1');
+    h.request('r2');
+    h.request('r3');
+    expect(h.grantedIds()).toEqual(['r1', 'r2', 'r3']);
+    h.request('r4');
+    expect(h.grantedIds()).toEqual(['r1', 'r2', 'r3']);
+    h.release('r2');
+    expect(h.grantedIds()).toEqual(['r1', 'r2', 'r3', 'r4']);
+  });
+});

@@ -86,7 +86,7 @@ describe('the drawn views of the static report', () => {
     expect(chart.transitions).toContainEqual({ from: 'breaker.closed', to: 'breaker.open', event: 'BREAKER.REPORT' });
     const agent = machineCharts().find((c) => c.id === 'agent')!;
     expect(agent.states.find((s) => s.path === 'active.waiting.lease')).toMatchObject({ depth: 3, type: 'atomic' });
-    expect(agent.transitions).toContainEqual({ from: 'agent.active.waiting', to: 'agent.active.waiting.checking', event: '' });
+    expect(agent.transitions).toContainEqual({ from: 'agent.active.waiting', to: 'agent.active.waiting.lease', event: '' });
     expect(renderChart(chart)).toContain('<title>after cooldown</title>');
     // Eventless transitions (not in toJSON()) come from the machine's state nodes.
     const key = machineCharts().find((c) => c.id === 'key')!;

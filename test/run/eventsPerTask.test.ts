@@ -21,11 +21,13 @@ function plan(n: number) {
   };
 }
 
-type Inspected = { type: string; actorRef: { logic?: { id?: string }; src?: unknown }; event?: { type: string } };
+type Inspected = { type: string; actorRef: { logic?: { id?: string }; src?: unknown }; event?: { type: string }; _transitions?: unknown[] };
 
 async function countRun(n: number, reply: (n: number) => string = () => 'ok') {
   const events = new Map<string, number>();
   const actors = new Map<string, number>();
+  /** Transitions taken, by actor kind and the event of their macrostep (eventless ones included). */
+  const transitions = new Map<string, number>();
   const kindOf = (e: Inspected) => String(e.actorRef.logic?.id ?? e.actorRef.src ?? '?');
   let calls = 0;
   const swarm = createSwarm({
@@ -37,13 +39,17 @@ async function countRun(n: number, reply: (n: number) => string = () => 'ok') {
         const key = `${kindOf(e)} <- ${String(e.event!.type).replace(/[0-9]+/g, 'N')}`;
         events.set(key, (events.get(key) ?? 0) + 1);
       }
+      if (e.type === '@xstate.microstep') {
+        const key = `${kindOf(e)} <- ${String(e.event!.type).replace(/[0-9]+/g, 'N')}`;
+        transitions.set(key, (transitions.get(key) ?? 0) + (e._transitions?.length ?? 0));
+      }
       if (e.type === '@xstate.actor') actors.set(kindOf(e), (actors.get(kindOf(e)) ?? 0) + 1);
     },
   });
   const result = await swarm.run(plan(n)).result;
   await swarm.close();
   const received = (kind: string) => [...events].filter(([k]) => k.startsWith(`${kind} <- `)).reduce((sum, [, v]) => sum + v, 0);
-  return { result, events, actors, received };
+  return { result, events, actors, received, transitions };
 }
 
 describe('a task in XState events and actors', () => {
@@ -67,4 +73,12 @@ describe('a task in XState events and actors', () => {
     expect(received('supervisor')).toBeLessThanOrEqual(TASKS + 2);
   });
 
+  it('takes its agent 2 transitions (the lease granted, the reply): no transient step from its spawn to its lease request', async () => {
+    const { transitions } = await countRun(TASKS);
+    const agent = [...transitions].filter(([k]) => k.startsWith('agent <- '));
+    // A call with nothing to check (no hook, no budget, within its input budget) asks for its lease
+    // as the agent enters its first state: its init takes no eventless transition.
+    expect(transitions.get('agent <- xstate.init') ?? 0).toBe(0);
+    expect(agent.reduce((sum, [, v]) => sum + v, 0)).toBe(2 * TASKS);
+  });
 });
