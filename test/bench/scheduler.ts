@@ -8,13 +8,16 @@
  * The same process first measures one bare XState actor's lifecycle (create, start, two events,
  * stop): absolute figures do not travel between machines, a ratio to XState's own cost does.
  * Both are measured in wall time and in CPU time of the process (on a shared machine the wall
- * time includes waiting for a core; the CPU time does not).
+ * time includes waiting for a core; the CPU time does not). It then measures XState's floor
+ * under the scheduler (floor.ts): the same messages per task between machines that do nothing
+ * else, at the same maxInFlight.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assign, createActor, setup } from 'xstate';
 import { createScriptedProvider, createSwarm } from '../../src/index.js';
+import { floorCpuUs } from './floor.js';
 import { layeredPlan } from './plans.js';
 
 const journal = process.argv[3] ?? 'memory';
@@ -71,8 +74,9 @@ const bares = [0, 1, 2, 3, 4].map(() => bareLifecycle(20_000));
 const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const bareUs = median(bares.map((b) => b[0]));
 const bareCpuUs = median(bares.map((b) => b[1]));
+const floorUs = await floorCpuUs(Math.min(n, 3_000), 50); // layeredPlan's maxInFlight; 3,000 tasks: its heap stays out of the peak RSS
 await once(200); // JIT warm-up, so the sizes compare the runtime, not the compiler
 const { ms, cpuMs } = await once(n);
 const maxRssMb = process.resourceUsage().maxRSS / 1024;
 rmSync(dir, { recursive: true, force: true });
-console.log(JSON.stringify({ tasks: n, ms, usPerTask: (ms * 1000) / n, tasksPerSec: n / (ms / 1000), maxRssMb, journal, bareUs, cpuUsPerTask: (cpuMs * 1000) / n, bareCpuUs }));
+console.log(JSON.stringify({ tasks: n, ms, usPerTask: (ms * 1000) / n, tasksPerSec: n / (ms / 1000), maxRssMb, journal, bareUs, cpuUsPerTask: (cpuMs * 1000) / n, bareCpuUs, floorCpuUs: floorUs }));
