@@ -74,9 +74,10 @@ const bares = [0, 1, 2, 3, 4].map(() => bareLifecycle(20_000));
 const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const bareUs = median(bares.map((b) => b[0]));
 const bareCpuUs = median(bares.map((b) => b[1]));
-const floorUs = await floorCpuUs(Math.min(n, 3_000), 50); // layeredPlan's maxInFlight; 3,000 tasks: its heap stays out of the peak RSS
 await once(200); // JIT warm-up, so the sizes compare the runtime, not the compiler
 const { ms, cpuMs } = await once(n);
 const maxRssMb = process.resourceUsage().maxRSS / 1024;
+// After the run and its peak RSS: the floor at the same size and layeredPlan's maxInFlight (50).
+const floorUs = await floorCpuUs(n, 50);
 rmSync(dir, { recursive: true, force: true });
 console.log(JSON.stringify({ tasks: n, ms, usPerTask: (ms * 1000) / n, tasksPerSec: n / (ms / 1000), maxRssMb, journal, bareUs, cpuUsPerTask: (cpuMs * 1000) / n, bareCpuUs, floorCpuUs: floorUs }));
