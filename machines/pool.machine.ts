@@ -199,10 +199,8 @@ function denyPastDeadline(context: PoolContext, out: Send[]): void {
   }
 }
 
-// ---------------------------------------------------------------------------------------------
 // Handlers: plain functions of (context, event, out). Each mutates the book and appends the
 // messages to send; `run` delivers them in order.
-// ---------------------------------------------------------------------------------------------
 
 type EventOf<T extends PoolEvent['type']> = Extract<PoolEvent, { type: T }>;
 type Handler<T extends PoolEvent['type']> = (context: PoolContext, event: EventOf<T>, out: Send[]) => void;
@@ -281,11 +279,9 @@ function denyWaiting(context: PoolContext, out: Send[]): void {
   }
 }
 
-// ---------------------------------------------------------------------------------------------
 // The common ways, without an action list: a request a ready key takes at once (nothing queued),
 // and a release that goes back to its key. Each sends one message, read before the book changes
 // (a fixed `sendTo`), then books it.
-// ---------------------------------------------------------------------------------------------
 
 /** Nothing waits, a key has room and this request is new: it goes to that key now. */
 function grantsAtOnce(book: PoolBook, event: PoolEvent): boolean {

@@ -15,13 +15,11 @@
  * The agent is active from its spawn: its deadline and its first request start with it.
  *
  * The machine decides; `src/` does: the model call is the `callModel` action (started on entering
- * `running`, aborted by `abortCall` on leaving it; its outcome comes back as MODEL.REPLY or
- * MODEL.FAILED: modelCall.ts), the route's breaker
- * (`breaker:<provider>/<model>`), the key pool (`pool:<provider>`) and the tool bus (`toolBus`)
- * are actors found in the system by id, and so is the run's `ledger` when it has budgets. Guards
- * read only the context and the event: what the agent learns from other actors reaches it as
- * events. Whatever the agent holds (a reservation, a lease request, an admission, a lease) it
- * gives back on the way out, so a cancelled agent never wedges a key, a breaker or a budget.
+ * `running`, aborted by `abortCall` on leaving it, its outcome back as MODEL.REPLY or MODEL.FAILED:
+ * modelCall.ts); the breaker (`breaker:<provider>/<model>`), pool (`pool:<provider>`), tool bus
+ * and the run's `ledger` are actors found in the system by id. Guards read only the context and
+ * the event. What the agent holds (a reservation, a lease request, an admission, a lease) it gives
+ * back on the way out, so a cancelled agent never wedges a key, a breaker or a budget.
  */
 import { and, assign, enqueueActions, fromPromise, not, setup } from 'xstate';
 import { clampDelay, nowOf } from '../clock.js';
