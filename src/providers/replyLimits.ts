@@ -83,22 +83,16 @@ export class ReplyGuard {
    * chunk: a server that never stops sending cannot keep a call past its deadline.
    */
   async *events(body: AsyncIterable<Uint8Array>, signal?: AbortSignal): AsyncGenerator<SseEvent[]> {
-    const limits = this.limits;
-    const parser = new SseParser({ maxLine: limits.line });
-    let bytes = 0;
+    const feed = this.feed(signal);
     try {
       for await (const chunk of body) {
-        signal?.throwIfAborted();
-        bytes += chunk.byteLength;
-        if (bytes > limits.bytes) throw this.fail(`the streamed reply is larger than ${size(limits.bytes)} (${this.bound('bytes')})`);
-        const events = parser.push(chunk);
+        const events = feed.push(chunk);
         if (events.length > 0) yield events;
       }
-      const rest = parser.end();
+      const rest = feed.end();
       if (rest.length > 0) yield rest;
     } catch (error) {
-      if (error instanceof SseLimitError) throw this.fail(error.message);
-      throw error;
+      throw this.failureOf(error);
     }
   }
 
@@ -109,21 +103,34 @@ export class ReplyGuard {
    * Leaving early (a throw, from here or `onEvent`) destroys the body, as a `for await` does.
    */
   async read(body: AsyncIterable<Uint8Array>, signal: AbortSignal | undefined, onEvent: (event: SseEvent) => void): Promise<void> {
+    const feed = this.feed(signal);
+    try {
+      for await (const chunk of body) for (const event of feed.push(chunk)) onEvent(event);
+      for (const event of feed.end()) onEvent(event);
+    } catch (error) {
+      throw this.failureOf(error);
+    }
+  }
+
+  /** One body's parse: each chunk after a look at the signal and within the byte bound. */
+  private feed(signal: AbortSignal | undefined): { push(chunk: Uint8Array): SseEvent[]; end(): SseEvent[] } {
     const limits = this.limits;
     const parser = new SseParser({ maxLine: limits.line });
     let bytes = 0;
-    try {
-      for await (const chunk of body) {
+    return {
+      push: (chunk) => {
         signal?.throwIfAborted();
         bytes += chunk.byteLength;
         if (bytes > limits.bytes) throw this.fail(`the streamed reply is larger than ${size(limits.bytes)} (${this.bound('bytes')})`);
-        for (const event of parser.push(chunk)) onEvent(event);
-      }
-      for (const event of parser.end()) onEvent(event);
-    } catch (error) {
-      if (error instanceof SseLimitError) throw this.fail(error.message);
-      throw error;
-    }
+        return parser.push(chunk);
+      },
+      end: () => parser.end(),
+    };
+  }
+
+  /** A line past the parser's bound is the reply's error, with its facts; anything else as it came. */
+  private failureOf(error: unknown): unknown {
+    return error instanceof SseLimitError ? this.fail(error.message) : error;
   }
 
   /** Counts a piece of text the reply accumulates; returns it. Throws past the text bound. */
