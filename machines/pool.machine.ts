@@ -113,6 +113,9 @@ function popTicket(book: PoolBook): Ticket | undefined {
   return undefined;
 }
 
+/** The id the next grant's lease gets (on `keyId`): one place, for `dispatch` and the fast `grantNow`. */
+const nextLeaseId = (book: PoolBook, keyId: string) => `${keyId}#${book.leases + 1}`;
+
 /** Hands the best waiting requests to ready keys, in turns, each within the room it gave. */
 function dispatch(book: PoolBook, out: Send[]): void {
   while (book.waiting > 0 && book.ready.size > 0) {
@@ -120,7 +123,8 @@ function dispatch(book: PoolBook, out: Send[]): void {
     const ticket = popTicket(book)!;
     book.ready.delete(keyId);
     if (--book.keys.get(keyId)!.room > 0) book.ready.add(keyId); // to the back of the turn
-    const leaseId = `${keyId}#${++book.leases}`;
+    const leaseId = nextLeaseId(book, keyId);
+    book.leases++;
     ticket.phase = 'granted';
     ticket.leaseId = leaseId;
     ticket.keyId = keyId;
@@ -345,7 +349,7 @@ export const poolMachine = setup({
       ({ context, event }): KeyEvent => {
         const request = event as EventOf<'LEASE.REQUEST'>;
         const keyId = nextReadyKey(context.book);
-        return { type: 'KEY.GRANT', leaseId: `${keyId}#${context.book.leases + 1}`, request: requestOf(request), replyTo: request.replyTo };
+        return { type: 'KEY.GRANT', leaseId: nextLeaseId(context.book, keyId), request: requestOf(request), replyTo: request.replyTo };
       },
     ),
     /** After grantNow: the same grant in the book (its one message already sent). */
