@@ -32,6 +32,8 @@ export class Redactor {
   private pattern: RegExp | null = null;
   /** The length of the longest form. */
   private longest = 0;
+  /** Whether a form holds a line break (worked out when needed). */
+  private multiline: boolean | undefined;
 
   /** Adds a secret, shown as `[redacted <label>]`. Empty ones are ignored. */
   add(secret: string, label: string): void {
@@ -43,6 +45,7 @@ export class Redactor {
     if (escaped !== secret) this.forms.set(escaped, shown);
     this.longest = Math.max(this.longest, secret.length, escaped.length);
     this.pattern = null;
+    this.multiline = undefined;
   }
 
   /**
@@ -84,9 +87,15 @@ export class Redactor {
    * runs past that point, and none can start before it and end in what is still to come (the
    * last `longest - 1` characters wait). `text.length` when there is no secret.
    */
-  settledLength(text: string): number {
+  settledLength(text: string, { lines = false }: { lines?: boolean } = {}): number {
     if (this.forms.size === 0) return text.length;
-    const cut = Math.max(0, text.length - (this.longest - 1));
+    let cut = Math.max(0, text.length - (this.longest - 1));
+    // Line by line (a log): no secret without a line break in it can run past the last one, so
+    // a finished line is shown at once instead of waiting for more text.
+    if (lines) {
+      this.multiline ??= [...this.forms.keys()].some((form) => form.includes('\n'));
+      if (!this.multiline) cut = Math.max(cut, text.lastIndexOf('\n') + 1);
+    }
     // A whole secret across the cut moves it back to where that secret starts.
     const pattern = this.patternOf();
     pattern.lastIndex = 0;

@@ -33,6 +33,20 @@ describe('Redactor', () => {
     expect(r.redactDeep(untouched)).toBe(untouched);
   });
 
+  it('settles streamed text before any secret that may still end in what is to come, or, line by line, at the last line break', () => {
+    const r = new Redactor();
+    r.add('secret-value-1', 'x');
+    const text = 'done\nnow secr';
+    // Streamed text: the last 13 characters (a secret's length less one) wait.
+    expect(r.settledLength(text)).toBe(text.length - 13);
+    // A log: a finished line cannot hold the start of a secret without a line break in it.
+    expect(r.settledLength(text, { lines: true })).toBe('done\n'.length);
+    expect(r.settledLength('one\ntwo\n', { lines: true })).toBe('one\ntwo\n'.length);
+    // A secret with a line break in it (a PEM key) may span lines: then lines settle nothing early.
+    r.add('-----BEGIN KEY-----\nabc', 'pem');
+    expect(r.settledLength('one\ntwo\n', { lines: true })).toBe(r.settledLength('one\ntwo\n'));
+  });
+
   it('a keyring names its keys by id, whatever their length', () => {
     const keys = new Keyring();
     const [id] = keys.addProvider('p', ['abc'], {});

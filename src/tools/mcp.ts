@@ -40,8 +40,10 @@ export interface McpConnectOptions {
   /** Timeout of a call that gives none. Default 60 s (the SDK's default); `Infinity` for none. */
   callTimeoutMs?: number;
   /**
-   * Sees a stdio server's stderr as it comes (secrets redacted per chunk). By default it is only
-   * kept (last 8 KB) for error messages.
+   * Sees a stdio server's stderr as it comes, secrets redacted: the last few characters of a chunk
+   * that could begin a secret wait for the next chunk (or the stream's end), so a secret split
+   * across two chunks is never handed over in halves. By default stderr is only kept (last 8 KB)
+   * for error messages.
    */
   onStderr?: (text: string) => void;
 }
@@ -240,15 +242,31 @@ class McpConnection implements McpToolSource {
       stderr: 'pipe',
       ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
     });
-    transport.stderr?.on('data', (chunk: Buffer) => {
-      const text = this.secrets.redact(chunk.toString('utf8'));
-      // Redacted again whole: a secret split across two chunks is found once both are in.
-      this.stderr = this.secrets.redact(this.stderr + text).slice(-STDERR_KEEP);
+    // A secret may be split across two chunks: the listener is handed only the settled part (whole
+    // lines, and no secret can still end in what is to come); the rest waits for more or the end.
+    let unsettled = '';
+    const pass = (text: string) => {
+      if (text === '') return;
       try {
         this.opts.onStderr?.(text);
       } catch {
         // A listener that throws must not take the stream (and the process) down with it.
       }
+    };
+    transport.stderr?.on('data', (chunk: Buffer) => {
+      const text = unsettled + chunk.toString('utf8');
+      const settled = this.secrets.settledLength(text, { lines: true });
+      unsettled = text.slice(settled);
+      const shown = this.secrets.redact(text.slice(0, settled));
+      // Redacted again whole: a secret split across two chunks is found once both are in.
+      this.stderr = this.secrets.redact(this.stderr + shown).slice(-STDERR_KEEP);
+      pass(shown);
+    });
+    transport.stderr?.on('end', () => {
+      const rest = this.secrets.redact(unsettled);
+      unsettled = '';
+      this.stderr = this.secrets.redact(this.stderr + rest).slice(-STDERR_KEEP);
+      pass(rest);
     });
     return transport;
   }

@@ -50,6 +50,22 @@ describe('the secrets of an MCP server config', () => {
     expect(everything).not.toContain('[redacted tools.servers.gh.env.LOG_LEVEL]');
   });
 
+  it('never reach the stderr listener in halves when a secret is split across two chunks', async () => {
+    const seen: string[] = [];
+    const gh = await connectMcpServer('gh', leaky(), { onStderr: (text) => seen.push(text) });
+    sources.push(gh);
+    await gh.call('leakHalf', {}, { signal: signal() });
+    // The first chunk has been read (what comes before the token is shown either way): only then
+    // is the rest written, so the two halves come in two chunks.
+    await expect.poll(() => seen.join(''), { timeout: 20_000 }).toContain('split:');
+    await gh.call('leakRest', {}, { signal: signal() });
+    // The rest of the line arrives after the second call's answer, like any stderr: wait for it.
+    await expect.poll(() => seen.join(''), { timeout: 20_000 }).toContain(`split: rejected token ${SHOWN} (end)`);
+    const firstHalf = TOKEN.slice(0, Math.floor(TOKEN.length / 2));
+    for (const text of seen) expect(text).not.toContain(firstHalf);
+    expect(gh.stderrTail()).toContain(`split: rejected token ${SHOWN} (end)`);
+  });
+
   it('never come back in the error of a server that dies before it connects', async () => {
     const error = (await connectMcpServer('gh', leaky({ DIE_AT_START: '1' }), { connectTimeoutMs: 20_000 }).then(
       () => undefined,
