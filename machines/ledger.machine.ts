@@ -22,7 +22,9 @@
  * {@link LedgerBook} held by reference in context (see ledgerBook.ts), so every event is O(1); it
  * changes only through its own methods, called inside `assign`. The rest of the context
  * (`runDenied`, the answers of the last event) is replaced, never changed in place; the answers
- * are sent by the `answer` action after the assigns that decided them. The run budget's balance
+ * are sent by the `answer` action after the assigns that decided them. The first run-budget
+ * refusal is also news for `notify` (LEDGER.RUN_DENIED, once): the supervisor reports such a run
+ * as over budget without reading the ledger's snapshot. The run budget's balance
  * leaves through the `balance` action each time (the runtime hands it to the dispatch hooks), so
  * nothing outside needs to read the ledger's snapshot for it.
  */
@@ -48,7 +50,17 @@ export interface LedgerContext {
   runDenied: boolean;
   /** The answers the last event decided, in order: the `answer` action sends them. */
   outbox: readonly Answer[];
+  /** Who is told, once, that the run budget refused a reservation (the supervisor that spawned it). */
+  notify: AnyActorRef | undefined;
 }
+
+/** What the spawner gives a ledger: the budgets, and who to tell when the run budget first refuses. */
+export interface LedgerMachineInput extends LedgerInput {
+  notify?: AnyActorRef;
+}
+
+/** What the ledger tells `notify` once, when the run budget first refuses a reservation. */
+export type LedgerNews = { type: 'LEDGER.RUN_DENIED' };
 
 /** The run budget's balance, as the `balance` action announces it. */
 export interface LedgerBalance {
@@ -58,10 +70,10 @@ export interface LedgerBalance {
 
 type Reserve = Extract<LedgerEvent, { type: 'LEDGER.RESERVE' }>;
 
-/** One reply to an agent, with the `budget:denied` report that goes before it when it is a budget denial. */
+/** One reply to an agent (or the news to `notify`), with the `budget:denied` report that goes before it when it is a budget denial. */
 interface Answer {
   to: AnyActorRef;
-  reply: LedgerReply;
+  reply: LedgerReply | LedgerNews;
   denied?: Extract<RunEvent, { type: 'budget:denied' }>;
 }
 
@@ -84,8 +96,14 @@ function answerOf(e: Reserve, outcome: ReserveOutcome): Answer {
   };
 }
 
-/** The context's own fields after these answers: a run-budget denial sets `runDenied` for good. */
-const answered = (context: LedgerContext, outbox: Answer[]) => ({ outbox, runDenied: context.runDenied || outbox.some((a) => a.denied?.budget === 'run') });
+/**
+ * The context's own fields after these answers: a run-budget denial sets `runDenied` for good,
+ * and the first one is news for `notify` (after the answers: the agent hears first).
+ */
+function answered(context: LedgerContext, outbox: Answer[]) {
+  if (context.runDenied || !outbox.some((a) => a.denied?.budget === 'run')) return { outbox, runDenied: context.runDenied };
+  return { outbox: context.notify ? [...outbox, { to: context.notify, reply: { type: 'LEDGER.RUN_DENIED' as const } }] : outbox, runDenied: true };
+}
 
 /**
  * The ledger of one run. Spawn it with systemId `ledger`; agents send it LedgerEvents and get
@@ -102,7 +120,7 @@ export const ledgerMachine = setup({
   types: {
     context: {} as LedgerContext,
     events: {} as LedgerEvent,
-    input: {} as LedgerInput,
+    input: {} as LedgerMachineInput,
   },
   actions: {
     /** Public run event (src forwards it): here only `budget:denied`. */
@@ -144,7 +162,7 @@ export const ledgerMachine = setup({
   },
 }).createMachine({
   id: 'ledger',
-  context: ({ input }) => ({ book: new LedgerBook<Reserve>(input.budgets), runDenied: false, outbox: [] }),
+  context: ({ input }) => ({ book: new LedgerBook<Reserve>(input.budgets), runDenied: false, outbox: [], notify: input.notify }),
   initial: 'open',
   states: {
     /** Always open: a denied reservation says nothing of a smaller one, or of the next settlement. */

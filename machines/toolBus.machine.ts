@@ -20,11 +20,11 @@
  * The bookkeeping (window, queues, cache, epochs, counters) lives in a mutable {@link ToolBook}
  * held by reference in context: see toolBusBook.ts.
  */
-import { enqueueActions, fromPromise, setup, stopChild } from 'xstate';
+import { enqueueActions, fromPromise, sendTo, setup, stopChild } from 'xstate';
 import type { DoneActorEvent, ErrorActorEvent } from 'xstate';
 import { nowOf } from './clock.js';
 import { childIdOf, enqueueReport } from './kit.js';
-import type { RunEvent, ToolBatchInput, ToolBusEvent, ToolBusReply, ToolExecInput, ToolResult } from './protocol.js';
+import type { RunEvent, ToolBatchInput, ToolBusEvent, ToolBusReply, ToolBusStatsReply, ToolExecInput, ToolResult } from './protocol.js';
 import { ToolBook } from './toolBusBook.js';
 import type { Execution, ExecutionOutcome, ToolBusInput, ToolBusStats } from './toolBusBook.js';
 
@@ -176,6 +176,11 @@ export const toolBusMachine = setup({
         enqueueNamed(enqueue, { type: 'finishExecution', params: { id, outcome: { kind: 'cancelled' } } });
       }
     }),
+    /** The counters as they stand, a copy (the bus keeps counting in its own), to whoever asks. */
+    tellStats: sendTo(
+      ({ event }) => (event as Extract<ToolBusEvent, { type: 'TOOL.STATS.ASK' }>).replyTo,
+      ({ context }) => ({ type: 'TOOL.STATS', stats: structuredClone(context.stats) }) satisfies ToolBusStatsReply,
+    ),
     /** A child the bus has no record of finished: just make sure it is gone. */
     forgetChild: stopChild((_, params: { id: string }) => params.id),
     /** Answer everyone waiting on an execution that ended, and hand its slot on. */
@@ -223,6 +228,7 @@ export const toolBusMachine = setup({
       { actions: { type: 'forgetChild', params: ({ event }) => ({ id: childIdOf(event) }) } },
     ],
     'TOOL.CANCEL': { actions: 'withdraw' },
+    'TOOL.STATS.ASK': { actions: 'tellStats' },
     'toolBus.deadline': {
       guard: 'isRunning',
       actions: { type: 'finishExecution', params: ({ event }) => ({ id: event.executionId, outcome: { kind: 'timeout' } }) },

@@ -1,5 +1,6 @@
 /** Tool bus protocol: agent <-> toolBus (systemId `toolBus`), and what its executors are given. */
 import type { AnyActorRef } from 'xstate';
+import type { ToolBusStats } from '../toolBusTypes.js';
 
 export type ToolBusEvent =
   | {
@@ -11,9 +12,14 @@ export type ToolBusEvent =
       replyTo: AnyActorRef;
     }
   /** The agent that made these calls ended before their results came: it waits no more. */
-  | { type: 'TOOL.CANCEL'; taskId: string; callIds: string[] };
+  | { type: 'TOOL.CANCEL'; taskId: string; callIds: string[] }
+  /** The bus's counters, asked for once as the run ends (the supervisor): answered with TOOL.STATS. */
+  | { type: 'TOOL.STATS.ASK'; replyTo: AnyActorRef };
 
 export type ToolBusReply = { type: 'TOOL.RESULT'; callId: string; content: string; isError: boolean };
+
+/** The answer to TOOL.STATS.ASK: a copy of the counters as they stand (the bus keeps counting in its own). */
+export type ToolBusStatsReply = { type: 'TOOL.STATS'; stats: ToolBusStats };
 
 /** What the bus asks of the `executeTool` actor. It resolves with the result text, rejects on error. */
 export interface ToolExecInput {

@@ -4,8 +4,8 @@
  * `maxInFlight` at once, best first (priority, then critical path, then FIFO); each attempt's end
  * unlocks dependents, retries the task, or skips what depended on it.
  *
- *   running -all tasks final-> finished
- *   running -CANCEL, or a failure under fail-fast-> draining -no agent in flight-> finished
+ *   running -all tasks final-> closing -the bus's counters-> finished
+ *   running -CANCEL, or a failure under fail-fast-> draining -no agent in flight-> closing
  *
  * Agents run under group actors (group.machine.ts), at most a bounded number each, which report every
  * agent's end as AGENT.ENDED (a crash as a failed attempt) and keep the agents' deadlines: no
@@ -22,10 +22,10 @@ import { toErrorInfo } from '../errors.js';
 import { childIdOf, enqueueReport } from '../kit.js';
 import { ledgerMachine } from '../ledger.machine.js';
 import { poolMachine } from '../pool.machine.js';
-import type { RunEvent } from '../protocol.js';
+import type { RunEvent, ToolBusEvent } from '../protocol.js';
 import { RunTable } from '../tasks/runTable.js';
 import type { RunResult } from '../tasks/results.js';
-import { toolBusMachine, type ToolBusStats } from '../toolBus.machine.js';
+import { toolBusMachine } from '../toolBus.machine.js';
 import { AGENTS_PER_GROUP, Crew } from './crew.js';
 import { dispatchReady } from './dispatch.js';
 import { applyExpansion } from './expansion.js';
@@ -58,7 +58,7 @@ export const supervisorMachine = setup({
     /** Where run events go: `src/` provides it. */
     report: (_, _event: RunEvent) => {},
 
-    spawnInfrastructure: enqueueActions(({ context, enqueue }) => {
+    spawnInfrastructure: enqueueActions(({ context, enqueue, self }) => {
       const input = context.infra;
       for (const p of input.providers) {
         enqueue.spawnChild('pool', { id: `pool:${p.name}`, systemId: `pool:${p.name}`, input: { provider: p.name, keys: p.keys } });
@@ -67,7 +67,7 @@ export const supervisorMachine = setup({
         enqueue.spawnChild('breaker', { id: `breaker:${r.route}`, systemId: `breaker:${r.route}`, input: r });
       }
       enqueue.spawnChild('toolBus', { id: 'toolBus', systemId: 'toolBus', input: input.toolBus });
-      if (input.budgets) enqueue.spawnChild('ledger', { id: 'ledger', systemId: 'ledger', input: { budgets: input.budgets } });
+      if (input.budgets) enqueue.spawnChild('ledger', { id: 'ledger', systemId: 'ledger', input: { budgets: input.budgets, notify: self } });
     }),
 
     /** The first ready tasks. (`run:started` is the runtime's to say, before the actor starts.) */
@@ -130,13 +130,25 @@ export const supervisorMachine = setup({
       enqueueReport(enqueue, { type: 'run:cancelled', reason });
     }),
 
+    /** The ledger's news: the run budget refused a reservation (the run is then over budget unless all completed). */
+    noteRunDenied: assign({ told: ({ context }) => ({ ...context.told, runBudgetDenied: true }) }),
+
+    /** The run closes: the bus is asked for its counters (a bus that crashed is gone: then none). */
+    askBusStats: enqueueActions(({ enqueue, self, system }) => {
+      const bus = system.get('toolBus');
+      const ask: ToolBusEvent = { type: 'TOOL.STATS.ASK', replyTo: self };
+      if (bus) enqueue.sendTo(bus, ask);
+      else enqueue.raise({ type: 'TOOL.STATS' });
+    }),
+
+    noteBusStats: assign({
+      told: ({ context, event }) => ({ ...context.told, tools: (event as Extract<SupervisorEvent, { type: 'TOOL.STATS' }>).stats }),
+    }),
+
     finish: enqueueActions(({ context, enqueue, self }) => {
-      const ledger = self.getSnapshot().children.ledger?.getSnapshot() as { context?: { runDenied?: boolean } } | undefined;
-      const status = runStatusOf(context, ledger?.context?.runDenied === true);
+      const status = runStatusOf(context, context.told.runBudgetDenied);
       const result = context.table.result(context.runId, status, Math.max(0, nowOf(self) - context.startedAt));
-      // The bus's counters, as they stand at the end (a copy: the bus updates its own in place).
-      const bus = self.getSnapshot().children.toolBus?.getSnapshot() as { context?: { stats?: ToolBusStats } } | undefined;
-      if (bus?.context?.stats) result.tools = structuredClone(bus.context.stats);
+      if (context.told.tools) result.tools = context.told.tools;
       enqueue.assign({ result });
       enqueueReport(enqueue, { type: 'run:completed', status });
     }),
@@ -147,6 +159,7 @@ export const supervisorMachine = setup({
     stopping: ({ context }) => context.stop !== null,
     isGroup: ({ event }) => isGroup(childIdOf(event)),
     isExpansion: ({ event }) => childIdOf(event).startsWith('expand:'),
+    isBus: ({ event }) => childIdOf(event) === 'toolBus',
   },
 }).createMachine({
   id: 'supervisor',
@@ -168,17 +181,20 @@ export const supervisorMachine = setup({
     startedAt: nowOf(self),
     infra: { providers: input.providers, routes: input.routes, toolBus: input.toolBus, budgets: input.budgets },
     stop: null,
+    told: { runBudgetDenied: false, tools: undefined },
     result: null,
   }),
   entry: ['announce', 'spawnInfrastructure'],
   initial: 'running',
   output: ({ context }) => context.result!,
+  // The ledger's news may come while the run runs or drains (never once it has finished).
+  on: { 'LEDGER.RUN_DENIED': { actions: 'noteRunDenied' } },
   states: {
     running: {
       entry: 'dispatch',
       always: [
         { guard: 'stopping', target: 'draining' },
-        { guard: 'allFinal', target: 'finished' },
+        { guard: 'allFinal', target: 'closing' },
       ],
       on: {
         CANCEL: {
@@ -198,7 +214,7 @@ export const supervisorMachine = setup({
     },
     draining: {
       entry: 'halt',
-      always: { guard: 'noneInFlight', target: 'finished' },
+      always: { guard: 'noneInFlight', target: 'closing' },
       on: {
         'AGENT.ENDED': { actions: 'settle' },
         'xstate.done.actor.*': { guard: 'isExpansion', actions: 'applyExpansion' },
@@ -206,6 +222,19 @@ export const supervisorMachine = setup({
           { guard: 'isExpansion', actions: 'applyExpansion' },
           { guard: 'isGroup', actions: 'dropGroup' },
           // Infrastructure failing while the run drains: already stopping; the error is handled.
+          {},
+        ],
+      },
+    },
+    /** Nothing runs any more: the bus's counters are asked for, by event, for the result. */
+    closing: {
+      entry: 'askBusStats',
+      on: {
+        'TOOL.STATS': { target: 'finished', actions: 'noteBusStats' },
+        'xstate.error.actor.*': [
+          // The bus failing before it answers: the result goes without its counters.
+          { guard: 'isBus', target: 'finished' },
+          // Anything else failing now: nothing runs that it could stop.
           {},
         ],
       },

@@ -3,14 +3,14 @@ import type { DoneActorEvent, ErrorActorEvent } from 'xstate';
 import type { CallTarget } from '../agent/index.js';
 import type { BreakerInput } from '../breaker.machine.js';
 import type { CacheGroups } from '../cacheGroups.js';
-import type { LedgerBudgets } from '../ledger.machine.js';
+import type { LedgerBudgets, LedgerNews } from '../ledger.machine.js';
 import type { Group } from '../mapReduceSteps.js';
 import type { AttemptReport, CacheWarmEvent, KeyLimits, RunStatus, Usage } from '../protocol.js';
 import type { RunRestore } from '../tasks/restore.js';
 import type { RunResult } from '../tasks/results.js';
 import type { RunTable } from '../tasks/runTable.js';
 import type { SupervisedTask } from '../tasks/types.js';
-import type { ToolBusInput } from '../toolBus.machine.js';
+import type { ToolBusInput, ToolBusStats } from '../toolBus.machine.js';
 import type { Crew } from './crew.js';
 
 export interface SupervisorInput {
@@ -86,6 +86,12 @@ export interface SupervisorContext {
   expanding: Map<string, { taskId: string; attempt: number; output: string; usage: Usage }>;
   /** Why the run stopped early, if it did. */
   stop: { status: Extract<RunStatus, 'failed' | 'cancelled'>; reason: string } | null;
+  /**
+   * What other actors told the supervisor for the result, by event (never read from their
+   * snapshots): the run budget refused a reservation (the ledger's LEDGER.RUN_DENIED), and the
+   * bus's counters (asked for as the run closes).
+   */
+  told: { runBudgetDenied: boolean; tools: ToolBusStats | undefined };
   result: RunResult | null;
 }
 
@@ -99,6 +105,9 @@ export interface AgentEndedEvent {
 
 export type SupervisorEvent =
   | { type: 'CANCEL'; reason?: string }
+  | LedgerNews
+  /** The bus's answer to TOOL.STATS.ASK (raised without stats when the bus is gone). */
+  | { type: 'TOOL.STATS'; stats?: ToolBusStats }
   | CacheWarmEvent
   | AgentEndedEvent
   | DoneActorEvent<unknown, string>

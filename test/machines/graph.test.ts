@@ -57,17 +57,17 @@ function supervisor() {
 }
 
 describe('state reachability (machines with mutable bookkeeping)', () => {
-  it('supervisor: running -> finished when every task is final', () => {
+  it('supervisor: running -> closing -> finished when every task is final', () => {
     const { actor, clock, seen } = supervisor();
     clock.increment(10);
-    expect([...seen]).toEqual(['running', 'finished']);
+    expect([...seen]).toEqual(['running', 'closing', 'finished']);
     expect(actor.getSnapshot().output!.status).toBe('completed');
   });
 
-  it('supervisor: running -> draining (cancel with an agent in flight) -> finished', () => {
+  it('supervisor: running -> draining (cancel with an agent in flight) -> closing -> finished', () => {
     const { actor, seen } = supervisor();
     actor.send({ type: 'CANCEL' });
-    expect([...seen]).toEqual(['running', 'draining', 'finished']);
+    expect([...seen]).toEqual(['running', 'draining', 'closing', 'finished']);
     expect(actor.getSnapshot().output!.status).toBe('cancelled');
   });
 
@@ -125,7 +125,7 @@ const BUS_TOOLS: BusTool[] = [
 ];
 
 /** What can happen to the bus next: calls from two agents, time passing, executions ending, an agent leaving. */
-const STEPS = ['call read (t1)', 'same call read (t2)', 'call write (t1)', 'call unknown (t2)', 'time to the next timer', 'oldest execution succeeds', 'oldest execution fails', 't1 withdraws its calls'] as const;
+const STEPS = ['call read (t1)', 'same call read (t2)', 'call write (t1)', 'call unknown (t2)', 'time to the next timer', 'oldest execution succeeds', 'oldest execution fails', 't1 withdraws its calls', 'asked for its counters'] as const;
 type Step = (typeof STEPS)[number];
 
 /** Replays `path` on a new bus; returns the transitions it took and a signature of where it ended. */
@@ -139,8 +139,14 @@ async function replay(input: ToolBusInput, path: readonly Step[]): Promise<{ tak
     running.push(r);
   }));
   const replies = new Map<string, number>();
+  const told: unknown[] = [];
   const agent = createActor(
-    setup({}).createMachine({ on: { 'TOOL.RESULT': { actions: ({ event }) => void replies.set(event.callId, (replies.get(event.callId) ?? 0) + 1) } } }),
+    setup({}).createMachine({
+      on: {
+        'TOOL.RESULT': { actions: ({ event }) => void replies.set(event.callId, (replies.get(event.callId) ?? 0) + 1) },
+        'TOOL.STATS': { actions: ({ event }) => void told.push(event.stats) },
+      },
+    }),
   ).start();
   let bus: ReturnType<typeof createActor<typeof toolBusMachine>> | undefined;
   bus = createActor(toolBusMachine.provide({ actors: { executeTool } }), {
@@ -177,6 +183,12 @@ async function replay(input: ToolBusInput, path: readonly Step[]): Promise<{ tak
       oldest.done = true;
       oldest.reject(new Error('tool failed'));
     } else if (step === 't1 withdraws its calls') bus.send({ type: 'TOOL.CANCEL', taskId: 't1', callIds: calls.t1! });
+    else if (step === 'asked for its counters') {
+      bus.send({ type: 'TOOL.STATS.ASK', replyTo: agent });
+      // The counters as they stand, a copy: the bus keeps counting in its own.
+      expect(told.at(-1)).toEqual(bus.getSnapshot().context.stats);
+      expect(told.at(-1)).not.toBe(bus.getSnapshot().context.stats);
+    }
     await settle();
   }
   const snapshot = bus.getSnapshot();

@@ -10,8 +10,11 @@ function harness(budgets: LedgerBudgets) {
   const replies: LedgerReply[] = [];
   const reports: RunEvent[] = [];
   const agent = createActor(createMachine({ on: { '*': { actions: ({ event }) => void replies.push(event as LedgerReply) } } })).start();
+  /** What the ledger told its `notify` (the supervisor in a run), after how many agent replies. */
+  const news: { type: string; afterReplies: number }[] = [];
+  const notify = createActor(createMachine({ on: { '*': { actions: ({ event }) => void news.push({ type: event.type, afterReplies: replies.length }) } } })).start();
   const machine = ledgerMachine.provide({ actions: { report: (_, e: RunEvent) => void reports.push(e) } });
-  const ledger = createActor(machine, { input: { budgets } }).start();
+  const ledger = createActor(machine, { input: { budgets, notify } }).start();
   const book = () => ledger.getSnapshot().context.book;
   /** The replies `send` caused. */
   const repliesOf = (send: () => void) => {
@@ -25,6 +28,7 @@ function harness(budgets: LedgerBudgets) {
     ledger,
     replies,
     reports,
+    news,
     book,
     runDenied: () => ledger.getSnapshot().context.runDenied,
     /** The ids of the requests waiting for room, head first. */
@@ -220,9 +224,14 @@ describe('ledgerMachine: waiting for room', () => {
     h.settle('t1', 0.3);
     expect(denialOf(h.reserve('t2', 't', 'm', 0.05)).message).toContain('task "t" budget exceeded'); // run: 0.6 + 0.05 fits, task: 0.35 > 0.3
     expect(h.runDenied()).toBe(false);
+    expect(h.news).toEqual([]);
     expect(denialOf(h.reserve('r2', 'x', 'm', 0.5)).message).toContain('run budget exceeded'); // 0.6 + 0.5 > 1
     expect(h.runDenied()).toBe(true);
     expect(h.reports.map((e) => e.type === 'budget:denied' && e.budget)).toEqual(['task', 'run']);
+    // The first run denial is news for the supervisor, once, after the agent's own answer.
+    expect(h.news).toEqual([{ type: 'LEDGER.RUN_DENIED', afterReplies: h.replies.length }]);
+    expect(denialOf(h.reserve('r3', 'x', 'm', 0.5)).message).toContain('run budget exceeded');
+    expect(h.news).toHaveLength(1);
   });
 
   it('keeps a request waiting only while some reservation is outstanding: the last close answers the whole queue', () => {
@@ -598,7 +607,8 @@ describe('ledgerMachine: context changes only in assign; the balance leaves by a
     expect(before.context.runDenied).toBe(runDenied);
     expect(before.context.runDenied).toBe(false);
     expect(next.context.runDenied).toBe(true);
-    expect(next.context.outbox.map((a) => a.reply.type)).toEqual(['LEDGER.DENIED']);
+    // The agent's answer, then the news for `notify` (this harness's ledger has one).
+    expect(next.context.outbox.map((a) => a.reply.type)).toEqual(['LEDGER.DENIED', 'LEDGER.RUN_DENIED']);
     expect(next.context).not.toBe(before.context);
     expect(before.context.outbox).toBe(outbox);
     expect(before.context.outbox.map((a) => a.reply.type)).toEqual(['LEDGER.RESERVED']);
