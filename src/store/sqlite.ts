@@ -24,7 +24,7 @@ import { BUSY_LIMIT_MS, BUSY_TIMEOUT_MS, retryBusy } from './busy.js';
 import { codeOf, reasonOf, SqliteWrites } from './sqliteWrites.js';
 import { RunCounters } from './sqliteCounters.js';
 import { PendingStarts, StartWrite } from './sqliteStarts.js';
-import { checkVersion, migrate, prepare, recognise, type AttemptDbRow, type RunRow, type Statements, type SummaryRow, type TaskDbRow } from './sqliteSchema.js';
+import { checkVersion, migrate, prepare, recognise, SCHEMA_VERSION, type AttemptDbRow, type RunRow, type Statements, type SummaryRow, type TaskDbRow } from './sqliteSchema.js';
 import {
   StoreError,
   type AttemptRow,
@@ -90,15 +90,16 @@ export class SqliteStore implements Store {
       const opened = db;
       // Before anything is written (WAL, the schema): another program's database stays as it was.
       const kind = retryBusy(() => recognise(opened, this.path), busyLimitMs);
+      let version = SCHEMA_VERSION;
       if (readOnly) {
         if (kind === 'new') throw new StoreError(`run journal ${this.path}: the file holds no journal yet`, this.path, 'empty');
-        checkVersion(opened, this.path);
+        version = checkVersion(opened, this.path);
       } else {
         retryBusy(() => opened.pragma('journal_mode = WAL'), busyLimitMs);
         opened.pragma('synchronous = NORMAL');
         retryBusy(() => migrate(opened, this.path), busyLimitMs);
       }
-      this.st = prepare(db);
+      this.st = prepare(db, version, readOnly);
     } catch (error) {
       try {
         db?.close();
@@ -136,7 +137,8 @@ export class SqliteStore implements Store {
       if (this.st.runExists.get(run.id) !== undefined) {
         throw new StoreError(`run journal ${this.path}: run "${run.id}" already exists`, this.path, 'exists');
       }
-      this.st.insertRun.run(run.id, run.createdAt, run.createdAt, plan, run.source ?? null, options, run.tasksTotal);
+      this.st.insertRun.run(run.id, run.createdAt, run.createdAt, run.source ?? null, options, run.tasksTotal);
+      this.st.insertDocs.run(run.id, plan);
     });
   }
 
@@ -154,8 +156,8 @@ export class SqliteStore implements Store {
     const json = toJson(result);
     const at = this.now();
     this.writes.durable('set run status', () => {
-      if (json === null) this.st.setStatus.run(status, at, id);
-      else this.st.setStatusResult.run(status, json, at, id);
+      this.st.setStatus.run(status, at, id);
+      if (json !== null) this.st.setResult.run(json, id);
     });
   }
 
