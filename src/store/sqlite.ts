@@ -146,7 +146,7 @@ export class SqliteStore implements Store {
         throw new StoreError(`run journal ${this.path}: run "${run.id}" already exists`, this.path, 'exists');
       }
       this.st.insertRun.run(run.id, run.createdAt, run.createdAt, run.source ?? null, options, run.tasksTotal);
-      this.st.insertDocs.run(run.id, plan);
+      this.st.insertPlan.run(run.id, plan);
     });
   }
 

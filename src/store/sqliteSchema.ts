@@ -79,15 +79,20 @@ export const MIGRATIONS: readonly string[] = [
     heartbeat_at INTEGER NOT NULL
   );
   `,
-  // 1 -> 2: the plan and the result, written once, leave the runs row, which every batch updates
-  // (its counters): SQLite rewrites a whole row per UPDATE, and the plan is ~100 bytes per task.
+  // 1 -> 2: the plan and the result, each written once, leave the runs row that every batch
+  // updates (its counters): SQLite rewrites a whole row per UPDATE, and the plan is ~100 bytes per
+  // task. Each in a table of its own, so writing the result does not rewrite the plan either.
   `
-  CREATE TABLE IF NOT EXISTS run_docs (
-    run_id      TEXT PRIMARY KEY,
-    plan_json   TEXT,               -- already secret-free: the caller redacts
-    result_json TEXT
+  CREATE TABLE IF NOT EXISTS run_plans (
+    run_id    TEXT PRIMARY KEY,
+    plan_json TEXT                  -- already secret-free: the caller redacts
   );
-  INSERT INTO run_docs (run_id, plan_json, result_json) SELECT id, plan_json, result_json FROM runs;
+  CREATE TABLE IF NOT EXISTS run_results (
+    run_id      TEXT PRIMARY KEY,
+    result_json TEXT NOT NULL
+  );
+  INSERT INTO run_plans (run_id, plan_json) SELECT id, plan_json FROM runs;
+  INSERT INTO run_results (run_id, result_json) SELECT id, result_json FROM runs WHERE result_json IS NOT NULL;
   ALTER TABLE runs DROP COLUMN plan_json;
   ALTER TABLE runs DROP COLUMN result_json;
   `,
@@ -132,15 +137,20 @@ export function prepare(db: SqlDatabase, version: number, readOnly: boolean) {
       `INSERT INTO runs (id, created_at, updated_at, status, source, options_json, tasks_total)
        VALUES (?, ?, ?, 'running', ?, ?, ?)`,
     ),
-    insertDocs: w('INSERT INTO run_docs (run_id, plan_json) VALUES (?, ?)'),
+    insertPlan: w('INSERT INTO run_plans (run_id, plan_json) VALUES (?, ?)'),
     getRun: p(
       version >= 2
-        ? `SELECT ${SUMMARY_COLUMNS}, plan_json, result_json FROM runs LEFT JOIN run_docs ON run_docs.run_id = runs.id WHERE id = ?`
+        ? `SELECT ${SUMMARY_COLUMNS}, plan_json, result_json FROM runs
+             LEFT JOIN run_plans ON run_plans.run_id = runs.id LEFT JOIN run_results ON run_results.run_id = runs.id WHERE id = ?`
         : `SELECT ${SUMMARY_COLUMNS}, plan_json, result_json FROM runs WHERE id = ?`,
     ),
     listRuns: p(`SELECT ${SUMMARY_COLUMNS} FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?`),
     setStatus: w('UPDATE runs SET status = ?, updated_at = ? WHERE id = ?'),
-    setResult: w('UPDATE run_docs SET result_json = ? WHERE run_id = ?'),
+    /** Of a run that exists, as the UPDATE of the runs row it was. */
+    setResult: w(
+      `INSERT INTO run_results (run_id, result_json) SELECT id, ? FROM runs WHERE id = ?
+       ON CONFLICT (run_id) DO UPDATE SET result_json = excluded.result_json`,
+    ),
     setOptions: w('UPDATE runs SET options_json = ?, updated_at = ? WHERE id = ?'),
     runUndone: w('UPDATE runs SET tasks_done = tasks_done - 1, updated_at = ? WHERE id = ?'),
     /** A batch's completions and spend, at once (sqliteCounters.ts). */
