@@ -79,9 +79,10 @@ export const MIGRATIONS: readonly string[] = [
     heartbeat_at INTEGER NOT NULL
   );
   `,
-  // 1 -> 2: the plan and the result, each written once, leave the runs row that every batch
-  // updates (its counters): SQLite rewrites a whole row per UPDATE, and the plan is ~100 bytes per
-  // task. Each in a table of its own, so writing the result does not rewrite the plan either.
+  // 1 -> 2: the plan and the result, each written once, leave the runs row that batches update
+  // (its counters): SQLite rewrites a whole row, overflow pages and all, when an UPDATE changes its
+  // size (the first completion, the first cost, tasks_done past 127, the result), and the plan is
+  // ~100 bytes per task. Each in a table of its own, so writing the result does not rewrite the plan.
   `
   CREATE TABLE IF NOT EXISTS run_plans (
     run_id    TEXT PRIMARY KEY,

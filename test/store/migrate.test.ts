@@ -147,7 +147,10 @@ describe.each(DRIVERS)('on %s', (driver) => {
     dirs.push(dir);
     const file = path.join(dir, 'runs.db');
     const store = new SqliteStore(file, { driver });
-    // About 600 KB of plan: 150 pages, under the WAL's auto-checkpoint (1,000 pages).
+    // About 600 KB of plan: 150 pages, under the WAL's auto-checkpoint (1,000 pages). SQLite
+    // overwrites a row of unchanged size in place, page by page, but rewrites the whole row when its
+    // size changes: with the plan in the runs row, the first completion (tasks_done 0 -> 1), the
+    // first cost, tasks_done past 127, and the result each rewrote the plan.
     const tasks = Array.from({ length: 6000 }, (_, i) => ({ id: `t${i}`, prompt: `task number ${i} of a large plan` }));
     store.createRun({ id: 'big', plan: { tasks }, options: {}, tasksTotal: tasks.length, createdAt: 1 });
     const before = fs.statSync(`${file}-wal`).size;
