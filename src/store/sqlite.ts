@@ -24,7 +24,7 @@ import { BUSY_LIMIT_MS, BUSY_TIMEOUT_MS, retryBusy } from './busy.js';
 import { codeOf, reasonOf, SqliteWrites } from './sqliteWrites.js';
 import { RunCounters } from './sqliteCounters.js';
 import { PendingStarts, StartWrite } from './sqliteStarts.js';
-import { checkVersion, migrate, prepare, recognise, type AttemptDbRow, type RunRow, type Statements, type SummaryRow, type TaskDbRow } from './sqliteSchema.js';
+import { checkVersion, migrate, prepare, recognise, SCHEMA_VERSION, type AttemptDbRow, type RunRow, type Statements, type SummaryRow, type TaskDbRow } from './sqliteSchema.js';
 import {
   StoreError,
   type AttemptRow,
@@ -90,15 +90,16 @@ export class SqliteStore implements Store {
       const opened = db;
       // Before anything is written (WAL, the schema): another program's database stays as it was.
       const kind = retryBusy(() => recognise(opened, this.path), busyLimitMs);
+      let version = SCHEMA_VERSION;
       if (readOnly) {
         if (kind === 'new') throw new StoreError(`run journal ${this.path}: the file holds no journal yet`, this.path, 'empty');
-        checkVersion(opened, this.path);
+        version = checkVersion(opened, this.path);
       } else {
         retryBusy(() => opened.pragma('journal_mode = WAL'), busyLimitMs);
         opened.pragma('synchronous = NORMAL');
         retryBusy(() => migrate(opened, this.path), busyLimitMs);
       }
-      this.st = prepare(db);
+      this.st = prepare(db, version, readOnly);
     } catch (error) {
       try {
         db?.close();
@@ -117,7 +118,15 @@ export class SqliteStore implements Store {
     this.db = db;
     this.driver = db.driver;
     this.counters = new RunCounters(this.st);
-    this.writes = new SqliteWrites(db, this.st, { path: this.path, readOnly, busyLimitMs, onError: options.onError, counters: this.counters, onBatchEnd: () => this.starts.clear() });
+    this.writes = new SqliteWrites(db, this.st, {
+      path: this.path,
+      readOnly,
+      busyLimitMs,
+      onError: options.onError,
+      counters: this.counters,
+      onBatchEnd: () => this.starts.clear(),
+      onWrite: (write) => this.starts.wrote(write),
+    });
   }
 
   /** The connection, for tests and diagnostics (pragmas, a look at the tables). Not for writes. */
@@ -136,7 +145,8 @@ export class SqliteStore implements Store {
       if (this.st.runExists.get(run.id) !== undefined) {
         throw new StoreError(`run journal ${this.path}: run "${run.id}" already exists`, this.path, 'exists');
       }
-      this.st.insertRun.run(run.id, run.createdAt, run.createdAt, plan, run.source ?? null, options, run.tasksTotal);
+      this.st.insertRun.run(run.id, run.createdAt, run.createdAt, run.source ?? null, options, run.tasksTotal);
+      this.st.insertPlan.run(run.id, plan);
     });
   }
 
@@ -154,8 +164,8 @@ export class SqliteStore implements Store {
     const json = toJson(result);
     const at = this.now();
     this.writes.durable('set run status', () => {
-      if (json === null) this.st.setStatus.run(status, at, id);
-      else this.st.setStatusResult.run(status, json, at, id);
+      this.st.setStatus.run(status, at, id);
+      if (json !== null) this.st.setResult.run(json, id);
     });
   }
 
@@ -178,15 +188,7 @@ export class SqliteStore implements Store {
   // -------------------------------------------------------------------------------------------
 
   taskStarted(runId: string, taskId: string, attempt: number, route: string, at: number): void {
-    const write = new StartWrite(this.st, this.counters, runId, taskId, attempt, route, at);
-    // Known before it is added: adding a write may commit the batch (a full one), which forgets it.
-    this.starts.add(write);
-    try {
-      this.writes.add(write);
-    } catch (error) {
-      this.starts.forget(runId, taskId);
-      throw error;
-    }
+    this.writes.add(new StartWrite(this.st, this.counters, runId, taskId, attempt, route, at));
   }
 
   taskCompleted(
@@ -205,7 +207,7 @@ export class SqliteStore implements Store {
     // Its start is still pending in this batch, and nothing else for the task since: one write (sqliteStarts.ts).
     if (start !== undefined) return start.complete(output, usageJson, costUsd, requests, retries, at, this.counters.place());
     const place = this.counters.place();
-    this.writes.batched('record task completion', () => {
+    this.writes.batched('record task completion', runId, taskId, () => {
       // Counted once per task: a completion journaled again (a replayed batch) does not count twice.
       if (this.st.taskStatus.get(runId, taskId) !== 'completed') this.counters.add(runId, 1, 0, at, place);
       this.st.taskComplete.run(runId, taskId, attempt, output, usageJson, costUsd, requests, retries, at);
@@ -215,18 +217,16 @@ export class SqliteStore implements Store {
 
   taskFailed(runId: string, taskId: string, attempt: number, error: unknown, final: boolean, at: number): void {
     const errorJson = toJson(error);
-    this.starts.forget(runId, taskId);
     const body = () => {
       this.st.taskFail.run(runId, taskId, final ? 'failed' : 'queued', attempt, errorJson, at);
       this.st.attemptFail.run(runId, taskId, attempt, at, at);
     };
     if (final) this.writes.durable('record task failure', body);
-    else this.writes.batched('record task failure', body);
+    else this.writes.batched('record task failure', runId, taskId, body);
   }
 
   taskFinal(runId: string, taskId: string, status: 'skipped' | 'cancelled', reason: string, at: number): void {
-    this.starts.forget(runId, taskId);
-    this.writes.batched(`record task ${status}`, () => {
+    this.writes.batched(`record task ${status}`, runId, taskId, () => {
       this.st.taskFinal.run(runId, taskId, status, reason, at);
       this.st.attemptCancelOpen.run(at, runId, taskId);
     });
@@ -250,15 +250,13 @@ export class SqliteStore implements Store {
   setTaskExtra(runId: string, taskId: string, extra: unknown): void {
     const json = toJson(extra);
     const at = this.now();
-    this.starts.forget(runId, taskId);
-    this.writes.batched('set task extra', () => {
+    this.writes.batched('set task extra', runId, taskId, () => {
       this.st.taskExtra.run(runId, taskId, json, at);
     });
   }
 
   attemptEnded(runId: string, taskId: string, attempt: number, status: 'completed' | 'failed' | 'cancelled', at: number): void {
-    this.starts.forget(runId, taskId);
-    this.writes.batched('end attempt', () => {
+    this.writes.batched('end attempt', runId, taskId, () => {
       this.st.attemptEnd.run(at, status, runId, taskId, attempt);
     });
   }
@@ -315,9 +313,8 @@ export class SqliteStore implements Store {
 
   recordSpend(runId: string, taskId: string, model: string, usd: number): void {
     const at = this.now();
-    this.starts.forget(runId, taskId);
     const place = this.counters.place();
-    this.writes.batched('record spend', () => {
+    this.writes.batched('record spend', runId, taskId, () => {
       this.st.spend.run(runId, taskId, model, usd);
       this.counters.add(runId, 0, usd, at, place);
     });

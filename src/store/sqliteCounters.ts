@@ -2,9 +2,10 @@
  * The run row's counters (`tasks_done`, `cost_usd`) as a batch changes them, written once per
  * transaction instead of once per task.
  *
- * Why: the run row also holds the plan (`plan_json`, about 100 bytes per task, so a megabyte at
- * 10,000 tasks), and SQLite rewrites a whole row on every UPDATE. One UPDATE per completed task
- * made the journal's cost grow with the plan's size: most of a 10,000-task run's SQLite time.
+ * Why: one statement per batch instead of one per task. (The run row held the plan until schema
+ * version 2, and SQLite rewrote it whenever the row's size changed: one UPDATE per completed task
+ * made the journal's cost grow with the plan's size. The plan and the result now have tables of
+ * their own, sqliteSchema.ts.)
  *
  * What stays the same: the counters change in the same transaction as the task rows that change
  * them (they are applied after the batch's writes, before the transaction's own durable write and

@@ -79,7 +79,28 @@ export const MIGRATIONS: readonly string[] = [
     heartbeat_at INTEGER NOT NULL
   );
   `,
+  // 1 -> 2: the plan and the result, each written once, leave the runs row that batches update
+  // (its counters): SQLite rewrites a whole row, overflow pages and all, when an UPDATE changes its
+  // size (the first completion, the first cost, tasks_done past 127, the result), and the plan is
+  // ~100 bytes per task. Each in a table of its own, so writing the result does not rewrite the plan.
+  `
+  CREATE TABLE IF NOT EXISTS run_plans (
+    run_id    TEXT PRIMARY KEY,
+    plan_json TEXT                  -- already secret-free: the caller redacts
+  );
+  CREATE TABLE IF NOT EXISTS run_results (
+    run_id      TEXT PRIMARY KEY,
+    result_json TEXT NOT NULL
+  );
+  INSERT INTO run_plans (run_id, plan_json) SELECT id, plan_json FROM runs;
+  INSERT INTO run_results (run_id, result_json) SELECT id, result_json FROM runs WHERE result_json IS NOT NULL;
+  ALTER TABLE runs DROP COLUMN plan_json;
+  ALTER TABLE runs DROP COLUMN result_json;
+  `,
 ];
+
+/** The oldest version a read-only store reads as it is (it cannot migrate): version 1 kept the plan and result in `runs`. */
+export const OLDEST_READABLE = 1;
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -91,34 +112,59 @@ const SUMMARY_COLUMNS = 'id, status, created_at, updated_at, source, options_jso
 /** The part of a prepared statement the store uses (driver.ts). */
 export type Stmt = SqlStatement;
 
-/** Every statement, prepared once. */
-export function prepare(db: SqlDatabase) {
+/** A statement a read-only store never runs (its writes are refused before any statement). */
+const NOT_PREPARED: Stmt = {
+  run: notPrepared,
+  get: notPrepared,
+  all: notPrepared,
+  pluck: () => NOT_PREPARED,
+};
+function notPrepared(): never {
+  throw new Error('a write statement of a read-only store was run');
+}
+
+/**
+ * Every statement, prepared once, for a file at schema `version`. A read-only store prepares only
+ * its reads: a file of an older version it reads (OLDEST_READABLE) lacks the tables newer writes use.
+ */
+export function prepare(db: SqlDatabase, version: number, readOnly: boolean) {
   const p = (sql: string): Stmt => db.prepare(sql);
+  const w: (sql: string) => Stmt = readOnly ? () => NOT_PREPARED : p;
   return {
-    begin: p('BEGIN IMMEDIATE'),
-    commit: p('COMMIT'),
-    runExists: p('SELECT 1 FROM runs WHERE id = ?').pluck(),
-    insertRun: p(
-      `INSERT INTO runs (id, created_at, updated_at, status, plan_json, source, options_json, tasks_total)
-       VALUES (?, ?, ?, 'running', ?, ?, ?, ?)`,
+    begin: w('BEGIN IMMEDIATE'),
+    commit: w('COMMIT'),
+    runExists: w('SELECT 1 FROM runs WHERE id = ?').pluck(),
+    insertRun: w(
+      `INSERT INTO runs (id, created_at, updated_at, status, source, options_json, tasks_total)
+       VALUES (?, ?, ?, 'running', ?, ?, ?)`,
     ),
-    getRun: p(`SELECT ${SUMMARY_COLUMNS}, plan_json, result_json FROM runs WHERE id = ?`),
+    insertPlan: w('INSERT INTO run_plans (run_id, plan_json) VALUES (?, ?)'),
+    getRun: p(
+      version >= 2
+        ? `SELECT ${SUMMARY_COLUMNS}, plan_json, result_json FROM runs
+             LEFT JOIN run_plans ON run_plans.run_id = runs.id LEFT JOIN run_results ON run_results.run_id = runs.id WHERE id = ?`
+        : `SELECT ${SUMMARY_COLUMNS}, plan_json, result_json FROM runs WHERE id = ?`,
+    ),
     listRuns: p(`SELECT ${SUMMARY_COLUMNS} FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?`),
-    setStatus: p('UPDATE runs SET status = ?, updated_at = ? WHERE id = ?'),
-    setStatusResult: p('UPDATE runs SET status = ?, result_json = ?, updated_at = ? WHERE id = ?'),
-    setOptions: p('UPDATE runs SET options_json = ?, updated_at = ? WHERE id = ?'),
-    runUndone: p('UPDATE runs SET tasks_done = tasks_done - 1, updated_at = ? WHERE id = ?'),
+    setStatus: w('UPDATE runs SET status = ?, updated_at = ? WHERE id = ?'),
+    /** Of a run that exists, as the UPDATE of the runs row it was. */
+    setResult: w(
+      `INSERT INTO run_results (run_id, result_json) SELECT id, ? FROM runs WHERE id = ?
+       ON CONFLICT (run_id) DO UPDATE SET result_json = excluded.result_json`,
+    ),
+    setOptions: w('UPDATE runs SET options_json = ?, updated_at = ? WHERE id = ?'),
+    runUndone: w('UPDATE runs SET tasks_done = tasks_done - 1, updated_at = ? WHERE id = ?'),
     /** A batch's completions and spend, at once (sqliteCounters.ts). */
-    runAdd: p('UPDATE runs SET tasks_done = tasks_done + ?, cost_usd = cost_usd + ?, updated_at = ? WHERE id = ?'),
-    taskReopen: p(`UPDATE tasks SET status = 'queued', extra_json = ?, updated_at = ? WHERE run_id = ? AND task_id = ?`),
-    runTotal: p('UPDATE runs SET tasks_total = tasks_total + ?, updated_at = ? WHERE id = ?'),
+    runAdd: w('UPDATE runs SET tasks_done = tasks_done + ?, cost_usd = cost_usd + ?, updated_at = ? WHERE id = ?'),
+    taskReopen: w(`UPDATE tasks SET status = 'queued', extra_json = ?, updated_at = ? WHERE run_id = ? AND task_id = ?`),
+    runTotal: w('UPDATE runs SET tasks_total = tasks_total + ?, updated_at = ? WHERE id = ?'),
 
     taskStatus: p('SELECT status FROM tasks WHERE run_id = ? AND task_id = ?').pluck(),
-    taskStart: p(
+    taskStart: w(
       `INSERT INTO tasks (run_id, task_id, status, attempts, updated_at) VALUES (?, ?, 'running', ?, ?)
        ON CONFLICT (run_id, task_id) DO UPDATE SET status = 'running', attempts = excluded.attempts, updated_at = excluded.updated_at`,
     ),
-    taskComplete: p(
+    taskComplete: w(
       `INSERT INTO tasks (run_id, task_id, status, attempts, output, usage_json, cost_usd, requests, retries, updated_at)
        VALUES (?, ?, 'completed', ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (run_id, task_id) DO UPDATE SET status = 'completed', attempts = max(attempts, excluded.attempts),
@@ -126,83 +172,83 @@ export function prepare(db: SqlDatabase) {
          requests = excluded.requests, retries = excluded.retries, updated_at = excluded.updated_at`,
     ),
     /** A start and its completion in one batch (sqliteStarts.ts): the row taskStart then taskComplete leave. */
-    taskStartComplete: p(
+    taskStartComplete: w(
       `INSERT INTO tasks (run_id, task_id, status, attempts, output, usage_json, cost_usd, requests, retries, updated_at)
        VALUES (?, ?, 'completed', ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (run_id, task_id) DO UPDATE SET status = 'completed', attempts = excluded.attempts,
          output = excluded.output, error_json = NULL, usage_json = excluded.usage_json, cost_usd = excluded.cost_usd,
          requests = excluded.requests, retries = excluded.retries, updated_at = excluded.updated_at`,
     ),
-    taskFail: p(
+    taskFail: w(
       `INSERT INTO tasks (run_id, task_id, status, attempts, error_json, updated_at) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (run_id, task_id) DO UPDATE SET status = excluded.status, attempts = max(attempts, excluded.attempts),
          error_json = excluded.error_json, updated_at = excluded.updated_at`,
     ),
-    taskFinal: p(
+    taskFinal: w(
       `INSERT INTO tasks (run_id, task_id, status, reason, updated_at) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (run_id, task_id) DO UPDATE SET status = excluded.status, reason = excluded.reason, updated_at = excluded.updated_at`,
     ),
-    taskAdd: p(
+    taskAdd: w(
       `INSERT INTO tasks (run_id, task_id, status, spec_json, parent, updated_at) VALUES (?, ?, 'pending', ?, ?, ?)
        ON CONFLICT (run_id, task_id) DO UPDATE SET spec_json = excluded.spec_json, parent = excluded.parent, updated_at = excluded.updated_at`,
     ),
-    taskExtra: p(
+    taskExtra: w(
       `INSERT INTO tasks (run_id, task_id, status, extra_json, updated_at) VALUES (?, ?, 'pending', ?, ?)
        ON CONFLICT (run_id, task_id) DO UPDATE SET extra_json = excluded.extra_json, updated_at = excluded.updated_at`,
     ),
     loadTasks: p(`SELECT ${TASK_COLUMNS} FROM tasks WHERE run_id = ? ORDER BY rowid`),
 
-    attemptStart: p(
+    attemptStart: w(
       `INSERT INTO attempts (run_id, task_id, attempt, route, started_at) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (run_id, task_id, attempt) DO UPDATE SET route = excluded.route, started_at = excluded.started_at,
          ended_at = NULL, status = NULL, requests = 0, usage_json = NULL, cost_usd = NULL`,
     ),
     // An attempt that ends without having been journaled as started gets route '' and starts when it ends.
-    attemptComplete: p(
+    attemptComplete: w(
       `INSERT INTO attempts (run_id, task_id, attempt, route, started_at, ended_at, status, requests, usage_json, cost_usd)
        VALUES (?, ?, ?, '', ?, ?, 'completed', ?, ?, ?)
        ON CONFLICT (run_id, task_id, attempt) DO UPDATE SET ended_at = excluded.ended_at, status = 'completed',
          requests = excluded.requests, usage_json = excluded.usage_json, cost_usd = excluded.cost_usd`,
     ),
     /** The row attemptStart then attemptComplete leave. */
-    attemptStartComplete: p(
+    attemptStartComplete: w(
       `INSERT INTO attempts (run_id, task_id, attempt, route, started_at, ended_at, status, requests, usage_json, cost_usd)
        VALUES (?, ?, ?, ?, ?, ?, 'completed', ?, ?, ?)
        ON CONFLICT (run_id, task_id, attempt) DO UPDATE SET route = excluded.route, started_at = excluded.started_at,
          ended_at = excluded.ended_at, status = 'completed', requests = excluded.requests, usage_json = excluded.usage_json,
          cost_usd = excluded.cost_usd`,
     ),
-    attemptEnd: p(`UPDATE attempts SET ended_at = ?, status = ? WHERE run_id = ? AND task_id = ? AND attempt = ?`),
-    attemptFail: p(
+    attemptEnd: w(`UPDATE attempts SET ended_at = ?, status = ? WHERE run_id = ? AND task_id = ? AND attempt = ?`),
+    attemptFail: w(
       `INSERT INTO attempts (run_id, task_id, attempt, route, started_at, ended_at, status) VALUES (?, ?, ?, '', ?, ?, 'failed')
        ON CONFLICT (run_id, task_id, attempt) DO UPDATE SET ended_at = excluded.ended_at, status = 'failed'`,
     ),
-    attemptCancelOpen: p(
+    attemptCancelOpen: w(
       `UPDATE attempts SET ended_at = ?, status = 'cancelled' WHERE run_id = ? AND task_id = ? AND ended_at IS NULL`,
     ),
     loadAttempts: p(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY rowid`),
     loadAttemptsOf: p(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? AND task_id = ? ORDER BY rowid`),
 
-    spend: p(
+    spend: w(
       `INSERT INTO spend (run_id, task_id, model, usd) VALUES (?, ?, ?, ?)
        ON CONFLICT (run_id, task_id, model) DO UPDATE SET usd = usd + excluded.usd`,
     ),
     spent: p('SELECT task_id, model, usd FROM spend WHERE run_id = ? ORDER BY rowid'),
 
-    toolPut: p(
+    toolPut: w(
       `INSERT INTO tool_results (run_id, key, content, is_error, at) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (run_id, key) DO UPDATE SET content = excluded.content, is_error = excluded.is_error, at = excluded.at`,
     ),
     toolGet: p('SELECT content, is_error FROM tool_results WHERE run_id = ? AND key = ?'),
 
     lockGet: p('SELECT owner, pid, host, acquired_at, heartbeat_at FROM locks WHERE run_id = ?'),
-    lockPut: p(
+    lockPut: w(
       `INSERT INTO locks (run_id, owner, pid, host, acquired_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, pid = excluded.pid, host = excluded.host,
          acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at`,
     ),
-    lockBeat: p('UPDATE locks SET heartbeat_at = ? WHERE run_id = ? AND owner = ?'),
-    lockDel: p('DELETE FROM locks WHERE run_id = ? AND owner = ?'),
+    lockBeat: w('UPDATE locks SET heartbeat_at = ? WHERE run_id = ? AND owner = ?'),
+    lockDel: w('DELETE FROM locks WHERE run_id = ? AND owner = ?'),
   };
 }
 
@@ -280,10 +326,10 @@ export function recognise(db: SqlDatabase, path: string): 'new' | 'ours' {
   );
 }
 
-/** Throws unless the file's schema is the one this swarmstate reads (a read-only store cannot migrate it). */
-export function checkVersion(db: SqlDatabase, path: string): void {
+/** The file's schema version; throws unless this swarmstate reads it as it is (a read-only store cannot migrate it). */
+export function checkVersion(db: SqlDatabase, path: string): number {
   const version = db.pragma('user_version') as number;
-  if (version === SCHEMA_VERSION) return;
+  if (version >= OLDEST_READABLE && version <= SCHEMA_VERSION) return version;
   const older = version < SCHEMA_VERSION;
   throw new StoreError(
     `run journal ${path}: schema version ${version} is ${older ? 'older' : 'newer'} than this swarmstate reads (${SCHEMA_VERSION})${older ? '; a run (or resume) on it brings it up to date' : ''}`,

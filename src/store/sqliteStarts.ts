@@ -10,11 +10,14 @@
  * Why the result is the same: a batch commits or rolls back as a whole, so a crash leaves both
  * or neither, as before. The completion's effects move back to the start's place in the batch,
  * so a pair is only made when nothing else was written for that task in between (its extra, a
- * spend, a failure...): each such write drops the pending start from this table, and the
- * completion is then written on its own, as before. The batch's end (commit or rollback) empties
- * the table: a start committed earlier cannot be paired.
+ * spend, a failure...). The batch tells this table of every write that joins it, with the task
+ * it touches (sqliteWrites.ts: a batched write names its task), so any such write drops the
+ * pending start, whichever store method made it, and the completion is then written on its own,
+ * as before. The batch's end (commit or rollback, also a durable write's) empties the table: a
+ * start committed earlier cannot be paired.
  */
 import type { Stmt } from './sqliteSchema.js';
+import type { BatchedWrite } from './sqliteWrites.js';
 
 interface PairStatements {
   taskStart: Stmt;
@@ -24,7 +27,7 @@ interface PairStatements {
 }
 
 /** One pending batched write: the start, and the completion once it joins it. */
-export class StartWrite {
+export class StartWrite implements BatchedWrite {
   /** What a failure names: the completion, once it joined. */
   get doing(): string {
     return this.output === undefined ? 'record task start' : 'record task completion';
@@ -79,10 +82,17 @@ export class PendingStarts {
   /** Per run, then per task: no key string built per write. */
   private readonly byRun = new Map<string, Map<string, StartWrite>>();
 
-  add(write: StartWrite): void {
-    let tasks = this.byRun.get(write.runId);
-    if (tasks === undefined) this.byRun.set(write.runId, (tasks = new Map()));
-    tasks.set(write.taskId, write);
+  /**
+   * Every write that joins the batch (sqliteWrites.ts `onWrite`): a start becomes pairable, any
+   * other write for its task (or for its whole run) ends the pairing of the task's pending start.
+   */
+  wrote(write: BatchedWrite): void {
+    if (write instanceof StartWrite) {
+      let tasks = this.byRun.get(write.runId);
+      if (tasks === undefined) this.byRun.set(write.runId, (tasks = new Map()));
+      tasks.set(write.taskId, write);
+    } else if (write.taskId === null) this.byRun.delete(write.runId);
+    else this.byRun.get(write.runId)?.delete(write.taskId);
   }
 
   /** The pending start this completion can join (and no longer pairable), if there is one. */
@@ -92,11 +102,6 @@ export class PendingStarts {
     if (write === undefined) return undefined;
     tasks!.delete(taskId);
     return write.attempt === attempt ? write : undefined;
-  }
-
-  /** Something else was written for the task: its completion must follow it, not join its start. */
-  forget(runId: string, taskId: string): void {
-    this.byRun.get(runId)?.delete(taskId);
   }
 
   /** The batch ended (committed or rolled back). */

@@ -35,6 +35,14 @@ export function reasonOf(error: unknown): string {
  */
 export const BATCH_MAX_WRITES = 512;
 
+/** One batched write, and the task it touches (null: the run as a whole). */
+export interface BatchedWrite {
+  readonly doing: string;
+  readonly runId: string;
+  readonly taskId: string | null;
+  body(): void;
+}
+
 export interface WriteOptions {
   path: string;
   readOnly: boolean;
@@ -44,11 +52,13 @@ export interface WriteOptions {
   counters?: { apply(): void; reset(): void };
   /** The batch's writes were run (then committed) or dropped: what was pending is no longer. */
   onBatchEnd?: () => void;
+  /** A write joins the batch (told before it is kept: keeping it may commit a full batch). */
+  onWrite?: (write: BatchedWrite) => void;
 }
 
 export class SqliteWrites {
   /** Batched writes not yet run: each runs, in order, inside the next write transaction. */
-  private pending: Array<{ doing: string; body(): void }> = [];
+  private pending: BatchedWrite[] = [];
   /** The commit armed by the first write of a batch. */
   private timer: NodeJS.Immediate | null = null;
   /** The next try of a commit that found the write lock held by another process. */
@@ -66,6 +76,7 @@ export class SqliteWrites {
   private readonly onError: ((error: StoreError) => void) | undefined;
   private readonly counters: WriteOptions['counters'];
   private readonly onBatchEnd: (() => void) | undefined;
+  private readonly onWrite: WriteOptions['onWrite'];
 
   constructor(
     private readonly db: SqlDatabase,
@@ -78,6 +89,7 @@ export class SqliteWrites {
     this.onError = options.onError;
     this.counters = options.counters;
     this.onBatchEnd = options.onBatchEnd;
+    this.onWrite = options.onWrite;
   }
 
   flush(): void {
@@ -99,14 +111,19 @@ export class SqliteWrites {
     }
   }
 
-  /** A batched write: kept in order and run with the batch, in one short transaction. */
-  batched(doing: string, body: () => void): void {
-    this.add({ doing, body });
+  /**
+   * A batched write of `taskId` (null: of the run as a whole): kept in order and run with the
+   * batch, in one short transaction. Every batched write names its task, so what is pending per
+   * task (sqliteStarts.ts) is known from the batch itself.
+   */
+  batched(doing: string, runId: string, taskId: string | null, body: () => void): void {
+    this.add({ doing, runId, taskId, body });
   }
 
   /** A batched write as an object of its own (its `body` called as its method). */
-  add(write: { doing: string; body(): void }): void {
+  add(write: BatchedWrite): void {
     this.usable();
+    this.onWrite?.(write);
     this.pending.push(write);
     if (this.timer === null && this.retry === null) this.timer = setImmediate(this.autoCommit);
     else if (this.pending.length >= BATCH_MAX_WRITES && this.retry === null && !this.fullWaits) this.commitFull();

@@ -65,7 +65,7 @@ describe.each(DRIVERS)('on %s', (driver) => {
       expect(db.pragma('user_version')).toBe(SCHEMA_VERSION);
       expect(db.pragma('application_id')).toBe(APPLICATION_ID);
       const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
-      expect(tables).toEqual(['attempts', 'locks', 'runs', 'spend', 'tasks', 'tool_results']);
+      expect(tables).toEqual(['attempts', 'locks', 'run_plans', 'run_results', 'runs', 'spend', 'tasks', 'tool_results']);
     });
 
     it('creates its directory, and opens an existing file again without touching the data', () => {
@@ -232,7 +232,7 @@ describe.each(DRIVERS)('on %s', (driver) => {
       expect(countTasks(other)).toBe(3);
       store.taskStarted('r1', 'c', 1, 'p/m', 140);
       store.setRunStatus('r1', 'completed', { ok: true });
-      expect(other.prepare('SELECT status, result_json FROM runs').get()).toEqual({ status: 'completed', result_json: '{"ok":true}' });
+      expect(other.prepare('SELECT status, result_json FROM runs JOIN run_results ON run_id = id').get()).toEqual({ status: 'completed', result_json: '{"ok":true}' });
       expect(countTasks(other)).toBe(4);
     });
 

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../src/store/index.js';
+import type { SqliteWrites } from '../../src/store/sqliteWrites.js';
 import { manualClock, tempDir, usage } from './helpers.js';
 import { DRIVERS } from '../helpers/sqlite.js';
 
@@ -89,6 +90,10 @@ describe.each(DRIVERS)('on %s', (driver) => {
     // Started, then cancelled.
     w(() => store.taskStarted('r1', 'gone', 1, 'p/m', 160));
     w(() => store.taskFinal('r1', 'gone', 'cancelled', 'cancelled', 161));
+    // Its attempt ended by hand before the completion (the completion's attempt row then keeps that status's end).
+    w(() => store.taskStarted('r1', 'ended', 1, 'p/m', 170));
+    w(() => store.attemptEnded('r1', 'ended', 1, 'cancelled', 171));
+    w(() => store.taskCompleted('r1', 'ended', 1, 'ended out', usage(1, 1), null, 1, 0, 172));
     store.flush();
     return { run: store.getRun('r1'), tasks: store.loadTasks('r1'), attempts: store.loadAttempts('r1'), spent: store.spent('r1') };
   }
@@ -99,6 +104,25 @@ describe.each(DRIVERS)('on %s', (driver) => {
     const together = script(batched.store, batched.clock, () => {});
     const apart = script(oneByOne.store, oneByOne.clock, () => oneByOne.store.flush());
     expect(together).toEqual(apart);
-    expect(together.run).toMatchObject({ tasksDone: 8, costUsd: 0.25 });
+    expect(together.run).toMatchObject({ tasksDone: 9, costUsd: 0.25 });
+  });
+
+  it('does not pair a start with its completion across any other batched write for the task, whichever method made it', () => {
+    const { store } = open();
+    // A write as a store method would add it, without that method doing anything about pairs:
+    // the batch alone knows the task it touches.
+    const writes = (store as unknown as { writes: SqliteWrites }).writes;
+    const statusOf = store.database.prepare("SELECT status FROM tasks WHERE run_id = 'r1' AND task_id = ?").pluck();
+    const seen: unknown[] = [];
+    store.taskStarted('r1', 'a', 1, 'p/m', 110);
+    store.taskStarted('r1', 'b', 1, 'p/m', 111);
+    writes.batched('probe', 'r1', 'a', () => seen.push(statusOf.get('a')));
+    writes.batched('probe', 'r1', null, () => seen.push(statusOf.get('b')));
+    store.taskCompleted('r1', 'a', 1, 'out', usage(1, 1), null, 1, 0, 120);
+    store.taskCompleted('r1', 'b', 1, 'out', usage(1, 1), null, 1, 0, 121);
+    store.flush();
+    // Each probe ran after its task's start and before its completion, as written.
+    expect(seen).toEqual(['running', 'running']);
+    expect(store.getRun('r1')).toMatchObject({ tasksDone: 2, updatedAt: 121 });
   });
 });
