@@ -8,7 +8,6 @@ import { deriveSeed, nextRandom } from '../random.js';
 import { revisionPrompt } from '../review.js';
 import type { Feedback, SupervisedTask } from '../tasks/types.js';
 import { estimateTextTokens } from '../tokens.js';
-import { Crew } from './crew.js';
 import { failAggregate } from './settle.js';
 import type { Enqueue, SupervisorContext } from './types.js';
 
@@ -47,13 +46,23 @@ export function dispatchReady(context: SupervisorContext, enqueue: Enqueue, now:
         }
       }
     }
-    const { group, spawn } = crew.take();
-    const id = Crew.idOf(group);
-    if (spawn) enqueue.spawnChild('group', { id, input: { group } });
+    const spawned = crew.spawned;
+    const group = crew.take();
+    const id = crew.id(group);
+    if (crew.spawned > spawned) enqueue.spawnChild('group', { id, input: { group } });
     enqueue.sendTo(id, { type: 'SPAWN', input });
-    enqueueReport(enqueue, { type: 'task:started', taskId: spec.id, attempt, model: spec.modelName, route: `${input.provider}/${input.model}` });
+    enqueueReport(enqueue, { type: 'task:started', taskId: spec.id, attempt, model: spec.modelName, route: routeName(context.routeNames, input.provider, input.model) });
     crew.inFlight += 1;
   }
+}
+
+/** `<provider>/<model>`, built once per route of the run (a task:started names one per task). */
+function routeName(routeNames: SupervisorContext['routeNames'], provider: string, model: string): string {
+  let byModel = routeNames.get(provider);
+  if (!byModel) routeNames.set(provider, (byModel = new Map()));
+  let name = byModel.get(model);
+  if (name === undefined) byModel.set(model, (name = `${provider}/${model}`));
+  return name;
 }
 
 /** What the agent of this attempt is given: its prompt with deps placed, its route, its limits. */
@@ -73,11 +82,12 @@ function agentInputOf(context: SupervisorContext, spec: SupervisedTask, attempt:
     timeoutMs: spec.timeoutMs,
     backoff: context.backoff,
     seed: deriveSeed(context.seed, `${spec.id}:${attempt}`),
+    // In the literal: every input has it, and a property added later grows a second store per input.
+    modelName: spec.modelName,
   };
   if (context.maxRateLimitWaits !== undefined) input.maxRateLimitWaits = context.maxRateLimitWaits;
   // A system prompt may place dependency outputs too; unplaced ones go only to the prompt.
   if (spec.inputBudget !== undefined) input.inputBudget = spec.inputBudget;
-  input.modelName = spec.modelName;
   if (spec.fallbacks?.length) input.fallbacks = spec.fallbacks;
   if (context.hooked) input.hooked = true;
   if (context.toolHooked) input.toolHooked = true;

@@ -32,7 +32,8 @@ export function settleAttempt(context: SupervisorContext, enqueue: Enqueue, repo
     case 'completed':
       if (settlement.review) reportReview(enqueue, report.taskId, report.attempt, settlement.review);
       // usage: this attempt's; requests and retries: the task's, over all its attempts (what the journal keeps).
-      enqueueReport(enqueue, { type: 'task:completed', taskId: report.taskId, attempt: report.attempt, output: report.output ?? '', usage: report.usage, ...table.countersOf(report.taskId) });
+      const { requests, retries } = table.countersNow(report.taskId);
+      enqueueReport(enqueue, { type: 'task:completed', taskId: report.taskId, attempt: report.attempt, output: report.output ?? '', usage: report.usage, requests, retries });
       for (const id of settlement.unlocked) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
       break;
     case 'cancelled':

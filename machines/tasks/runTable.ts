@@ -100,6 +100,11 @@ export class RunTable {
     return { requests: r.requests, retries: r.retries };
   }
 
+  /** The same counters read in place (no object per call): read them at once, they change with the task. */
+  countersNow(id: string): Readonly<{ requests: number; retries: number }> {
+    return this.graph.record(id);
+  }
+
   /** Whether an aggregator (map, reduce) has expanded: it is ready again only once its sub-tasks are done. */
   expanded(id: string): boolean {
     return this.graph.record(id).collect !== undefined;
