@@ -75,7 +75,7 @@ function agentInputOf(context: SupervisorContext, spec: SupervisedTask, attempt:
     model: spec.model,
     maxTokens: spec.maxTokens,
     priority: spec.priority,
-    prompt: withFeedback(spec.kind === 'reduce' ? reducePrompt(table, spec) : renderPrompt(spec.prompt, spec.deps, (id) => table.output(id) ?? ''), next.feedback),
+    prompt: withFeedback(spec.kind === 'reduce' ? reducePrompt(table, spec) : renderPrompt(spec.prompt, spec.deps, table.outputText), next.feedback),
     tools: spec.tools,
     maxTurns: spec.maxTurns,
     retries: next.retriesLeft,
@@ -105,7 +105,7 @@ function agentInputOf(context: SupervisorContext, spec: SupervisedTask, attempt:
     if (route.price) input.price = route.price;
     else delete input.price;
   }
-  if (spec.system !== undefined) input.system = fillPlaceholders(spec.system, spec.deps, (id) => table.output(id) ?? '');
+  if (spec.system !== undefined) input.system = fillPlaceholders(spec.system, spec.deps, table.outputText);
   if (spec.depth) input.depth = spec.depth;
   if (spec.output) input.output = spec.output;
   if (spec.judge) input.judge = spec.judge;

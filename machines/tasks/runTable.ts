@@ -94,6 +94,9 @@ export class RunTable {
     return this.graph.get(id)?.output;
   }
 
+  /** A dep's output for a prompt ('' before it has one): one function for the run, not a closure per dispatch. */
+  readonly outputText = (id: string): string => this.graph.get(id)?.output ?? '';
+
   /** A task's counters over all its attempts so far. */
   countersOf(id: string): { requests: number; retries: number } {
     const r = this.graph.record(id);
