@@ -23,7 +23,10 @@ export class Heap<T> {
     while (i > 0) {
       const parent = (i - 1) >> 1;
       if (!this.before(items[i]!, items[parent]!)) break;
-      [items[i], items[parent]] = [items[parent]!, items[i]!];
+      // A swap through a local: the destructuring form allocated an array per step.
+      const moved = items[i]!;
+      items[i] = items[parent]!;
+      items[parent] = moved;
       i = parent;
     }
   }
@@ -42,7 +45,9 @@ export class Heap<T> {
         if (l < items.length && this.before(items[l]!, items[best]!)) best = l;
         if (r < items.length && this.before(items[r]!, items[best]!)) best = r;
         if (best === i) break;
-        [items[i], items[best]] = [items[best]!, items[i]!];
+        const moved = items[i]!;
+        items[i] = items[best]!;
+        items[best] = moved;
         i = best;
       }
     }

@@ -12,6 +12,8 @@ export class Crew {
   /** Groups with room, as a stack: the one freed last is filled first. */
   private readonly room: number[] = [];
   private readonly hasRoom: boolean[] = [];
+  /** Each group's actor id, built once (not a string per dispatch). */
+  private readonly ids: string[] = [];
   /**
    * Attempts out as agents and not settled yet (what `maxInFlight` bounds). Kept here, mutable,
    * rather than in the supervisor's context: an assign per dispatch and per settle copied the
@@ -25,13 +27,21 @@ export class Crew {
     return `group:${group}`;
   }
 
-  /** A place for one more agent: its group, and whether that group must be spawned first. */
-  take(): { group: number; spawn: boolean } {
+  /** The actor id of a group spawned before (`group:<n>`). */
+  id(group: number): string {
+    return this.ids[group] ?? Crew.idOf(group);
+  }
+
+  /**
+   * A place for one more agent: its group (`spawned` grows when that group must be spawned
+   * first). A number, not an object, per dispatch.
+   */
+  take(): number {
     let group = this.room[this.room.length - 1];
-    const spawn = group === undefined;
     if (group === undefined) {
       group = this.counts.length;
       this.counts.push(0);
+      this.ids.push(Crew.idOf(group));
       this.room.push(group);
       this.hasRoom[group] = true;
     }
@@ -40,7 +50,7 @@ export class Crew {
       this.room.pop();
       this.hasRoom[group] = false;
     }
-    return { group, spawn };
+    return group;
   }
 
   /** An agent of `group` ended. */

@@ -8,7 +8,6 @@ import { deriveSeed, nextRandom } from '../random.js';
 import { revisionPrompt } from '../review.js';
 import type { Feedback, SupervisedTask } from '../tasks/types.js';
 import { estimateTextTokens } from '../tokens.js';
-import { Crew } from './crew.js';
 import { failAggregate } from './settle.js';
 import type { Enqueue, SupervisorContext } from './types.js';
 
@@ -47,13 +46,23 @@ export function dispatchReady(context: SupervisorContext, enqueue: Enqueue, now:
         }
       }
     }
-    const { group, spawn } = crew.take();
-    const id = Crew.idOf(group);
-    if (spawn) enqueue.spawnChild('group', { id, input: { group } });
+    const spawned = crew.spawned;
+    const group = crew.take();
+    const id = crew.id(group);
+    if (crew.spawned > spawned) enqueue.spawnChild('group', { id, input: { group } });
     enqueue.sendTo(id, { type: 'SPAWN', input });
-    enqueueReport(enqueue, { type: 'task:started', taskId: spec.id, attempt, model: spec.modelName, route: `${input.provider}/${input.model}` });
+    enqueueReport(enqueue, { type: 'task:started', taskId: spec.id, attempt, model: spec.modelName, route: routeName(context.routeNames, input.provider, input.model) });
     crew.inFlight += 1;
   }
+}
+
+/** `<provider>/<model>`, built once per route of the run (a task:started names one per task). */
+function routeName(routeNames: SupervisorContext['routeNames'], provider: string, model: string): string {
+  let byModel = routeNames.get(provider);
+  if (!byModel) routeNames.set(provider, (byModel = new Map()));
+  let name = byModel.get(model);
+  if (name === undefined) byModel.set(model, (name = `${provider}/${model}`));
+  return name;
 }
 
 /** What the agent of this attempt is given: its prompt with deps placed, its route, its limits. */
@@ -66,18 +75,19 @@ function agentInputOf(context: SupervisorContext, spec: SupervisedTask, attempt:
     model: spec.model,
     maxTokens: spec.maxTokens,
     priority: spec.priority,
-    prompt: withFeedback(spec.kind === 'reduce' ? reducePrompt(table, spec) : renderPrompt(spec.prompt, spec.deps, (id) => table.output(id) ?? ''), next.feedback),
+    prompt: withFeedback(spec.kind === 'reduce' ? reducePrompt(table, spec) : renderPrompt(spec.prompt, spec.deps, table.outputText), next.feedback),
     tools: spec.tools,
     maxTurns: spec.maxTurns,
     retries: next.retriesLeft,
     timeoutMs: spec.timeoutMs,
     backoff: context.backoff,
     seed: deriveSeed(context.seed, `${spec.id}:${attempt}`),
+    // In the literal: every input has it, and a property added later grows a second store per input.
+    modelName: spec.modelName,
   };
   if (context.maxRateLimitWaits !== undefined) input.maxRateLimitWaits = context.maxRateLimitWaits;
   // A system prompt may place dependency outputs too; unplaced ones go only to the prompt.
   if (spec.inputBudget !== undefined) input.inputBudget = spec.inputBudget;
-  input.modelName = spec.modelName;
   if (spec.fallbacks?.length) input.fallbacks = spec.fallbacks;
   if (context.hooked) input.hooked = true;
   if (context.toolHooked) input.toolHooked = true;
@@ -95,7 +105,7 @@ function agentInputOf(context: SupervisorContext, spec: SupervisedTask, attempt:
     if (route.price) input.price = route.price;
     else delete input.price;
   }
-  if (spec.system !== undefined) input.system = fillPlaceholders(spec.system, spec.deps, (id) => table.output(id) ?? '');
+  if (spec.system !== undefined) input.system = fillPlaceholders(spec.system, spec.deps, table.outputText);
   if (spec.depth) input.depth = spec.depth;
   if (spec.output) input.output = spec.output;
   if (spec.judge) input.judge = spec.judge;

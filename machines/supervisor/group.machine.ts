@@ -11,7 +11,7 @@
  *
  *   idle -SPAWN-> busy -last agent ended-> idle
  */
-import { enqueueActions, setup, stopChild, type AnyActorRef, type DoneActorEvent, type ErrorActorEvent } from 'xstate';
+import { cancel, enqueueActions, sendParent, setup, spawnChild, stopChild, type AnyActorRef, type DoneActorEvent, type ErrorActorEvent } from 'xstate';
 import { agentMachine, type AgentContext, type AgentInput } from '../agent/index.js';
 import { handBack } from '../agent/index.js';
 import { clampDelay, nowOf } from '../clock.js';
@@ -26,11 +26,19 @@ export interface GroupInput {
   group: number;
 }
 
-/** Deadlines by agent actor id, and the one the group's timer is armed for. Mutable: held by reference. */
+/**
+ * Deadlines by agent actor id, and the one the group's timer is armed for. Mutable: held by reference.
+ * `armed` is never later than any deadline in the book (only an earlier one moves it, and the
+ * timer's firing re-arms at the earliest), so an agent's end never needs a scan: the timer stays,
+ * unless the book is left empty.
+ */
 export class Deadlines {
   private readonly at = new Map<string, number>();
   /** The deadline the scheduled event fires for (Infinity: none is scheduled). */
   armed = Number.POSITIVE_INFINITY;
+
+  /** @param now the group's clock, for a spawn's guard (a guard is not given the actor). */
+  constructor(readonly now: () => number = Date.now) {}
 
   set(actorId: string, deadline: number): void {
     this.at.set(actorId, deadline);
@@ -38,6 +46,15 @@ export class Deadlines {
 
   delete(actorId: string): void {
     this.at.delete(actorId);
+  }
+
+  get size(): number {
+    return this.at.size;
+  }
+
+  /** Whether the book holds no deadline but this agent's (its end empties it). */
+  onlyOf(actorId: string): boolean {
+    return this.at.size === 0 || (this.at.size === 1 && this.at.has(actorId));
   }
 
   /** Removes and returns the agents whose deadline is at or before `now`. */
@@ -55,6 +72,9 @@ export class Deadlines {
     return min;
   }
 }
+
+/** An agent's deadline, counted from its spawn as its own `after` timer did (at least 1 ms). */
+const deadlineOf = (now: number, input: AgentInput) => now + clampDelay(input.timeoutMs, 1);
 
 export interface GroupContext {
   group: number;
@@ -120,16 +140,21 @@ export const groupMachine = setup({
   types: {} as { context: GroupContext; events: GroupEvent; input: GroupInput },
   actors: { agent: agentMachine },
   actions: {
-    spawnAgent: enqueueActions(({ context, event, enqueue, self }) => {
+    /**
+     * A spawn, as a fixed list of actions (no action list built per task): the slot and the
+     * deadline are booked, then the agent is spawned under the slot's id. It is active from its
+     * spawn (no START to send).
+     */
+    book: ({ context, event, self }) => {
       const { input } = event as Extract<GroupEvent, { type: 'SPAWN' }>;
-      const id = context.slots.take(input.taskId, input.attempt);
-      // The agent is active from its spawn (no START to send).
-      enqueue.spawnChild('agent', { id, input });
-      // The agent's deadline runs from its spawn, as its own `after` timer did (at least 1 ms).
-      const now = nowOf(self);
-      context.deadlines.set(id, now + clampDelay(input.timeoutMs, 1));
-      rearm(enqueue, context.deadlines, now);
-    }),
+      context.deadlines.set(context.slots.take(input.taskId, input.attempt), deadlineOf(nowOf(self), input));
+    },
+    spawnBooked: spawnChild('agent', {
+      id: ({ context }) => context.slots.lastTaken,
+      input: ({ event }: { event: GroupEvent }) => (event as Extract<GroupEvent, { type: 'SPAWN' }>).input,
+    }) as never,
+    /** The spawn's deadline is earlier than the timer: it moves (the rare case, see `earlierDeadline`). */
+    rearm: enqueueActions(({ context, enqueue, self }) => rearm(enqueue, context.deadlines, nowOf(self))),
 
     /** The timer fired: every agent past its deadline is told so, and the timer moves to the next. */
     expire: enqueueActions(({ context, enqueue, self }) => {
@@ -141,22 +166,38 @@ export const groupMachine = setup({
       rearm(enqueue, book, nowOf(self));
     }),
 
-    /** An agent ended (a crash is a failed attempt): free its place, tell the supervisor. */
-    agentEnded: enqueueActions(({ context, event, enqueue, self, system }) => {
+    /**
+     * An agent ended with its report (the common case, once per task), as a fixed list of
+     * actions: its place and deadline are freed, it is stopped, the supervisor is told. The
+     * timer stays armed (it fires early at worst, finds nothing due and re-arms), unless the
+     * book is now empty: then `disarm` follows.
+     */
+    free: ({ context, event }) => {
       const actorId = childIdOf(event);
-      let report: AttemptReport;
-      if (event.type.startsWith('xstate.done.')) {
-        report = (event as DoneActorEvent<AttemptReport>).output;
-      } else {
-        // A crashed agent never reached a final state, so it gave nothing back: hand back for it
-        // what its last context says it held (lease, reservation, admission, pending requests).
-        const last = lastContextOf(self, actorId);
-        for (const { to, event: message } of last ? handBack(last) : []) {
-          const target = system.get(to);
-          if (target) enqueue.sendTo(target, message);
-        }
-        report = crashReport(context.slots.holder(actorId), (event as ErrorActorEvent).error, last);
+      context.slots.release(actorId);
+      const book = context.deadlines;
+      book.delete(actorId);
+      if (book.size === 0) book.armed = Number.POSITIVE_INFINITY;
+    },
+    stopEnded: stopChild(({ event }: { event: GroupEvent }) => childIdOf(event)) as never,
+    disarm: cancel(TIMER),
+    reportEnded: sendParent(({ context, event }) => ({
+      type: 'AGENT.ENDED',
+      group: context.group,
+      report: (event as DoneActorEvent<AttemptReport>).output,
+    }) satisfies AgentEndedEvent) as never,
+
+    /** An agent crashed: it gave nothing back, so what it held is handed back for it, and its end is a failed attempt. */
+    agentCrashed: enqueueActions(({ context, event, enqueue, self, system }) => {
+      const actorId = childIdOf(event);
+      // A crashed agent never reached a final state: hand back for it what its last context
+      // says it held (lease, reservation, admission, pending requests).
+      const last = lastContextOf(self, actorId);
+      for (const { to, event: message } of last ? handBack(last) : []) {
+        const target = system.get(to);
+        if (target) enqueue.sendTo(target, message);
       }
+      const report = crashReport(context.slots.holder(actorId), (event as ErrorActorEvent).error, last);
       enqueue(stopChild(actorId));
       context.slots.release(actorId);
       context.deadlines.delete(actorId);
@@ -171,25 +212,42 @@ export const groupMachine = setup({
   },
   guards: {
     empty: ({ context }) => context.slots.size === 0,
+    /** The spawn's deadline comes before the timer's (the first in an idle group, or a shorter timeout). */
+    earlierDeadline: ({ context, event }) => {
+      const book = context.deadlines;
+      return deadlineOf(book.now(), (event as Extract<GroupEvent, { type: 'SPAWN' }>).input) < book.armed;
+    },
+    /** The ended agent's deadline is the last in the book while the timer is armed. */
+    lastDeadline: ({ context, event }) => context.deadlines.armed !== Number.POSITIVE_INFINITY && context.deadlines.onlyOf(childIdOf(event)),
   },
 }).createMachine({
   id: 'group',
-  context: ({ input }) => ({ group: input.group, slots: new AgentSlots(), deadlines: new Deadlines() }),
+  context: ({ input, self }) => ({ group: input.group, slots: new AgentSlots(), deadlines: new Deadlines(() => nowOf(self)) }),
   initial: 'idle',
   on: {
     CANCEL: { actions: 'cancelAgents' },
     'GROUP.DEADLINE': { actions: 'expire' },
-    'xstate.done.actor.*': { actions: 'agentEnded' },
-    'xstate.error.actor.*': { actions: 'agentEnded' },
+    'xstate.done.actor.*': [
+      { guard: 'lastDeadline', actions: ['free', 'stopEnded', 'disarm', 'reportEnded'] },
+      { actions: ['free', 'stopEnded', 'reportEnded'] },
+    ],
+    'xstate.error.actor.*': { actions: 'agentCrashed' },
   },
   states: {
     idle: {
-      on: { SPAWN: { target: 'busy', actions: 'spawnAgent' } },
+      on: {
+        SPAWN: [
+          { guard: 'earlierDeadline', target: 'busy', actions: ['book', 'spawnBooked', 'rearm'] },
+          { target: 'busy', actions: ['book', 'spawnBooked'] },
+        ],
+      },
     },
     busy: {
       always: { guard: 'empty', target: 'idle' },
       // Busy already: a spawn changes no state (no exit and re-entry of busy per task).
-      on: { SPAWN: { actions: 'spawnAgent' } },
+      on: {
+        SPAWN: [{ guard: 'earlierDeadline', actions: ['book', 'spawnBooked', 'rearm'] }, { actions: ['book', 'spawnBooked'] }],
+      },
     },
   },
 });

@@ -177,6 +177,7 @@ export const supervisorMachine = setup({
     toolHooked: input.toolHooked === true,
     keepLast: input.keepLast,
     groups: new CacheGroups(input.cacheTtlMs),
+    routeNames: new Map(),
     expanding: new Map(),
     startedAt: nowOf(self),
     infra: { providers: input.providers, routes: input.routes, toolBus: input.toolBus, budgets: input.budgets },

@@ -4,6 +4,10 @@ import { enqueueReport } from '../kit.js';
 import type { ReviewOutcome, Settlement } from '../tasks/types.js';
 import type { Enqueue, PlanExpansionInput, SupervisorContext } from './types.js';
 
+// Made once: an options object per settle was garbage on every task.
+const RETRY = Object.freeze({ retry: true });
+const NO_RETRY = Object.freeze({ retry: false });
+
 /**
  * Records an agent's end (the group it ran in has stopped it and freed its place). Returns true
  * when it stops the run (fail-fast): that `stop` is assigned only after the action that called it.
@@ -13,7 +17,7 @@ export function settleAttempt(context: SupervisorContext, enqueue: Enqueue, repo
   const table = context.table;
   // A cache leader that ends releases the tasks held behind it (warm if it completed: the prefix was written).
   releaseGroup(context, enqueue, report.taskId, report.attempt, report.status === 'completed' && report.servedBy === undefined, now);
-  const settlement = table.settle(report, { retry: context.stop === null });
+  const settlement = table.settle(report, context.stop === null ? RETRY : NO_RETRY);
   if (settlement.kind === 'stale') return false;
   context.crew.inFlight -= 1;
   switch (settlement.kind) {
@@ -32,7 +36,8 @@ export function settleAttempt(context: SupervisorContext, enqueue: Enqueue, repo
     case 'completed':
       if (settlement.review) reportReview(enqueue, report.taskId, report.attempt, settlement.review);
       // usage: this attempt's; requests and retries: the task's, over all its attempts (what the journal keeps).
-      enqueueReport(enqueue, { type: 'task:completed', taskId: report.taskId, attempt: report.attempt, output: report.output ?? '', usage: report.usage, ...table.countersOf(report.taskId) });
+      const { requests, retries } = table.countersNow(report.taskId);
+      enqueueReport(enqueue, { type: 'task:completed', taskId: report.taskId, attempt: report.attempt, output: report.output ?? '', usage: report.usage, requests, retries });
       for (const id of settlement.unlocked) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
       break;
     case 'cancelled':

@@ -63,15 +63,17 @@ export class ReadyQueue {
     return record;
   }
 
-  /** A task entered `running`: it takes a slot of its model. */
+  /** A task entered `running`: it takes a slot of its model (counted only for a model with a cap: nothing else reads it). */
   started(record: TaskRecord): void {
     const model = record.spec.modelName;
+    if (!this.caps.has(model)) return;
     this.runningByModel.set(model, (this.runningByModel.get(model) ?? 0) + 1);
   }
 
   /** A task left `running`: a slot of its model is free, and the best task that waited for one goes back to the queue. */
   stopped(record: TaskRecord): void {
     const model = record.spec.modelName;
+    if (!this.caps.has(model)) return;
     this.runningByModel.set(model, this.runningByModel.get(model)! - 1);
     const next = this.parked.get(model)?.pop();
     if (next) this.heap.push(next);

@@ -94,10 +94,18 @@ export class RunTable {
     return this.graph.get(id)?.output;
   }
 
+  /** A dep's output for a prompt ('' before it has one): one function for the run, not a closure per dispatch. */
+  readonly outputText = (id: string): string => this.graph.get(id)?.output ?? '';
+
   /** A task's counters over all its attempts so far. */
   countersOf(id: string): { requests: number; retries: number } {
     const r = this.graph.record(id);
     return { requests: r.requests, retries: r.retries };
+  }
+
+  /** The same counters read in place (no object per call): read them at once, they change with the task. */
+  countersNow(id: string): Readonly<{ requests: number; retries: number }> {
+    return this.graph.record(id);
   }
 
   /** Whether an aggregator (map, reduce) has expanded: it is ready again only once its sub-tasks are done. */

@@ -179,3 +179,27 @@ describe('groupMachine: a spawn into a busy group', () => {
     expect(first!.target?.map((t) => t.key)).toEqual(['busy']);
   });
 });
+
+describe('groupMachine: the per-task transitions', () => {
+  /** The type of each action a transition runs ('xstate.enqueueActions' builds an action list when it runs). */
+  const actionTypes = (transition: { actions: readonly unknown[] } | undefined) =>
+    transition!.actions.map((a) => {
+      const impl = typeof a === 'string' ? (groupMachine.implementations.actions as Record<string, { type?: string }>)[a] : (a as { type?: string });
+      return impl?.type ?? 'plain';
+    });
+
+  it('a spawn after the timer and an agent that ends beside others run fixed actions, with no action list built per task', () => {
+    const deadlines = new Deadlines(() => 1_000);
+    deadlines.armed = 2_000; // armed for an agent already there, due before the new one
+    deadlines.set('agent:0', 2_000);
+    deadlines.set('agent:1', 2_500);
+    const busy = groupMachine.resolveState({ value: 'busy', context: { group: 0, slots: new AgentSlots(), deadlines } });
+    const [spawn] = groupMachine.getTransitionData(busy, { type: 'SPAWN', input: { taskId: 'a', attempt: 1, timeoutMs: 5_000 } as AgentInput });
+    expect(actionTypes(spawn)).not.toContain('xstate.enqueueActions');
+    expect(actionTypes(spawn)).toContain('xstate.spawnChild');
+    const [ended] = groupMachine.getTransitionData(busy, { type: 'xstate.done.actor.agent:1', actorId: 'agent:1', output: {} } as never);
+    expect(actionTypes(ended)).not.toContain('xstate.enqueueActions');
+    expect(actionTypes(ended)).toEqual(expect.arrayContaining(['xstate.stopChild', 'xstate.sendTo']));
+    expect(actionTypes(ended)).not.toContain('xstate.cancel'); // another deadline is left: the timer stays
+  });
+});
