@@ -51,13 +51,13 @@ export function dispatchReady(context: SupervisorContext, enqueue: Enqueue, now:
     const id = crew.id(group);
     if (crew.spawned > spawned) enqueue.spawnChild('group', { id, input: { group } });
     enqueue.sendTo(id, { type: 'SPAWN', input });
-    enqueueReport(enqueue, { type: 'task:started', taskId: spec.id, attempt, model: spec.modelName, route: routeName(context.routeNames, input.provider, input.model) });
+    enqueueReport(enqueue, { type: 'task:started', taskId: spec.id, attempt, model: spec.modelName, route: routeName(context.infra.routeNames, input.provider, input.model) });
     crew.inFlight += 1;
   }
 }
 
 /** `<provider>/<model>`, built once per route of the run (a task:started names one per task). */
-function routeName(routeNames: SupervisorContext['routeNames'], provider: string, model: string): string {
+function routeName(routeNames: SupervisorContext['infra']['routeNames'], provider: string, model: string): string {
   let byModel = routeNames.get(provider);
   if (!byModel) routeNames.set(provider, (byModel = new Map()));
   let name = byModel.get(model);

@@ -78,10 +78,11 @@ export interface SupervisorContext {
   toolHooked: boolean;
   keepLast: number | undefined;
   startedAt: number;
-  /** What the run's infrastructure is made of (spawned once, at the start). */
-  infra: Pick<SupervisorInput, 'providers' | 'routes' | 'toolBus' | 'budgets'>;
-  /** Route names (`<provider>/<model>`) by provider and model, each built once. */
-  routeNames: Map<string, Map<string, string>>;
+  /**
+   * What the run's infrastructure is made of (spawned once, at the start), and the route names
+   * (`<provider>/<model>`) by provider and model, each built once.
+   */
+  infra: Pick<SupervisorInput, 'providers' | 'routes' | 'toolBus' | 'budgets'> & { routeNames: Map<string, Map<string, string>> };
   /** Cache-aware fan-out: groups of tasks sharing a prompt prefix. */
   groups: CacheGroups;
   /** Planner outputs being expanded: actor id -> the attempt it came from. */
