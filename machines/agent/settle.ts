@@ -12,12 +12,11 @@ import { breakerVerdictOf, errorInfo, isKeyScoped, leaseOutcomeOf } from '../err
 import { scoreOf } from '../judge.js';
 import { enqueueReport } from '../kit.js';
 import { addUsage } from '../protocol.js';
-import type { AgentStatus, BreakerEvent, CallRecord, ContentBlock, ErrorInfo, LeaseEvent, LedgerEvent, ModelCallOutput, RunEvent } from '../protocol.js';
+import type { AgentStatus, CallRecord, ContentBlock, ErrorInfo, LeaseEvent, LedgerEvent, ModelCallOutput, RunEvent } from '../protocol.js';
 import { backoffDelay, nextRandom } from '../random.js';
 import { estimateRequestTokens, textOf } from '../tokens.js';
 import {
   OVERLOADS_BEFORE_FALLBACK,
-  breakerOf,
   errorOf,
   handBack,
   keepLastOf,
@@ -175,12 +174,10 @@ export const settleSuccess = ({ context, event, enqueue, system, self }: ActionA
   const outcome: Extract<LeaseEvent, { type: 'LEASE.RELEASE' }>['outcome'] = { kind: 'ok', usage: out.usage };
   if (out.rateLimit) outcome.rateLimit = out.rateLimit;
   if (out.sentAt !== undefined) outcome.sentAt = out.sentAt;
-  const release: LeaseEvent = { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome };
+  const release: LeaseEvent = admission
+    ? { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome, verdict: 'success' }
+    : { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome };
   enqueue.sendTo(poolOf(system, context)!, release);
-  if (admission) {
-    const report: BreakerEvent = { type: 'BREAKER.REPORT', requestId: admission, verdict: 'success' };
-    enqueue.sendTo(breakerOf(system, context)!, report);
-  }
   const target = targetOf(context);
   const callCost = target.price ? costOfUsage(out.usage, target.price) : undefined;
   if (reservation) {
@@ -223,12 +220,10 @@ export const settleFailure = ({ context, event, enqueue, system, self }: ActionA
   const error = errorOf(event);
   const { admission, reservation } = context.held;
   const lease = context.held.lease!;
-  const release: LeaseEvent = { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome: leaseOutcomeOf(error) };
+  const release: LeaseEvent = admission
+    ? { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome: leaseOutcomeOf(error), verdict: breakerVerdictOf(error) }
+    : { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome: leaseOutcomeOf(error) };
   enqueue.sendTo(poolOf(system, context)!, release);
-  if (admission) {
-    const report: BreakerEvent = { type: 'BREAKER.REPORT', requestId: admission, verdict: breakerVerdictOf(error) };
-    enqueue.sendTo(breakerOf(system, context)!, report);
-  }
   if (reservation) {
     // Refused before processing (429, 401, 4xx, a 5xx status): not billed, the reservation goes
     // back. Cut off after the server began (timeout, reset, an error mid-stream): it may have
