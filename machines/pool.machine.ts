@@ -169,8 +169,13 @@ function denial(provider: string, keyCount: number): ErrorInfo {
   return { code: 'no_keys', retryable: false, provider, message };
 }
 
-function deny(context: PoolContext, ticket: { request: LeaseRequest; replyTo: AnyActorRef }, out: Send[], error?: ErrorInfo): void {
-  const { requestId } = ticket.request;
+/**
+ * The agent hears no. A request its route's breaker let through (`guarded`) is withdrawn there
+ * too: it may be the half-open probe, whose slot would otherwise wait for an outcome never sent.
+ */
+function deny(context: PoolContext, ticket: { request: LeaseRequest; replyTo: AnyActorRef; guarded: boolean }, out: Send[], env: Env, error?: ErrorInfo): void {
+  const { requestId, route } = ticket.request;
+  if (ticket.guarded && route !== undefined) context.book.desk.withdraw(route, requestId, out, env);
   out.push({ to: ticket.replyTo, event: { type: 'LEASE.DENIED', requestId, error: error ?? denial(context.provider, context.book.keys.size) } });
 }
 
@@ -199,7 +204,7 @@ function pastDeadline(provider: string): ErrorInfo {
 }
 
 /** Denies the queued requests whose deadline comes before the earliest backoff end. O(queue), only while every key backs off. */
-function denyPastDeadline(context: PoolContext, out: Send[]): void {
+function denyPastDeadline(context: PoolContext, out: Send[], env: Env): void {
   const end = backoffEnd(context.book);
   if (end === undefined || context.book.waiting === 0) return;
   for (const ticket of context.book.byRequest.values()) {
@@ -207,7 +212,7 @@ function denyPastDeadline(context: PoolContext, out: Send[]): void {
     context.book.byRequest.delete(ticket.request.requestId);
     ticket.cancelled = true; // its heap entry is skipped when popped
     context.book.waiting--;
-    deny(context, ticket, out, pastDeadline(context.provider));
+    deny(context, ticket, out, env, pastDeadline(context.provider));
   }
 }
 
@@ -225,8 +230,9 @@ const onRequest: Handler<'LEASE.REQUEST'> = (context, event, out, env) => {
   const request = requestOf(event);
   if (book.byRequest.has(request.requestId)) return; // a duplicate: the first one stands
   const end = request.deadline === undefined ? undefined : backoffEnd(book);
-  if (end !== undefined && request.deadline! < end) return deny(context, { request, replyTo }, out, pastDeadline(context.provider));
-  const ticket: Ticket = { request, replyTo, seq: book.arrivals++, phase: 'queued', cancelled: false, guarded: event.admitted === true };
+  const guarded = event.admitted === true;
+  if (end !== undefined && request.deadline! < end) return deny(context, { request, replyTo, guarded }, out, env, pastDeadline(context.provider));
+  const ticket: Ticket = { request, replyTo, seq: book.arrivals++, phase: 'queued', cancelled: false, guarded };
   book.byRequest.set(request.requestId, ticket);
   enqueueTicket(book, ticket);
   dispatch(book, out);
@@ -234,7 +240,8 @@ const onRequest: Handler<'LEASE.REQUEST'> = (context, event, out, env) => {
 
 /** Denied, once its route's breaker let it through (an open one holds it first, as it would any request). */
 const onRequestWhenExhausted: Handler<'LEASE.REQUEST'> = (context, event, out, env) => {
-  if (!context.book.desk.holds(event, context.book.byRequest.has(event.requestId), out, env)) deny(context, { request: requestOf(event), replyTo: event.replyTo }, out);
+  if (context.book.desk.holds(event, context.book.byRequest.has(event.requestId), out, env)) return;
+  deny(context, { request: requestOf(event), replyTo: event.replyTo, guarded: event.admitted === true }, out, env);
 };
 
 const onCancel: Handler<'LEASE.CANCEL'> = ({ book }, { requestId }, out, env) => {
@@ -271,15 +278,15 @@ const onKeyRejected: Handler<'KEY.REJECTED'> = ({ book }, { keyId, leaseId }, ou
   dispatch(book, out);
 };
 
-const onKeyRejectedWhenExhausted: Handler<'KEY.REJECTED'> = (context, { leaseId }, out) => {
+const onKeyRejectedWhenExhausted: Handler<'KEY.REJECTED'> = (context, { leaseId }, out, env) => {
   const ticket = context.book.byLease.get(leaseId);
   if (ticket === undefined) return;
   context.book.byLease.delete(leaseId);
   context.book.byRequest.delete(ticket.request.requestId);
-  deny(context, ticket, out);
+  deny(context, ticket, out, env);
 };
 
-const onKeyState: Handler<'KEY.STATE'> = (context, { keyId, state, until, room }, out) => {
+const onKeyState: Handler<'KEY.STATE'> = (context, { keyId, state, until, room }, out, env) => {
   const { book } = context;
   const slot = book.keys.get(keyId);
   if (slot === undefined || slot.state === 'revoked') return;
@@ -294,14 +301,14 @@ const onKeyState: Handler<'KEY.STATE'> = (context, { keyId, state, until, room }
     slot.closed = true;
     book.revoked++;
   }
-  if (state === 'backoff' || state === 'revoked') denyPastDeadline(context, out);
+  if (state === 'backoff' || state === 'revoked') denyPastDeadline(context, out, env);
   dispatch(book, out);
 };
 
-function denyWaiting(context: PoolContext, out: Send[]): void {
+function denyWaiting(context: PoolContext, out: Send[], env: Env): void {
   for (let t = popTicket(context.book); t !== undefined; t = popTicket(context.book)) {
     context.book.byRequest.delete(t.request.requestId);
-    deny(context, t, out);
+    deny(context, t, out, env);
   }
 }
 
@@ -407,7 +414,7 @@ export const poolMachine = setup({
     requeue: enqueueActions((args) => run(args, onKeyRejected)),
     denyRejected: enqueueActions((args) => run(args, onKeyRejectedWhenExhausted)),
     noteKeyState: enqueueActions((args) => run(args, onKeyState)),
-    denyWaiting: enqueueActions((args) => run(args, (c, _e, out) => denyWaiting(c, out))),
+    denyWaiting: enqueueActions((args) => run(args, (c, _e, out, env) => denyWaiting(c, out, env))),
     noteBreaker: enqueueActions((args) => run(args, onBreakerState)),
     relayRefusal: enqueueActions((args) => run(args, onBreakerRefused)),
   },

@@ -147,6 +147,20 @@ describe('the pool as the breaker\'s front desk', () => {
     expect(h.pool().context.book.byLease.size).toBe(1);
   });
 
+  it('withdraws a probe it denies (every key revoked), so the next request can probe', () => {
+    const h = harness({ failureThreshold: 1, cooldownMs: 1_000 });
+    h.request('sick');
+    h.release('sick', 'failure', { kind: 'auth' }); // opens the breaker and revokes the only key
+    expect(h.pool().context.book.revoked).toBe(1);
+    h.at(1_000);
+    h.request('probe');
+    expect(h.heard.filter((e) => e.requestId === 'probe').map((e) => e.type)).toEqual(['LEASE.DENIED']);
+    expect(h.breaker().context.probe).toBe(null);
+    h.request('next');
+    expect(h.heard.filter((e) => e.requestId === 'next').map((e) => e.type)).toEqual(['LEASE.DENIED']);
+    expect(h.breaker()).toMatchObject({ value: 'halfOpen', context: { probe: null, waiters: [] } });
+  });
+
   it('drops a request back from the breaker that nobody waits for any more (cancelled on its way back)', () => {
     const h = harness();
     h.request('late', { admitted: true });
