@@ -11,7 +11,8 @@
  * (its `ready` went stale: `KEY.REJECTED`, and the request goes back to its place in the queue).
  * The key answers an accepted grant to the agent itself, so the agent hears `LEASE.GRANTED` only
  * once the key took it, and a task on a key with room costs the pool no message from the key.
- * When every key is revoked, the pool denies.
+ * When every key is revoked, the pool denies. The pool is also the front desk of its routes'
+ * breakers (breakerDesk.ts): a clean route's requests and successes never reach the breaker.
  *
  * The bookkeeping (heap, maps, ready set) is one mutable object created with the actor and never
  * copied: each event costs O(log n) at 10,000 queued requests.
@@ -19,10 +20,11 @@
 import { enqueueActions, sendTo, setup } from 'xstate';
 import type { AnyActorRef, EventObject } from 'xstate';
 import { BreakerDesk, type Env } from './breakerDesk.js';
+import { backoffEnd, denial, pastDeadline, type KeySlot } from './poolKeys.js';
 import { Heap } from './heap.js';
 import { keyMachine } from './key.machine.js';
 import type { KeyEvent, KeyReply } from './key.machine.js';
-import type { BreakerEvent, BreakerNews, BreakerReply, ErrorInfo, KeyLimits, KeyState, LeaseEvent, LeaseOutcome, LeaseReply, LeaseRequest, RunEvent } from './protocol.js';
+import type { BreakerEvent, BreakerNews, BreakerReply, ErrorInfo, KeyLimits, LeaseEvent, LeaseOutcome, LeaseReply, LeaseRequest, RunEvent } from './protocol.js';
 
 /** What the pool is spawned with. */
 export interface PoolInput {
@@ -44,17 +46,6 @@ interface Ticket {
   cancelled: boolean;
   /** Let through by its route's breaker (not by the pool): a cancel withdraws it there too (it may be the probe). */
   guarded: boolean;
-}
-
-/** What the pool believes of one key. */
-interface KeySlot {
-  state: KeyState | 'starting';
-  /** Revoked, or an auth failure is on its way to it: never send it anything again. */
-  closed: boolean;
-  /** In backoff: when it ends (the server's Retry-After). */
-  until?: number;
-  /** Grants it may still be sent before it speaks again (while ready; Infinity: no bound). */
-  room: number;
 }
 
 /** The pool's bookkeeping: mutable on purpose, created once per actor, never copied. */
@@ -161,14 +152,6 @@ function returnLease(book: PoolBook, ticket: Ticket, outcome: LeaseOutcome, out:
   out.push({ to: keyActorId(keyId), event: { type: 'KEY.RELEASE', leaseId, outcome } });
 }
 
-function denial(provider: string, keyCount: number): ErrorInfo {
-  const message =
-    keyCount === 0
-      ? `provider ${provider} has no API keys: add one to the provider's keys`
-      : `every key of provider ${provider} is revoked (401/403): check or replace the provider's API keys`;
-  return { code: 'no_keys', retryable: false, provider, message };
-}
-
 /**
  * The agent hears no. A request its route's breaker let through (`guarded`) is withdrawn there
  * too: it may be the half-open probe, whose slot would otherwise wait for an outcome never sent.
@@ -179,33 +162,9 @@ function deny(context: PoolContext, ticket: { request: LeaseRequest; replyTo: An
   out.push({ to: ticket.replyTo, event: { type: 'LEASE.DENIED', requestId, error: error ?? denial(context.provider, context.book.keys.size) } });
 }
 
-/**
- * When every live key is backing off after a 429: the earliest end of those backoffs. A request
- * whose deadline comes first cannot be served in time, so it is denied now rather than left to
- * wait for its deadline (a Retry-After of days is not a reason to hold a slot for days).
- */
-function backoffEnd(book: PoolBook): number | undefined {
-  let end: number | undefined;
-  for (const slot of book.keys.values()) {
-    if (slot.closed) continue;
-    if (slot.state !== 'backoff' || slot.until === undefined) return undefined;
-    end = end === undefined ? slot.until : Math.min(end, slot.until);
-  }
-  return end;
-}
-
-function pastDeadline(provider: string): ErrorInfo {
-  return {
-    code: 'rate_limited',
-    retryable: false,
-    provider,
-    message: `every key of provider ${provider} is rate limited (429) until after this attempt's deadline: it cannot be served in time. Give the task a longer timeoutMs, add keys, or lower the load on these keys`,
-  };
-}
-
 /** Denies the queued requests whose deadline comes before the earliest backoff end. O(queue), only while every key backs off. */
 function denyPastDeadline(context: PoolContext, out: Send[], env: Env): void {
-  const end = backoffEnd(context.book);
+  const end = backoffEnd(context.book.keys.values());
   if (end === undefined || context.book.waiting === 0) return;
   for (const ticket of context.book.byRequest.values()) {
     if (ticket.phase !== 'queued' || ticket.cancelled || ticket.request.deadline === undefined || ticket.request.deadline >= end) continue;
@@ -229,7 +188,7 @@ const onRequest: Handler<'LEASE.REQUEST'> = (context, event, out, env) => {
   const { replyTo } = event;
   const request = requestOf(event);
   if (book.byRequest.has(request.requestId)) return; // a duplicate: the first one stands
-  const end = request.deadline === undefined ? undefined : backoffEnd(book);
+  const end = request.deadline === undefined ? undefined : backoffEnd(book.keys.values());
   const guarded = event.admitted === true;
   if (end !== undefined && request.deadline! < end) return deny(context, { request, replyTo, guarded }, out, env, pastDeadline(context.provider));
   const ticket: Ticket = { request, replyTo, seq: book.arrivals++, phase: 'queued', cancelled: false, guarded };
