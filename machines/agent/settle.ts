@@ -1,6 +1,6 @@
 /**
- * The agent's actions after a call: its outcome goes to the key's pool, the breaker and the
- * ledger, and to the attempt's own account; what the outcome means next (the reply joins the
+ * The agent's actions after a call: its outcome goes to the key's pool (with the verdict for the
+ * route's breaker, which the pool passes on when it can change it) and the ledger, and to the attempt's own account; what the outcome means next (the reply joins the
  * conversation, a retry is planned, the attempt fails) is an `Outcome` the chart names on the
  * transition. The settle action applies both in one assign, since each assign copies the whole
  * context. Also here: compaction, the deadline's error, and `giveBack` on the way out.
@@ -163,8 +163,8 @@ export const retryPlanned: Outcome = (context, event) => {
 // ---------------------------------------------------------------------------------------------
 
 /**
- * A successful reply: the lease goes back with its usage, the breaker hears the success (that is
- * what resets its count of failures), the reservation becomes what the call cost, and the outcome
+ * A successful reply: the lease goes back with its usage and a `success` verdict (the pool passes
+ * it on to a breaker with failures counted: that is what resets them), the reservation becomes what the call cost, and the outcome
  * says what the reply means.
  */
 export const settleSuccess = ({ context, event, enqueue, system, self }: ActionArgs, { then }: { then: Outcome }) => {
@@ -215,7 +215,7 @@ function settledOf(context: AgentContext, spend: Partial<AgentContext['spend']>,
   return out;
 }
 
-/** A failed call: the outcome goes to the key (429, 401), to the breaker (5xx and kin) and the ledger. */
+/** A failed call: the outcome goes to the key (429, 401), to the breaker through the pool (5xx and kin) and the ledger. */
 export const settleFailure = ({ context, event, enqueue, system, self }: ActionArgs, { then }: { then: Outcome }) => {
   const error = errorOf(event);
   const { admission, reservation } = context.held;
