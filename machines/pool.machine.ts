@@ -76,8 +76,6 @@ export type PoolEvent = LeaseEvent | KeyReply | BreakerNews | Extract<BreakerRep
 /** A message the pool decided to send; the machine's actions deliver them in order. */
 type Send = { to: AnyActorRef | string; event: LeaseReply | KeyEvent | BreakerEvent | BreakerReply };
 
-
-
 const keyActorId = (keyId: string) => `key:${keyId}`;
 
 function newBook(input: PoolInput): PoolBook {
@@ -180,7 +178,6 @@ function denyPastDeadline(context: PoolContext, out: Send[], env: Env): void {
 
 type EventOf<T extends PoolEvent['type']> = Extract<PoolEvent, { type: T }>;
 type Handler<T extends PoolEvent['type']> = (context: PoolContext, event: EventOf<T>, out: Send[], env: Env) => void;
-
 
 const onRequest: Handler<'LEASE.REQUEST'> = (context, event, out, env) => {
   const { book } = context;
