@@ -1,18 +1,21 @@
 /**
  * The circuit breaker of one route (provider + model): `closed` lets every call through,
  * `open` holds them while the route cools down, `halfOpen` lets exactly one probe through and
- * decides from its outcome. Agents ask with BREAKER.ADMIT (nobody polls), then tell the breaker
- * how the call went with BREAKER.REPORT. An ADMIT may carry the message it lets through (`then`:
- * the agent's lease request for the pool), so a closed breaker passes it on at once and the agent
- * waits for its lease, not for an answer; one with `unlessOpen` is refused, not held, while open
- * (its agent has a fallback to go to). BREAKER.PEEK asks whether the route is open.
+ * decides from its outcome. Its provider's pool is its front desk (breakerDesk.ts): the breaker
+ * tells the pool BREAKER.STATE when it becomes or stops being `clear` (closed, no failure
+ * counted), and while it is clear the pool lets the route's lease requests through itself and
+ * keeps the outcomes that cannot change it (a success or a neutral). Otherwise the pool hands a
+ * request over with BREAKER.ADMIT (nobody polls) and passes every outcome on as BREAKER.REPORT.
+ * An ADMIT may carry the message it lets through (`then`: the lease request, back to the pool),
+ * so a closed breaker passes it on at once; one with `unlessOpen` is refused, not held, while
+ * open (its agent has a fallback to go to). BREAKER.PEEK asks whether the route is open.
  *
  * Only server-side failures (5xx, 529, timeout, reset) count against the route; agents report
  * 4xx, 429 and cancellations as `neutral`, which never opens the breaker.
  */
 import { assign, enqueueActions, sendTo, setup } from 'xstate';
 import type { AnyActorRef } from 'xstate';
-import type { BreakerEvent, BreakerReply, BreakerVerdict, RunEvent } from './protocol.js';
+import type { BreakerEvent, BreakerNews, BreakerReply, BreakerVerdict, RunEvent } from './protocol.js';
 
 // ---------------------------------------------------------------------------------------------
 // Types
@@ -125,6 +128,9 @@ function letThrough(waiter: BreakerWaiter, probe: boolean): { to: AnyActorRef; e
   return { to: waiter.replyTo, event: reply };
 }
 
+/** The pool of the route's provider (`<provider>/<model>`): the breaker's front desk. */
+const poolIdOf = (route: string) => `pool:${route.slice(0, route.indexOf('/'))}`;
+
 function status(event: { requestId: string }, open: boolean): BreakerReply {
   return { type: 'BREAKER.STATUS', requestId: event.requestId, open };
 }
@@ -143,6 +149,9 @@ function status(event: { requestId: string }, open: boolean): BreakerReply {
  * // agentRef receives { type: 'BREAKER.ADMITTED', requestId: 'r1', probe: false }
  * breaker.send({ type: 'BREAKER.REPORT', requestId: 'r1', verdict: 'success' });
  */
+/** Before a failure is counted: the first one ends `clear` (later ones change nothing the pool is told). */
+const firstFailureNews = { type: 'tellPool', params: ({ context }: { context: BreakerContext }) => ({ clear: false, quiet: context.failures > 0 }) } as const;
+
 export const breakerMachine = setup({
   types: {
     input: {} as BreakerInput,
@@ -152,6 +161,17 @@ export const breakerMachine = setup({
   actions: {
     /** Tell the public event stream what happened; src replaces this no-op. */
     report: (_, _event: RunEvent) => {},
+    /**
+     * News for the pool, when `clear` changes (`quiet`: it does not). `heard` is the pool's `seq`
+     * of the report being processed: the pool trusts a `clear` only if it reflects every failure
+     * it passed on. No pool (a breaker alone): nobody to tell.
+     */
+    tellPool: enqueueActions(({ context, event, system, enqueue }, params: { clear: boolean; quiet?: boolean }) => {
+      const pool = params.quiet ? undefined : system.get(poolIdOf(context.route));
+      if (pool === undefined) return;
+      const news: BreakerNews = { type: 'BREAKER.STATE', route: context.route, clear: params.clear, heard: (event as { seq?: number }).seq ?? 0 };
+      enqueue.sendTo(pool, news);
+    }),
     /**
      * Closed: the request goes at once, its own message passed on or BREAKER.ADMITTED. Read off
      * the event, with no waiter built and no action list: every call of the route takes this path.
@@ -238,6 +258,8 @@ export const breakerMachine = setup({
 }).createMachine({
   id: 'breaker',
   context: ({ input }) => initialBreakerContext(input),
+  // Clear from the start: the pool may let the route's calls through once it hears it.
+  entry: { type: 'tellPool', params: { clear: true } },
   initial: 'closed',
   states: {
     closed: {
@@ -245,9 +267,9 @@ export const breakerMachine = setup({
         'BREAKER.ADMIT': { actions: 'passOn' },
         'BREAKER.PEEK': { actions: { type: 'tell', params: ({ event }) => ({ replyTo: event.replyTo, reply: status(event, false) }) } },
         'BREAKER.REPORT': [
-          { guard: 'successResets', actions: 'resetFailures' },
-          { guard: 'failureOpensBreaker', target: 'open', actions: 'countFailure' },
-          { guard: { type: 'verdictIs', params: { verdict: 'failure' } }, actions: 'countFailure' },
+          { guard: 'successResets', actions: ['resetFailures', { type: 'tellPool', params: { clear: true } }] },
+          { guard: 'failureOpensBreaker', target: 'open', actions: [firstFailureNews, 'countFailure'] },
+          { guard: { type: 'verdictIs', params: { verdict: 'failure' } }, actions: [firstFailureNews, 'countFailure'] },
           // neutral: says nothing about the route
         ],
         // BREAKER.WITHDRAW: nobody waits while closed; nothing to do.
@@ -299,6 +321,7 @@ export const breakerMachine = setup({
             target: 'closed',
             actions: [
               'heal',
+              { type: 'tellPool', params: { clear: true } },
               'admitAllWaiters',
               { type: 'report', params: ({ context }) => ({ type: 'breaker:closed', route: context.route }) },
             ],

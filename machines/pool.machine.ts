@@ -11,17 +11,20 @@
  * (its `ready` went stale: `KEY.REJECTED`, and the request goes back to its place in the queue).
  * The key answers an accepted grant to the agent itself, so the agent hears `LEASE.GRANTED` only
  * once the key took it, and a task on a key with room costs the pool no message from the key.
- * When every key is revoked, the pool denies.
+ * When every key is revoked, the pool denies. The pool is also the front desk of its routes'
+ * breakers (breakerDesk.ts): a clean route's requests and successes never reach the breaker.
  *
  * The bookkeeping (heap, maps, ready set) is one mutable object created with the actor and never
  * copied: each event costs O(log n) at 10,000 queued requests.
  */
 import { enqueueActions, sendTo, setup } from 'xstate';
 import type { AnyActorRef, EventObject } from 'xstate';
+import { BreakerDesk, type Env } from './breakerDesk.js';
+import { backoffEnd, denial, pastDeadline, type KeySlot } from './poolKeys.js';
 import { Heap } from './heap.js';
 import { keyMachine } from './key.machine.js';
 import type { KeyEvent, KeyReply } from './key.machine.js';
-import type { ErrorInfo, KeyLimits, KeyState, LeaseEvent, LeaseOutcome, LeaseReply, LeaseRequest, RunEvent } from './protocol.js';
+import type { BreakerEvent, BreakerNews, BreakerReply, ErrorInfo, KeyLimits, LeaseEvent, LeaseOutcome, LeaseReply, LeaseRequest, RunEvent } from './protocol.js';
 
 /** What the pool is spawned with. */
 export interface PoolInput {
@@ -41,17 +44,8 @@ interface Ticket {
   keyId?: string;
   /** Cancelled while queued: a stale heap entry. */
   cancelled: boolean;
-}
-
-/** What the pool believes of one key. */
-interface KeySlot {
-  state: KeyState | 'starting';
-  /** Revoked, or an auth failure is on its way to it: never send it anything again. */
-  closed: boolean;
-  /** In backoff: when it ends (the server's Retry-After). */
-  until?: number;
-  /** Grants it may still be sent before it speaks again (while ready; Infinity: no bound). */
-  room: number;
+  /** Let through by its route's breaker (not by the pool): a cancel withdraws it there too (it may be the probe). */
+  guarded: boolean;
 }
 
 /** The pool's bookkeeping: mutable on purpose, created once per actor, never copied. */
@@ -67,6 +61,8 @@ export interface PoolBook {
   revoked: number;
   arrivals: number;
   leases: number;
+  /** What the pool knows of its routes' breakers (breakerDesk.ts). */
+  desk: BreakerDesk;
 }
 
 export interface PoolContext {
@@ -75,10 +71,10 @@ export interface PoolContext {
   book: PoolBook;
 }
 
-export type PoolEvent = LeaseEvent | KeyReply;
+export type PoolEvent = LeaseEvent | KeyReply | BreakerNews | Extract<BreakerReply, { type: 'BREAKER.REFUSED' }>;
 
 /** A message the pool decided to send; the machine's actions deliver them in order. */
-type Send = { to: AnyActorRef | string; event: LeaseReply | KeyEvent };
+type Send = { to: AnyActorRef | string; event: LeaseReply | KeyEvent | BreakerEvent | BreakerReply };
 
 const keyActorId = (keyId: string) => `key:${keyId}`;
 
@@ -94,6 +90,7 @@ function newBook(input: PoolInput): PoolBook {
     revoked: 0,
     arrivals: 0,
     leases: 0,
+    desk: new BreakerDesk(),
   };
 }
 
@@ -153,53 +150,26 @@ function returnLease(book: PoolBook, ticket: Ticket, outcome: LeaseOutcome, out:
   out.push({ to: keyActorId(keyId), event: { type: 'KEY.RELEASE', leaseId, outcome } });
 }
 
-function denial(provider: string, keyCount: number): ErrorInfo {
-  const message =
-    keyCount === 0
-      ? `provider ${provider} has no API keys: add one to the provider's keys`
-      : `every key of provider ${provider} is revoked (401/403): check or replace the provider's API keys`;
-  return { code: 'no_keys', retryable: false, provider, message };
-}
-
-function deny(context: PoolContext, ticket: { request: LeaseRequest; replyTo: AnyActorRef }, out: Send[], error?: ErrorInfo): void {
-  const { requestId } = ticket.request;
+/**
+ * The agent hears no. A request its route's breaker let through (`guarded`) is withdrawn there
+ * too: it may be the half-open probe, whose slot would otherwise wait for an outcome never sent.
+ */
+function deny(context: PoolContext, ticket: { request: LeaseRequest; replyTo: AnyActorRef; guarded: boolean }, out: Send[], env: Env, error?: ErrorInfo): void {
+  const { requestId, route } = ticket.request;
+  if (ticket.guarded && route !== undefined) context.book.desk.withdraw(route, requestId, out, env);
   out.push({ to: ticket.replyTo, event: { type: 'LEASE.DENIED', requestId, error: error ?? denial(context.provider, context.book.keys.size) } });
 }
 
-/**
- * When every live key is backing off after a 429: the earliest end of those backoffs. A request
- * whose deadline comes first cannot be served in time, so it is denied now rather than left to
- * wait for its deadline (a Retry-After of days is not a reason to hold a slot for days).
- */
-function backoffEnd(book: PoolBook): number | undefined {
-  let end: number | undefined;
-  for (const slot of book.keys.values()) {
-    if (slot.closed) continue;
-    if (slot.state !== 'backoff' || slot.until === undefined) return undefined;
-    end = end === undefined ? slot.until : Math.min(end, slot.until);
-  }
-  return end;
-}
-
-function pastDeadline(provider: string): ErrorInfo {
-  return {
-    code: 'rate_limited',
-    retryable: false,
-    provider,
-    message: `every key of provider ${provider} is rate limited (429) until after this attempt's deadline: it cannot be served in time. Give the task a longer timeoutMs, add keys, or lower the load on these keys`,
-  };
-}
-
 /** Denies the queued requests whose deadline comes before the earliest backoff end. O(queue), only while every key backs off. */
-function denyPastDeadline(context: PoolContext, out: Send[]): void {
-  const end = backoffEnd(context.book);
+function denyPastDeadline(context: PoolContext, out: Send[], env: Env): void {
+  const end = backoffEnd(context.book.keys.values());
   if (end === undefined || context.book.waiting === 0) return;
   for (const ticket of context.book.byRequest.values()) {
     if (ticket.phase !== 'queued' || ticket.cancelled || ticket.request.deadline === undefined || ticket.request.deadline >= end) continue;
     context.book.byRequest.delete(ticket.request.requestId);
     ticket.cancelled = true; // its heap entry is skipped when popped
     context.book.waiting--;
-    deny(context, ticket, out, pastDeadline(context.provider));
+    deny(context, ticket, out, env, pastDeadline(context.provider));
   }
 }
 
@@ -207,26 +177,35 @@ function denyPastDeadline(context: PoolContext, out: Send[]): void {
 // messages to send; `run` delivers them in order.
 
 type EventOf<T extends PoolEvent['type']> = Extract<PoolEvent, { type: T }>;
-type Handler<T extends PoolEvent['type']> = (context: PoolContext, event: EventOf<T>, out: Send[]) => void;
+type Handler<T extends PoolEvent['type']> = (context: PoolContext, event: EventOf<T>, out: Send[], env: Env) => void;
 
-const onRequest: Handler<'LEASE.REQUEST'> = (context, { type: _, replyTo, ...request }, out) => {
+const onRequest: Handler<'LEASE.REQUEST'> = (context, event, out, env) => {
   const { book } = context;
+  if (book.desk.holds(event, book.byRequest.has(event.requestId), out, env)) return;
+  const { replyTo } = event;
+  const request = requestOf(event);
   if (book.byRequest.has(request.requestId)) return; // a duplicate: the first one stands
-  const end = request.deadline === undefined ? undefined : backoffEnd(book);
-  if (end !== undefined && request.deadline! < end) return deny(context, { request, replyTo }, out, pastDeadline(context.provider));
-  const ticket: Ticket = { request, replyTo, seq: book.arrivals++, phase: 'queued', cancelled: false };
+  const end = request.deadline === undefined ? undefined : backoffEnd(book.keys.values());
+  const guarded = event.admitted === true;
+  if (end !== undefined && request.deadline! < end) return deny(context, { request, replyTo, guarded }, out, env, pastDeadline(context.provider));
+  const ticket: Ticket = { request, replyTo, seq: book.arrivals++, phase: 'queued', cancelled: false, guarded };
   book.byRequest.set(request.requestId, ticket);
   enqueueTicket(book, ticket);
   dispatch(book, out);
 };
 
-const onRequestWhenExhausted: Handler<'LEASE.REQUEST'> = (context, { type: _, replyTo, ...request }, out) =>
-  deny(context, { request, replyTo }, out);
+/** Denied, once its route's breaker let it through (an open one holds it first, as it would any request). */
+const onRequestWhenExhausted: Handler<'LEASE.REQUEST'> = (context, event, out, env) => {
+  if (context.book.desk.holds(event, context.book.byRequest.has(event.requestId), out, env)) return;
+  deny(context, { request: requestOf(event), replyTo: event.replyTo, guarded: event.admitted === true }, out, env);
+};
 
-const onCancel: Handler<'LEASE.CANCEL'> = ({ book }, { requestId }, out) => {
+const onCancel: Handler<'LEASE.CANCEL'> = ({ book }, { requestId }, out, env) => {
+  if (book.desk.cancel(requestId, out, env)) return;
   const ticket = book.byRequest.get(requestId);
   if (ticket === undefined) return;
   book.byRequest.delete(requestId);
+  if (ticket.guarded) book.desk.withdraw(ticket.request.route!, requestId, out, env);
   // Sent to its key: the agent went away before using it, so the key gets its slot back (a key
   // that refused it finds no such lease and says where it is).
   if (ticket.phase === 'granted') return returnLease(book, ticket, { kind: 'unused' }, out);
@@ -234,10 +213,16 @@ const onCancel: Handler<'LEASE.CANCEL'> = ({ book }, { requestId }, out) => {
   ticket.cancelled = true; // skipped when popped
 };
 
-const onRelease: Handler<'LEASE.RELEASE'> = ({ book }, { leaseId, outcome }, out) => {
+const onRelease: Handler<'LEASE.RELEASE'> = ({ book }, { leaseId, outcome, verdict }, out, env) => {
   const ticket = book.byLease.get(leaseId);
-  if (ticket?.phase === 'granted') returnLease(book, ticket, outcome, out); // else: twice, or unknown
+  if (ticket?.phase !== 'granted') return; // twice, or unknown
+  returnLease(book, ticket, outcome, out);
+  if (verdict !== undefined && ticket.request.route !== undefined) book.desk.report(ticket.request.route, ticket.request.requestId, verdict, out, env);
 };
+
+const onBreakerState: Handler<'BREAKER.STATE'> = ({ book }, news) => book.desk.note(news);
+
+const onBreakerRefused: Handler<'BREAKER.REFUSED'> = ({ book }, { requestId }, out) => book.desk.refused(requestId, out);
 
 /** A refusal: the key's room is gone (it speaks again when it has some); the request keeps its place. */
 const onKeyRejected: Handler<'KEY.REJECTED'> = ({ book }, { keyId, leaseId }, out) => {
@@ -249,15 +234,15 @@ const onKeyRejected: Handler<'KEY.REJECTED'> = ({ book }, { keyId, leaseId }, ou
   dispatch(book, out);
 };
 
-const onKeyRejectedWhenExhausted: Handler<'KEY.REJECTED'> = (context, { leaseId }, out) => {
+const onKeyRejectedWhenExhausted: Handler<'KEY.REJECTED'> = (context, { leaseId }, out, env) => {
   const ticket = context.book.byLease.get(leaseId);
   if (ticket === undefined) return;
   context.book.byLease.delete(leaseId);
   context.book.byRequest.delete(ticket.request.requestId);
-  deny(context, ticket, out);
+  deny(context, ticket, out, env);
 };
 
-const onKeyState: Handler<'KEY.STATE'> = (context, { keyId, state, until, room }, out) => {
+const onKeyState: Handler<'KEY.STATE'> = (context, { keyId, state, until, room }, out, env) => {
   const { book } = context;
   const slot = book.keys.get(keyId);
   if (slot === undefined || slot.state === 'revoked') return;
@@ -272,14 +257,14 @@ const onKeyState: Handler<'KEY.STATE'> = (context, { keyId, state, until, room }
     slot.closed = true;
     book.revoked++;
   }
-  if (state === 'backoff' || state === 'revoked') denyPastDeadline(context, out);
+  if (state === 'backoff' || state === 'revoked') denyPastDeadline(context, out, env);
   dispatch(book, out);
 };
 
-function denyWaiting(context: PoolContext, out: Send[]): void {
+function denyWaiting(context: PoolContext, out: Send[], env: Env): void {
   for (let t = popTicket(context.book); t !== undefined; t = popTicket(context.book)) {
     context.book.byRequest.delete(t.request.requestId);
-    deny(context, t, out);
+    deny(context, t, out, env);
   }
 }
 
@@ -289,33 +274,49 @@ function denyWaiting(context: PoolContext, out: Send[]): void {
 
 /** Nothing waits, a key has room and this request is new: it goes to that key now. */
 function grantsAtOnce(book: PoolBook, event: PoolEvent): boolean {
-  return event.type === 'LEASE.REQUEST' && book.waiting === 0 && book.ready.size > 0 && !book.byRequest.has(event.requestId);
+  return (
+    event.type === 'LEASE.REQUEST' &&
+    book.waiting === 0 &&
+    book.ready.size > 0 &&
+    event.admitted === undefined &&
+    (event.route === undefined || book.desk.isClear(event.route)) &&
+    !book.byRequest.has(event.requestId)
+  );
 }
 
 /** The key whose turn it is: the one `dispatch` would pick. */
 const nextReadyKey = (book: PoolBook) => book.ready.values().next().value as string;
 
-const requestOf = ({ type: _, replyTo: _r, ...request }: EventOf<'LEASE.REQUEST'>): LeaseRequest => request;
+const requestOf = ({ type: _, replyTo: _r, unlessOpen: _u, admitted: _a, ...request }: EventOf<'LEASE.REQUEST'>): LeaseRequest => request;
 
 /** Books the grant `grantsAtOnce` allowed, as `onRequest` + `dispatch` would. */
 const bookGrant: Handler<'LEASE.REQUEST'> = ({ book }, event, out) => {
-  const ticket: Ticket = { request: requestOf(event), replyTo: event.replyTo, seq: book.arrivals++, phase: 'queued', cancelled: false };
+  const ticket: Ticket = { request: requestOf(event), replyTo: event.replyTo, seq: book.arrivals++, phase: 'queued', cancelled: false, guarded: false };
   book.byRequest.set(ticket.request.requestId, ticket);
   enqueueTicket(book, ticket);
   dispatch(book, out);
 };
 
-/** A granted lease released by the key that holds it, which is still open: it goes back there. */
+/** A granted lease released by the key that holds it, which is still open, with nothing for the breaker: it goes back there. */
 function releasesToKey(book: PoolBook, event: PoolEvent): boolean {
   if (event.type !== 'LEASE.RELEASE') return false;
   const ticket = book.byLease.get(event.leaseId);
-  return ticket?.phase === 'granted' && ticket.keyId === event.keyId && book.keys.get(event.keyId)?.closed === false;
+  if (ticket?.phase !== 'granted' || ticket.keyId !== event.keyId || book.keys.get(event.keyId)?.closed !== false) return false;
+  const { route } = ticket.request;
+  return event.verdict === undefined || route === undefined || !book.desk.tells(route, event.verdict);
+}
+
+/** What an enqueueActions action is given, as `run` uses it. */
+interface RunArgs extends Env {
+  context: PoolContext;
+  event: PoolEvent;
+  enqueue: unknown;
 }
 
 /** Runs a handler and sends what it decided, in order. */
-function run<T extends PoolEvent['type']>(enqueue: unknown, handle: Handler<T>, context: PoolContext, event: PoolEvent): void {
+function run<T extends PoolEvent['type']>({ enqueue, context, event, self, system }: RunArgs, handle: Handler<T>): void {
   const out: Send[] = [];
-  handle(context, event as EventOf<T>, out);
+  handle(context, event as EventOf<T>, out, { self, system });
   const sender = enqueue as { sendTo: (to: AnyActorRef | string, event: EventObject) => void };
   for (const { to, event: message } of out) sender.sendTo(to, message);
 }
@@ -343,7 +344,7 @@ export const poolMachine = setup({
         enqueue.spawnChild('key', { id: keyActorId(keyId), systemId: keyActorId(keyId), input });
       }
     }),
-    admit: enqueueActions(({ context, event, enqueue }) => run(enqueue, onRequest, context, event)),
+    admit: enqueueActions((args) => run(args, onRequest)),
     grantNow: sendTo(
       ({ context }) => keyActorId(nextReadyKey(context.book)),
       ({ context, event }): KeyEvent => {
@@ -353,7 +354,7 @@ export const poolMachine = setup({
       },
     ),
     /** After grantNow: the same grant in the book (its one message already sent). */
-    bookGrant: ({ context, event }) => bookGrant(context, event as EventOf<'LEASE.REQUEST'>, []),
+    bookGrant: ({ context, event, self, system }) => bookGrant(context, event as EventOf<'LEASE.REQUEST'>, [], { self, system }),
     releaseToKey: sendTo(
       ({ event }) => keyActorId((event as EventOf<'LEASE.RELEASE'>).keyId),
       ({ event }): KeyEvent => {
@@ -362,14 +363,16 @@ export const poolMachine = setup({
       },
     ),
     /** After releaseToKey: the lease forgotten (its one message already sent). */
-    bookRelease: ({ context, event }) => onRelease(context, event as EventOf<'LEASE.RELEASE'>, []),
-    refuse: enqueueActions(({ context, event, enqueue }) => run(enqueue, onRequestWhenExhausted, context, event)),
-    cancel: enqueueActions(({ context, event, enqueue }) => run(enqueue, onCancel, context, event)),
-    release: enqueueActions(({ context, event, enqueue }) => run(enqueue, onRelease, context, event)),
-    requeue: enqueueActions(({ context, event, enqueue }) => run(enqueue, onKeyRejected, context, event)),
-    denyRejected: enqueueActions(({ context, event, enqueue }) => run(enqueue, onKeyRejectedWhenExhausted, context, event)),
-    noteKeyState: enqueueActions(({ context, event, enqueue }) => run(enqueue, onKeyState, context, event)),
-    denyWaiting: enqueueActions(({ context, event, enqueue }) => run(enqueue, (c, _e, out) => denyWaiting(c, out), context, event)),
+    bookRelease: ({ context, event, self, system }) => onRelease(context, event as EventOf<'LEASE.RELEASE'>, [], { self, system }),
+    refuse: enqueueActions((args) => run(args, onRequestWhenExhausted)),
+    cancel: enqueueActions((args) => run(args, onCancel)),
+    release: enqueueActions((args) => run(args, onRelease)),
+    requeue: enqueueActions((args) => run(args, onKeyRejected)),
+    denyRejected: enqueueActions((args) => run(args, onKeyRejectedWhenExhausted)),
+    noteKeyState: enqueueActions((args) => run(args, onKeyState)),
+    denyWaiting: enqueueActions((args) => run(args, (c, _e, out, env) => denyWaiting(c, out, env))),
+    noteBreaker: enqueueActions((args) => run(args, onBreakerState)),
+    relayRefusal: enqueueActions((args) => run(args, onBreakerRefused)),
   },
   guards: {
     everyKeyRevoked: ({ context }) => context.book.revoked === context.book.keys.size,
@@ -384,6 +387,8 @@ export const poolMachine = setup({
   on: {
     'LEASE.CANCEL': { actions: 'cancel' },
     'LEASE.RELEASE': [{ guard: 'releasesToKey', actions: ['releaseToKey', 'bookRelease'] }, { actions: 'release' }],
+    'BREAKER.STATE': { actions: 'noteBreaker' },
+    'BREAKER.REFUSED': { actions: 'relayRefusal' },
   },
   states: {
     serving: {

@@ -9,7 +9,7 @@
  *   protocol/data.ts          usage, ErrorInfo (the journaled error codes), rate-limit hints, key limits
  *   protocol/conversation.ts  messages, a model call's input and output
  *   protocol/lease.ts         agent <-> pool <-> key
- *   protocol/breaker.ts       agent <-> breaker
+ *   protocol/breaker.ts       pool <-> breaker (and agent -> breaker: PEEK)
  *   protocol/toolBus.ts       agent <-> toolBus, and the executors' inputs
  *   protocol/ledger.ts        agent <-> ledger
  *   protocol/dispatch.ts      what dispatch and tool-call hooks see and decide

@@ -15,7 +15,6 @@ import type {
   ToolCallDecision,
   ToolCallInfo,
   AgentStatus,
-  BreakerEvent,
   ContentBlock,
   LeaseEvent,
   LedgerEvent,
@@ -127,15 +126,17 @@ export interface Spend {
 /** What the agent asked for or holds of other actors: all of it is given back on the way out. */
 export interface Held {
   /**
-   * The request now outstanding: a budget reservation, a lease request (sent through the route's
-   * breaker when it has one), or a question to a fallback's breaker (is it open?).
+   * The request now outstanding: a budget reservation, a lease request (to the pool, which hands
+   * it to the route's breaker unless that one is closed and clean), or a question to a fallback's
+   * breaker (is it open?).
    */
   pending: { kind: 'reservation' | 'lease' | 'peek'; requestId: string } | null;
   /** A budget reservation held for the current call, not yet settled. */
   reservation: string | null;
   /**
-   * The id of the breaker admission the lease request passed with: waited for until the lease is
-   * granted (withdrawn if the agent leaves first), then held until the call's outcome is reported.
+   * The id of the lease request when its route has a breaker, from the request until the call is
+   * settled: the call's release then carries a verdict for the breaker (the pool passes it on
+   * when it can change the breaker).
    */
   admission: string | null;
   lease: { leaseId: string; keyId: string } | null;
@@ -256,10 +257,6 @@ export const OVERLOADS_BEFORE_FALLBACK = 2;
 /** The route `<provider>/<model>` of a target. */
 export const routeOf = (t: CallTarget) => `${t.provider}/${t.model}`;
 export const poolOf = (system: { get(id: string): AnyActorRef | undefined }, ctx: AgentContext) => system.get(`pool:${targetOf(ctx).provider}`);
-export const breakerOf = (system: { get(id: string): AnyActorRef | undefined }, ctx: AgentContext) => {
-  const t = targetOf(ctx);
-  return system.get(`breaker:${t.provider}/${t.model}`);
-};
 export const DEFAULT_KEEP_LAST = 4;
 export const keepLastOf = (ctx: AgentContext) => ctx.input.keepLast ?? DEFAULT_KEEP_LAST;
 export const requestIdOf = (ctx: AgentContext, seq: number) => `${ctx.input.taskId}#${ctx.input.attempt}.${seq}`;
@@ -302,23 +299,21 @@ export const requestTokenBoundOf = (ctx: AgentContext) => {
 
 /**
  * What an agent must give back on its way out, as messages to actors by system id: the lease
- * request it still waits for (at the breaker or the pool), the admission, lease and reservation
- * it holds. Pure, so the supervisor can hand them back for an agent that crashed and never
+ * request it still waits for (the pool withdraws it from the breaker if it is there), the lease
+ * (with a neutral verdict for the breaker when the route has one) and the reservation it holds. Pure, so the supervisor can hand them back for an agent that crashed and never
  * reached a final state.
  * A call that was sent (a lease is held) may have been billed: its reservation is settled at the
  * worst case it held, not released; its key keeps the request slot.
  */
-export function handBack(ctx: AgentContext): { to: string; event: BreakerEvent | LeaseEvent | LedgerEvent | ToolBusEvent }[] {
-  const out: { to: string; event: BreakerEvent | LeaseEvent | LedgerEvent | ToolBusEvent }[] = [];
+export function handBack(ctx: AgentContext): { to: string; event: LeaseEvent | LedgerEvent | ToolBusEvent }[] {
+  const out: { to: string; event: LeaseEvent | LedgerEvent | ToolBusEvent }[] = [];
   // Tool calls still out: the bus stops those nobody else waits for (a slow tool is not left running).
   const waiting = ctx.tools ? ctx.tools.order.filter((id) => !(id in ctx.tools!.results)) : [];
   if (waiting.length > 0) out.push({ to: 'toolBus', event: { type: 'TOOL.CANCEL', taskId: ctx.input.taskId, callIds: waiting } });
   const { admission, lease, pending, reservation } = ctx.held;
   const target = targetOf(ctx);
   const pool = `pool:${target.provider}`;
-  const breaker = `breaker:${routeOf(target)}`;
-  // A lease request not yet granted may still be held by the breaker (or be its half-open probe).
-  if (admission && !lease) out.push({ to: breaker, event: { type: 'BREAKER.WITHDRAW', requestId: admission } });
+  // The pool withdraws a request it handed to the breaker (held there, or its half-open probe).
   if (pending?.kind === 'lease') out.push({ to: pool, event: { type: 'LEASE.CANCEL', requestId: pending.requestId } });
   if (pending?.kind === 'reservation') out.push({ to: 'ledger', event: { type: 'LEDGER.RELEASE', reservationId: pending.requestId } });
   if (reservation) {
@@ -328,8 +323,11 @@ export function handBack(ctx: AgentContext): { to: string; event: BreakerEvent |
       event: lease ? { type: 'LEDGER.SETTLE', reservationId: reservation, actualUsd: Number.NaN } : { type: 'LEDGER.RELEASE', reservationId: reservation },
     });
   }
-  if (admission && lease) out.push({ to: breaker, event: { type: 'BREAKER.REPORT', requestId: admission, verdict: 'neutral' } });
-  if (lease) out.push({ to: pool, event: { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome: { kind: 'error' } } });
+  // A call cut short says nothing of the route, but frees the breaker's probe slot if it was the probe.
+  if (lease) {
+    const { leaseId, keyId } = lease;
+    out.push({ to: pool, event: admission ? { type: 'LEASE.RELEASE', leaseId, keyId, outcome: { kind: 'error' }, verdict: 'neutral' } : { type: 'LEASE.RELEASE', leaseId, keyId, outcome: { kind: 'error' } } });
+  }
   return out;
 }
 

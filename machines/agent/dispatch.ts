@@ -144,11 +144,11 @@ export const requestDenied = ({ event }: PatchArgs): Patch => ({
 });
 
 /**
- * Asks the pool for a key, through the route's breaker when it has one: the lease request rides on
- * BREAKER.ADMIT, so a closed breaker passes it on to the pool at once (no answer to wait for, and
- * no look at the breaker's state), an open one holds it until it lets calls through again, or,
- * when the turn can move to a fallback, refuses it (BREAKER.REFUSED). A route with no breaker is
- * unguarded.
+ * Asks the pool for a key, naming the route when it has a breaker: the pool is the breaker's front
+ * desk (machines/breakerDesk.ts). While the breaker is closed with no failure counted the pool
+ * grants at once; otherwise it hands the request to the breaker, which passes it on, holds it
+ * until it lets calls through again, or, when the turn can move to a fallback (`unlessOpen`),
+ * refuses it (BREAKER.REFUSED, relayed by the pool). A route with no breaker is unguarded.
  */
 export const requestLease = ({ context, enqueue, self, system }: ActionArgs) => {
   const seq = context.counts.seq + 1;
@@ -160,7 +160,7 @@ export const requestLease = ({ context, enqueue, self, system }: ActionArgs) => 
     return;
   }
   const target = targetOf(context);
-  const lease: LeaseEvent = {
+  const lease: Extract<LeaseEvent, { type: 'LEASE.REQUEST' }> = {
     type: 'LEASE.REQUEST',
     requestId,
     priority: context.input.priority,
@@ -169,17 +169,17 @@ export const requestLease = ({ context, enqueue, self, system }: ActionArgs) => 
     deadline: context.startedAt + context.input.timeoutMs,
     replyTo: self,
   };
-  const breaker = system.get(`breaker:${routeOf(target)}`);
-  if (!breaker) {
+  const route = routeOf(target);
+  if (!system.get(`breaker:${route}`)) {
     enqueue.assign(patchOf(context, { counts: { seq }, held: { pending: { kind: 'lease', requestId } } }));
     enqueue.sendTo(pool, lease);
     return;
   }
-  // The call's outcome is reported to the breaker under this id: that is how it counts failures.
+  // The call's outcome goes with its release (a verdict for the breaker) while this is held.
   enqueue.assign(patchOf(context, { counts: { seq }, held: { pending: { kind: 'lease', requestId }, admission: requestId } }));
-  const admit: BreakerEvent = { type: 'BREAKER.ADMIT', requestId, replyTo: self, then: { to: pool, event: lease } };
-  if (canReroute(context)) admit.unlessOpen = true;
-  enqueue.sendTo(breaker, admit);
+  lease.route = route;
+  if (canReroute(context)) lease.unlessOpen = true;
+  enqueue.sendTo(pool, lease);
 };
 
 /** The next request is too long for the task's input budget: it is compacted first. */

@@ -4,8 +4,8 @@
  *
  *   (spawned) active.waiting.lease: nothing to check: the lease request at once; else
  *        -> checking -> (compacting) -> (hook) -> (reserving -RESERVED->) lease -GRANTED-> running
- *   lease: the lease request passes the route's breaker (closed: on to the pool at once); an open
- *          breaker holds it, or refuses a turn that has fallbacks -> rerouting -> checking
+ *   lease: the lease request goes to the pool, which hands it to the route's breaker unless that one
+ *          is clear; an open breaker holds it, or refuses a turn that has fallbacks -> rerouting -> checking
  *   running -reply with tool calls-> tools -all results-> waiting (next turn)
  *   running -final reply-> done
  *   running -retryable error-> backoff -> waiting          -fatal error-> failed
@@ -276,7 +276,7 @@ export const agentMachine = setup({
               },
             },
             /**
-             * The lease request, through the route's breaker (see requestLease): made on the way
+             * The lease request, to the pool (see requestLease): made on the way
              * in by `checking`, `hook`, `reserving` and `rerouting`, or on entry for a call with
              * nothing to check; one that needs checking and has not asked goes to `checking`.
              */

@@ -1,6 +1,6 @@
 /**
- * The agent's actions after a call: its outcome goes to the key's pool, the breaker and the
- * ledger, and to the attempt's own account; what the outcome means next (the reply joins the
+ * The agent's actions after a call: its outcome goes to the key's pool (with the verdict for the
+ * route's breaker, which the pool passes on when it can change it) and the ledger, and to the attempt's own account; what the outcome means next (the reply joins the
  * conversation, a retry is planned, the attempt fails) is an `Outcome` the chart names on the
  * transition. The settle action applies both in one assign, since each assign copies the whole
  * context. Also here: compaction, the deadline's error, and `giveBack` on the way out.
@@ -12,12 +12,11 @@ import { breakerVerdictOf, errorInfo, isKeyScoped, leaseOutcomeOf } from '../err
 import { scoreOf } from '../judge.js';
 import { enqueueReport } from '../kit.js';
 import { addUsage } from '../protocol.js';
-import type { AgentStatus, BreakerEvent, CallRecord, ContentBlock, ErrorInfo, LeaseEvent, LedgerEvent, ModelCallOutput, RunEvent } from '../protocol.js';
+import type { AgentStatus, CallRecord, ContentBlock, ErrorInfo, LeaseEvent, LedgerEvent, ModelCallOutput, RunEvent } from '../protocol.js';
 import { backoffDelay, nextRandom } from '../random.js';
 import { estimateRequestTokens, textOf } from '../tokens.js';
 import {
   OVERLOADS_BEFORE_FALLBACK,
-  breakerOf,
   errorOf,
   handBack,
   keepLastOf,
@@ -164,8 +163,8 @@ export const retryPlanned: Outcome = (context, event) => {
 // ---------------------------------------------------------------------------------------------
 
 /**
- * A successful reply: the lease goes back with its usage, the breaker hears the success (that is
- * what resets its count of failures), the reservation becomes what the call cost, and the outcome
+ * A successful reply: the lease goes back with its usage and a `success` verdict (the pool passes
+ * it on to a breaker with failures counted: that is what resets them), the reservation becomes what the call cost, and the outcome
  * says what the reply means.
  */
 export const settleSuccess = ({ context, event, enqueue, system, self }: ActionArgs, { then }: { then: Outcome }) => {
@@ -175,12 +174,10 @@ export const settleSuccess = ({ context, event, enqueue, system, self }: ActionA
   const outcome: Extract<LeaseEvent, { type: 'LEASE.RELEASE' }>['outcome'] = { kind: 'ok', usage: out.usage };
   if (out.rateLimit) outcome.rateLimit = out.rateLimit;
   if (out.sentAt !== undefined) outcome.sentAt = out.sentAt;
-  const release: LeaseEvent = { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome };
+  const release: LeaseEvent = admission
+    ? { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome, verdict: 'success' }
+    : { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome };
   enqueue.sendTo(poolOf(system, context)!, release);
-  if (admission) {
-    const report: BreakerEvent = { type: 'BREAKER.REPORT', requestId: admission, verdict: 'success' };
-    enqueue.sendTo(breakerOf(system, context)!, report);
-  }
   const target = targetOf(context);
   const callCost = target.price ? costOfUsage(out.usage, target.price) : undefined;
   if (reservation) {
@@ -218,17 +215,15 @@ function settledOf(context: AgentContext, spend: Partial<AgentContext['spend']>,
   return out;
 }
 
-/** A failed call: the outcome goes to the key (429, 401), to the breaker (5xx and kin) and the ledger. */
+/** A failed call: the outcome goes to the key (429, 401), to the breaker through the pool (5xx and kin) and the ledger. */
 export const settleFailure = ({ context, event, enqueue, system, self }: ActionArgs, { then }: { then: Outcome }) => {
   const error = errorOf(event);
   const { admission, reservation } = context.held;
   const lease = context.held.lease!;
-  const release: LeaseEvent = { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome: leaseOutcomeOf(error) };
+  const release: LeaseEvent = admission
+    ? { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome: leaseOutcomeOf(error), verdict: breakerVerdictOf(error) }
+    : { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome: leaseOutcomeOf(error) };
   enqueue.sendTo(poolOf(system, context)!, release);
-  if (admission) {
-    const report: BreakerEvent = { type: 'BREAKER.REPORT', requestId: admission, verdict: breakerVerdictOf(error) };
-    enqueue.sendTo(breakerOf(system, context)!, report);
-  }
   if (reservation) {
     // Refused before processing (429, 401, 4xx, a 5xx status): not billed, the reservation goes
     // back. Cut off after the server began (timeout, reset, an error mid-stream): it may have

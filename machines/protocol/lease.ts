@@ -1,6 +1,7 @@
-/** Lease protocol: agent <-> pool (systemId `pool:<provider>`) <-> key (child of the pool). */
+/** Lease protocol: agent <-> pool (systemId `pool:<provider>`) <-> key (child of the pool); the pool <-> the route's breaker in breaker.ts. */
 import type { AnyActorRef } from 'xstate';
 import type { ErrorInfo, RateLimitHint, Usage } from './data.js';
+import type { BreakerVerdict } from './breaker.js';
 
 export interface LeaseRequest {
   requestId: string;
@@ -15,6 +16,11 @@ export interface LeaseRequest {
    * it, the pool denies at once (`rate_limited`) instead of letting the attempt wait to its end.
    */
   deadline?: number;
+  /**
+   * The route (`<provider>/<model>`) whose breaker guards the call, when it has one: the pool
+   * hands the request to that breaker unless it knows the breaker is closed and clean.
+   */
+  route?: string;
 }
 
 /** How a lease ended: tells the key what happened on it. */
@@ -31,9 +37,18 @@ export type LeaseOutcome =
   | { kind: 'unused' };
 
 export type LeaseEvent =
-  | ({ type: 'LEASE.REQUEST'; replyTo: AnyActorRef } & LeaseRequest)
+  | ({
+      type: 'LEASE.REQUEST';
+      replyTo: AnyActorRef;
+      /** With a route: refused (BREAKER.REFUSED), not held, while its breaker is open (the turn has a fallback). */
+      unlessOpen?: boolean;
+      /** Set by the pool on the request it handed to the breaker, when the breaker lets it through. */
+      admitted?: boolean;
+    } & LeaseRequest)
+  /** Cancels the request wherever it is: queued, granted but not yet heard of, or held by the breaker. */
   | { type: 'LEASE.CANCEL'; requestId: string }
-  | { type: 'LEASE.RELEASE'; leaseId: string; keyId: string; outcome: LeaseOutcome };
+  /** `verdict`: what the call says of its route, for the route's breaker (absent: the route has none). */
+  | { type: 'LEASE.RELEASE'; leaseId: string; keyId: string; outcome: LeaseOutcome; verdict?: BreakerVerdict };
 
 export type LeaseReply =
   | { type: 'LEASE.GRANTED'; requestId: string; leaseId: string; keyId: string }

@@ -5,12 +5,13 @@
  * longer matches the runtime's pattern (test/run/floor.test.ts keeps the two equal).
  *
  * The pattern, as in a run (docs/architecture.md, "One model call"): the supervisor sends its
- * group SPAWN; the group spawns the agent (its init); the agent sends the breaker ADMIT, which
- * passes LEASE.REQUEST to the pool, which sends the key GRANT; the key answers the agent
- * (LEASE.GRANTED); the call resolves in a microtask (MODEL.REPLY); the agent sends the pool
- * LEASE.RELEASE (passed to the key as KEY.RELEASE) and the breaker BREAKER.REPORT, and ends; its
- * group gets the done event, stops it and tells the supervisor AGENT.ENDED, which starts the next
- * task in that group. Groups of at most 32 agents, as the runtime's.
+ * group SPAWN; the group spawns the agent (its init); the agent sends the pool LEASE.REQUEST
+ * (the route's breaker is closed and clean, so the pool does not hand it over), which sends the
+ * key GRANT; the key answers the agent (LEASE.GRANTED); the call resolves in a microtask
+ * (MODEL.REPLY); the agent sends the pool LEASE.RELEASE (passed to the key as KEY.RELEASE; a
+ * success changes nothing at a clean breaker, so the breaker hears nothing), and ends; its group
+ * gets the done event, stops it and tells the supervisor AGENT.ENDED, which starts the next task
+ * in that group: 10 messages. Groups of at most 32 agents, as the runtime's.
  */
 import { assign, createActor, enqueueActions, sendTo, setup, type AnyActorRef } from 'xstate';
 
@@ -39,22 +40,13 @@ const pool = setup({ types: {} as { events: ({ type: 'LEASE.REQUEST' } & Reply) 
   },
 });
 
-const breaker = setup({ types: {} as { events: ({ type: 'BREAKER.ADMIT' } & Reply) | { type: 'BREAKER.REPORT' } } }).createMachine({
-  id: 'breaker',
-  context: { successes: 0 },
-  on: {
-    'BREAKER.ADMIT': { actions: sendTo(({ system }) => system.get('pool'), ({ event }) => ({ type: 'LEASE.REQUEST', replyTo: event.replyTo })) },
-    'BREAKER.REPORT': { actions: assign({ successes: ({ context }) => context.successes + 1 }) },
-  },
-});
-
 const agent = setup({ types: {} as { input: { task: number }; context: { task: number; calls: number }; events: { type: 'LEASE.GRANTED' } | { type: 'MODEL.REPLY' } } }).createMachine({
   id: 'agent',
   context: ({ input }) => ({ task: input.task, calls: 0 }),
   initial: 'lease',
   states: {
     lease: {
-      entry: sendTo(({ system }) => system.get('breaker'), ({ self }) => ({ type: 'BREAKER.ADMIT', replyTo: self })),
+      entry: sendTo(({ system }) => system.get('pool'), ({ self }) => ({ type: 'LEASE.REQUEST', replyTo: self })),
       on: { 'LEASE.GRANTED': { target: 'running', actions: assign({ calls: ({ context }) => context.calls + 1 }) } },
     },
     running: {
@@ -63,7 +55,7 @@ const agent = setup({ types: {} as { input: { task: number }; context: { task: n
       on: {
         'MODEL.REPLY': {
           target: 'done',
-          actions: [sendTo(({ system }) => system.get('pool'), { type: 'LEASE.RELEASE' }), sendTo(({ system }) => system.get('breaker'), { type: 'BREAKER.REPORT' })],
+          actions: sendTo(({ system }) => system.get('pool'), { type: 'LEASE.RELEASE' }),
         },
       },
     },
@@ -101,12 +93,11 @@ const group = setup({ types: {} as { input: { group: number }; context: { group:
 export function runFloor(tasks: number, inFlight: number, inspect?: (event: unknown) => void): Promise<void> {
   const groups = Math.ceil(inFlight / GROUP);
   return new Promise((resolve) => {
-    const supervisor = setup({ actors: { pool, breaker, group } }).createMachine({
+    const supervisor = setup({ actors: { pool, group } }).createMachine({
       id: 'supervisor',
       context: { next: Math.min(inFlight, tasks), ended: 0 },
       invoke: [
         { src: 'pool', id: 'pool', systemId: 'pool' },
-        { src: 'breaker', id: 'breaker', systemId: 'breaker' },
         ...Array.from({ length: groups }, (_, g) => ({ src: 'group' as const, id: `group:${g}`, input: { group: g } })),
       ],
       entry: enqueueActions(({ enqueue }) => {

@@ -71,11 +71,11 @@ tasks: on this shared machine the wall time (shown too) also counts the time spe
 core. ${machineLine()}.
 
 **XState's floor under the scheduler** (\`test/bench/floor.ts\`, measured in the same processes):
-the messages of one task in a run (\`SPAWN\` to a group of at most 32, the agent's init, \`BREAKER.ADMIT\`
-passed on as \`LEASE.REQUEST\`, \`KEY.GRANT\`, \`LEASE.GRANTED\` from the key, the call's reply in a
-microtask, \`LEASE.RELEASE\` passed on as \`KEY.RELEASE\`, \`BREAKER.REPORT\`, the group's done event,
-\`AGENT.ENDED\`: 12 events and one spawned actor, as \`test/run/floor.test.ts\` checks against a real
-run), played by machines that do nothing else (no bookkeeping, no journal, no checks), 50 in
+the messages of one task in a run (\`SPAWN\` to a group of at most 32, the agent's init, \`LEASE.REQUEST\`
+to the pool (the route's breaker is clear, so the pool does not hand it over), \`KEY.GRANT\`,
+\`LEASE.GRANTED\` from the key, the call's reply in a microtask, \`LEASE.RELEASE\` passed on as
+\`KEY.RELEASE\`, the group's done event, \`AGENT.ENDED\`: 10 events and one spawned actor, as
+\`test/run/floor.test.ts\` checks against a real run), played by machines that do nothing else (no bookkeeping, no journal, no checks), 50 in
 flight, cost **${floor.toFixed(0)} µs** per task, ${floorRatio.toFixed(1)}× the bare lifecycle, in the fastest
 process of ${sizes[1]!.toLocaleString('en')} tasks (it runs after the measured run, at the same size). No runtime with this actor design can go below it: a goal under the floor asks for
 fewer messages or actors per task, not for faster code.

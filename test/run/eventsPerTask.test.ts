@@ -73,6 +73,18 @@ describe('a task in XState events and actors', () => {
     expect(received('supervisor')).toBeLessThanOrEqual(TASKS + 2);
   });
 
+  it('costs 10 events per task in all, none of them the breaker\'s: the pool lets a clean route\'s calls through and keeps their successes', async () => {
+    const { result, events, received } = await countRun(TASKS);
+    expect(result.totals.completed).toBe(TASKS);
+    // Per task: SPAWN, init, LEASE.REQUEST, KEY.GRANT, LEASE.GRANTED, MODEL.REPLY, LEASE.RELEASE,
+    // KEY.RELEASE, the done event, AGENT.ENDED; the rest is per run (start-up, key and breaker news).
+    const total = [...events.values()].reduce((a, b) => a + b, 0);
+    expect(total, JSON.stringify(Object.fromEntries(events))).toBeLessThanOrEqual(10 * TASKS + 30);
+    // The breaker: its own init, nothing per task (it used to take BREAKER.ADMIT and BREAKER.REPORT).
+    expect(received('breaker')).toBe(1);
+    expect(events.get('pool <- BREAKER.STATE')).toBe(1);
+  });
+
   it('takes its agent 2 transitions (the lease granted, the reply): no transient step from its spawn to its lease request', async () => {
     const { transitions } = await countRun(TASKS);
     const agent = [...transitions].filter(([k]) => k.startsWith('agent <- '));
