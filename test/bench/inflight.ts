@@ -4,8 +4,11 @@
  * runtime, a plain program (./inflightPeer.ts) makes the same N calls at the same bound against
  * the same simulator: the reachable lower bound, where the ideal (ceil(N / maxInFlight) calls of
  * ~1 s) leaves out the simulator's and the connections' cost. The two alternate for `rounds`
- * rounds (runtime first, then peer) and each figure is the median over the rounds. Prints one
- * JSON line: makespan, ideal, peer makespan, runtime and peer CPU per task, the simulator's CPU
+ * rounds (runtime first, then peer) and each figure is the median over the rounds. Each phase
+ * makes its calls on connections of its own and closes them before its CPU is read: a kept-alive
+ * connection closed by the simulator (5 s idle) costs its client CPU (the socket's close, undici's
+ * error for it), and without this that bill fell into whichever phase ran 5 s later, mostly the
+ * runtime's. The makespan is read before the close. Prints one JSON line: makespan, ideal, peer makespan, runtime and peer CPU per task, the simulator's CPU
  * during each and the most calls it held at once, peak RSS.
  *   node --import tsx test/bench/inflight.ts <tasks> <maxInFlight> [rounds]
  */
@@ -52,35 +55,47 @@ if (process.argv[2] === '--server') {
       });
       server.send('cpu');
     });
-  /** Wall time, this process's CPU and the simulator's CPU of one phase, in ms. */
-  const measure = async (phase: () => Promise<void>) => {
+  /**
+   * Wall time, this process's CPU and the simulator's CPU of one phase, in ms. `phase` makes the
+   * calls and returns the close of its connections: the wall time stops before it, the CPU after.
+   */
+  const measure = async (phase: () => Promise<() => Promise<void>>) => {
     const server0 = await serverCpu();
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
-    await phase();
+    const close = await phase();
     const ms = performance.now() - t0;
+    await close();
     const cpu = process.cpuUsage(cpu0);
     return { ms, cpuMs: (cpu.user + cpu.system) / 1000, serverCpuMs: (await serverCpu()) - server0 };
   };
 
-  const swarm = createSwarm({ store: false, seed: 1 });
-  const pool = new Pool(url);
-  // Warm-up of both: JIT, their HTTP pools.
-  await swarm.run(plan(50, 50)).result;
-  await peerRun(pool, 50, 50, peerPrompt, MAX_TOKENS);
+  // Warm-up of both (JIT), on connections of their own that are closed before the rounds.
+  const warmSwarm = createSwarm({ store: false, seed: 1 });
+  await warmSwarm.run(plan(50, 50)).result;
+  await warmSwarm.close();
+  const warmPool = new Pool(url);
+  await peerRun(warmPool, 50, 50, peerPrompt, MAX_TOKENS);
+  await warmPool.close();
   const runtime: Awaited<ReturnType<typeof measure>>[] = [];
   const peer: Awaited<ReturnType<typeof measure>>[] = [];
   for (let round = 0; round < rounds; round++) {
+    const swarm = createSwarm({ store: false, seed: 1 });
     runtime.push(
       await measure(async () => {
         const result = await swarm.run(plan(n, maxInFlight)).result;
         if (result.totals.completed !== n) throw new Error(`only ${result.totals.completed} of ${n} completed`);
+        return () => swarm.close();
       }),
     );
-    peer.push(await measure(() => peerRun(pool, n, maxInFlight, peerPrompt, MAX_TOKENS)));
+    const pool = new Pool(url);
+    peer.push(
+      await measure(async () => {
+        await peerRun(pool, n, maxInFlight, peerPrompt, MAX_TOKENS);
+        return () => pool.close();
+      }),
+    );
   }
-  await swarm.close();
-  await pool.close();
   server.disconnect();
   const median = (xs: number[]) => {
     const s = [...xs].sort((a, b) => a - b);
