@@ -79,6 +79,47 @@ describe('SseParser', () => {
     expect(parseAll(['\uFEFFdata: a\nevent\n\n'])).toEqual([{ event: 'message', data: 'a' }]);
   });
 
+  it('decodes bytes as a streaming TextDecoder does: BOMs, invalid bytes and characters split anywhere', () => {
+    // Bytes that are not UTF-8 (a lone continuation, an overlong lead, a cut 4-byte character)
+    // between whole 2-, 3- and 4-byte characters, and a BOM at the start and one in the text.
+    const bad = [0x80, 0xc0, 0xaf, 0xe2, 0x82, 0x20, 0xf0, 0x9f, 0x98, 0x0a, 0xed, 0xa0, 0x80, 0xff];
+    const all = Uint8Array.from([0xef, 0xbb, 0xbf, ...bytes('data: ä€😀\uFEFF'), ...bad, ...bytes('\n\nevent: é\ndata: 😀x\n\n')]);
+    // The reference: one TextDecoder over the whole body (what the parser used to keep per stream).
+    const expected = parseAll([new TextDecoder().decode(all)]);
+    expect(expected).toHaveLength(2);
+    for (let cut = 0; cut <= all.length; cut++) {
+      for (let cut2 = cut; cut2 <= all.length; cut2 += 3) {
+        expect(parseAll([all.subarray(0, cut), all.subarray(cut, cut2), all.subarray(cut2)])).toEqual(expected);
+      }
+    }
+    expect(parseAll(Array.from(all, (_, i) => all.subarray(i, i + 1)))).toEqual(expected);
+    // A BOM is stripped at the start of the stream only, also when it arrives split.
+    expect(parseAll([Uint8Array.of(0xef, 0xbb), Uint8Array.of(0xbf, ...bytes('data: a\n\n'))])).toEqual([{ event: 'message', data: 'a' }]);
+  });
+
+  it('makes no TextDecoder for a stream whose chunks end between characters, and one for a stream cut inside one', () => {
+    const real = globalThis.TextDecoder;
+    let made = 0;
+    globalThis.TextDecoder = class extends real {
+      constructor(...args: ConstructorParameters<typeof TextDecoder>) {
+        super(...args);
+        made++;
+      }
+    };
+    try {
+      const all = bytes('event: é\ndata: 😀 ascii\n\ndata: €\n\n');
+      const at = all.indexOf(0x20); // after "event:", between characters
+      expect(parseAll([all.subarray(0, at), all.subarray(at)])).toEqual([{ event: 'é', data: '😀 ascii' }, { event: 'message', data: '€' }]);
+      // Before: a decoder per parser, whatever the chunks (thousands of streams in flight paid each).
+      expect(made).toBe(0);
+      const inside = all.indexOf(0xf0) + 2; // two bytes into the emoji
+      expect(parseAll([all.subarray(0, inside), all.subarray(inside)])).toEqual([{ event: 'é', data: '😀 ascii' }, { event: 'message', data: '€' }]);
+      expect(made).toBe(1);
+    } finally {
+      globalThis.TextDecoder = real;
+    }
+  });
+
   it('reads a whole Anthropic fixture the same at every chunk size', async () => {
     const text = fixture('anthropic/tool_use.sse');
     const whole = parseAll([text]);
