@@ -1,3 +1,4 @@
+import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { readSse, SseLimitError, SseParser, type SseEvent } from '../../src/providers/sse.js';
 import { ReplyGuard } from '../../src/providers/replyLimits.js';
@@ -196,5 +197,56 @@ describe('ReplyGuard.events', () => {
     await expect(async () => {
       for await (const _ of new ReplyGuard(1, facts, undefined).events(endless(), controller.signal));
     }).rejects.toThrow('deadline');
+  });
+});
+
+describe('ReplyGuard.read of a Node stream (by its events)', () => {
+  const facts = { provider: 'p', model: 'm', keyId: 'p:k' };
+  const read = (body: PassThrough, onEvent: (e: SseEvent) => void = () => {}, signal?: AbortSignal) => new ReplyGuard(16, facts, undefined).read(body, signal, onEvent);
+
+  it('gives the events as the chunks complete them, and those the end completes', async () => {
+    const body = new PassThrough();
+    const seen: string[] = [];
+    const done = read(body, (e) => seen.push(`${e.event}:${e.data}`));
+    body.write('event: a\ndata: 1\n\ndata: par');
+    body.end('tial\n\n');
+    await done;
+    expect(seen).toEqual(['a:1', 'message:partial']);
+    expect(body.listenerCount('data') + body.listenerCount('error')).toBe(0);
+  });
+
+  it('fails as a for-await fails: a body closed before its end, a body error; and a throw destroys the body', async () => {
+    const cut = new PassThrough();
+    const cutRead = read(cut);
+    cut.write('data: 1\n');
+    cut.destroy();
+    await expect(cutRead).rejects.toMatchObject({ code: 'ERR_STREAM_PREMATURE_CLOSE', message: 'Premature close' });
+    const broken = new PassThrough();
+    const brokenRead = read(broken);
+    broken.destroy(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
+    await expect(brokenRead).rejects.toMatchObject({ code: 'UND_ERR_SOCKET' });
+    const thrown = new PassThrough();
+    const thrownRead = read(thrown, () => {
+      throw new Error('adapter says no');
+    });
+    thrown.write('data: 1\n\n');
+    await expect(thrownRead).rejects.toThrow('adapter says no');
+    expect(thrown.destroyed).toBe(true);
+  });
+
+  it('holds the byte bound and the abort signal per chunk, and destroys the body then', async () => {
+    const big = new PassThrough();
+    const bigRead = new ReplyGuard(1, facts, undefined).read(big, undefined, () => {});
+    for (let i = 0; i < 20; i++) big.write(new Uint8Array(64 * 1024).fill(0x20));
+    await expect(bigRead).rejects.toThrow(/larger than 1 MiB/);
+    expect(big.destroyed).toBe(true);
+    const controller = new AbortController();
+    const late = new PassThrough();
+    const lateRead = read(late, () => {}, controller.signal);
+    late.write('data: 1\n\n');
+    controller.abort(new Error('deadline'));
+    late.write('data: 2\n\n');
+    await expect(lateRead).rejects.toThrow('deadline');
+    expect(late.destroyed).toBe(true);
   });
 });
