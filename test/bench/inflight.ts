@@ -40,11 +40,11 @@ if (process.argv[2] === '--server') {
   // counts of texts it has seen, so the second of two phases sending the same texts would be
   // served for less than the first.
   const peerPrompt = (i: number) => `Call ${i}.`;
-  const plan = (count: number, inFlight: number) => ({
+  const plan = (count: number, inFlight: number, text = prompt) => ({
     providers: { p: { type: 'sim', baseURL: url } },
     models: { m: { provider: 'p', model: 'sim-fast', maxTokens: MAX_TOKENS } },
     defaults: { maxInFlight: inFlight, taskTimeoutMs: 600_000 },
-    tasks: Array.from({ length: count }, (_, i) => ({ id: `t${i}`, model: 'm', prompt: prompt(i) })),
+    tasks: Array.from({ length: count }, (_, i) => ({ id: `t${i}`, model: 'm', prompt: text(i) })),
   });
   let simPeakInFlight = 0; // the most calls the simulator held at once
   const serverCpu = () =>
@@ -70,12 +70,17 @@ if (process.argv[2] === '--server') {
     return { ms, cpuMs: (cpu.user + cpu.system) / 1000, serverCpuMs: (await serverCpu()) - server0 };
   };
 
-  // Warm-up of both (JIT), on connections of their own that are closed before the rounds.
+  // Warm-up of both (JIT), on connections of their own that are closed before the rounds, at up
+  // to 1,000 calls at once: after a warm-up of 50 the first round still paid the JIT of the code
+  // paths many calls in flight take (the runtime's first round ~2x its later ones), and the
+  // runtime, going first, warmed undici's for the peer.
+  const warmN = Math.min(n, 1_000);
   const warmSwarm = createSwarm({ store: false, seed: 1 });
-  await warmSwarm.run(plan(50, 50)).result;
+  // Words the rounds do not send (the simulator would serve those for less afterwards).
+  await warmSwarm.run(plan(warmN, Math.min(maxInFlight, warmN), (i) => `Warm ${i}.`)).result;
   await warmSwarm.close();
   const warmPool = new Pool(url);
-  await peerRun(warmPool, 50, 50, peerPrompt, MAX_TOKENS);
+  await peerRun(warmPool, warmN, Math.min(maxInFlight, warmN), (i) => `Warmup ${i}.`, MAX_TOKENS);
   await warmPool.close();
   const runtime: Awaited<ReturnType<typeof measure>>[] = [];
   const peer: Awaited<ReturnType<typeof measure>>[] = [];
@@ -117,6 +122,10 @@ if (process.argv[2] === '--server') {
       cpuMs,
       cpuUsPerTask: (cpuMs * 1000) / n,
       peerCpuUsPerTask: (peerCpuMs * 1000) / n,
+      // Each round's figures, in order: the first round of a size also pays the JIT and heap
+      // growth of that size (mostly the runtime's: it goes first and warms undici for the peer).
+      cpuUsPerTaskRounds: runtime.map((r) => Math.round((r.cpuMs * 1000) / n)),
+      peerCpuUsPerTaskRounds: peer.map((r) => Math.round((r.cpuMs * 1000) / n)),
       serverCpuMs: median(runtime.map((r) => r.serverCpuMs)),
       peerServerCpuMs: median(peer.map((r) => r.serverCpuMs)),
       simPeakInFlight,
