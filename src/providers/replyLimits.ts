@@ -15,6 +15,7 @@
  * bound. Wire bytes get the larger allowance because SSE framing repeats JSON around every few
  * characters of text (an OpenAI chunk is about 200 bytes for one token).
  */
+import type { Readable } from 'node:stream';
 import type { RateLimitHint } from '../../machines/protocol.js';
 import { type CallFacts, jsonObjectOf, malformedResponse } from './classify.js';
 import type { ProviderError } from './errors.js';
@@ -98,12 +99,45 @@ export class ReplyGuard {
 
   /**
    * The same events, each handed to `onEvent` as its chunk completes it: what the adapters use.
-   * No generator sits between the body and the adapter, so a chunk costs the body's own promise
-   * and not a generator's promises besides (thousands of calls in flight each pay it per chunk).
-   * Leaving early (a throw, from here or `onEvent`) destroys the body, as a `for await` does.
+   * No generator sits between the body and the adapter. A live Node stream (undici's body) is
+   * read by its events, not `for await`: its async iterator cost each call a generator, a
+   * promise a chunk and end-of-stream bookkeeping of its own (thousands of calls in flight each
+   * paid it). Leaving early (a throw, from here or `onEvent`) destroys the body, as a `for await`
+   * does; a body that closes before its end fails as `for await` fails it (premature close).
    */
-  async read(body: AsyncIterable<Uint8Array>, signal: AbortSignal | undefined, onEvent: (event: SseEvent) => void): Promise<void> {
+  read(body: AsyncIterable<Uint8Array>, signal: AbortSignal | undefined, onEvent: (event: SseEvent) => void): Promise<void> {
     const feed = this.feed(signal);
+    if (!isLiveStream(body)) return this.iterate(body, feed, onEvent);
+    return new Promise<void>((resolve, reject) => {
+      const settle = (error?: unknown) => {
+        body.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+        if (error === undefined) resolve();
+        else reject(this.failureOf(error));
+      };
+      const onData = (chunk: Uint8Array) => {
+        try {
+          for (const event of feed.push(chunk)) onEvent(event);
+        } catch (error) {
+          settle(error);
+          body.destroy();
+        }
+      };
+      const onEnd = () => {
+        try {
+          for (const event of feed.end()) onEvent(event);
+          settle();
+        } catch (error) {
+          settle(error);
+        }
+      };
+      const onError = (error: unknown) => settle(error);
+      const onClose = () => settle(prematureClose());
+      body.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+    });
+  }
+
+  /** `read` over any async iterable (a body that is not a live Node stream). */
+  private async iterate(body: AsyncIterable<Uint8Array>, feed: ReturnType<ReplyGuard['feed']>, onEvent: (event: SseEvent) => void): Promise<void> {
     try {
       for await (const chunk of body) for (const event of feed.push(chunk)) onEvent(event);
       for (const event of feed.end()) onEvent(event);
@@ -173,6 +207,19 @@ export async function readJsonBody(response: HttpResponse, facts: CallFacts, rat
   const body = jsonObjectOf(text);
   if (!body) throw malformedResponse(facts, 'the body is not a JSON object', rateLimit);
   return body;
+}
+
+type LiveStream = AsyncIterable<Uint8Array> & Pick<Readable, 'on' | 'off' | 'destroy' | 'destroyed'>;
+
+/** A Node readable not yet ended or destroyed (one that is goes the `for await` way, which reports it as before). */
+function isLiveStream(body: AsyncIterable<Uint8Array>): body is LiveStream {
+  const b = body as Partial<Readable>;
+  return typeof b.on === 'function' && typeof b.off === 'function' && typeof b.destroy === 'function' && b.destroyed === false && b.readableEnded === false && b.readableFlowing !== true;
+}
+
+/** What `for await` throws for a stream closed before its end (the code classify.ts reads as `network`). */
+function prematureClose(): Error {
+  return Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
 }
 
 function size(bytes: number): string {

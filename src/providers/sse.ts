@@ -51,7 +51,14 @@ export class SseLimitError extends Error {
  * parser.push('event: ping\ndata: {}\n\n'); // [{ event: 'ping', data: '{}' }]
  */
 export class SseParser {
-  private readonly decoder = new TextDecoder('utf-8');
+  /**
+   * Made only when a chunk ends inside a character (its tail waits for the next chunk). Until
+   * then each chunk is whole UTF-8 and Buffer decodes it: a TextDecoder per stream (an ICU
+   * converter) cost more than the rest of a short reply's decoding, for every call.
+   */
+  private decoder: InstanceType<typeof TextDecoder> | undefined;
+  /** Bytes have arrived: a BOM is stripped only at the start of the stream, as TextDecoder does. */
+  private sawBytes = false;
   private readonly maxLine: number;
   /**
    * The start of a line whose end has not arrived, in pieces: each chunk is scanned once, so a
@@ -74,7 +81,7 @@ export class SseParser {
 
   /** Feeds a chunk (bytes or text); returns the events it completed, in order. Throws SseLimitError. */
   push(chunk: Uint8Array | string): SseEvent[] {
-    let text = typeof chunk === 'string' ? chunk : this.decoder.decode(chunk, { stream: true });
+    let text = typeof chunk === 'string' ? chunk : this.decode(chunk);
     if (!this.sawFirstChunk && text.length > 0) {
       this.sawFirstChunk = true;
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
@@ -114,9 +121,25 @@ export class SseParser {
     return events;
   }
 
+  /** A chunk as text; what TextDecoder's stream mode would give, with a decoder only when needed. */
+  private decode(chunk: Uint8Array): string {
+    if (this.decoder) return this.decoder.decode(chunk, { stream: true });
+    const atStart = !this.sawBytes;
+    if (chunk.byteLength === 0) return '';
+    this.sawBytes = true;
+    if (endsInsideCharacter(chunk)) {
+      // Later BOMs are text: only a decoder made at the very start may strip one.
+      this.decoder = new TextDecoder('utf-8', { ignoreBOM: !atStart });
+      return this.decoder.decode(chunk, { stream: true });
+    }
+    const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const bom = atStart && bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+    return bytes.toString('utf8', bom ? 3 : 0);
+  }
+
   /** Ends the stream: flushes the decoder; an event without its blank line is dropped. */
   end(): SseEvent[] {
-    const rest = this.decoder.decode();
+    const rest = this.decoder?.decode() ?? '';
     const events = rest ? this.push(rest) : [];
     this.partial = [];
     this.partialLength = 0;
@@ -167,6 +190,20 @@ export class SseParser {
     if (this.retry !== undefined) event.retry = this.retry;
     return event;
   }
+}
+
+/**
+ * Whether a chunk may end with the start of a multi-byte character (a lead byte in its last three
+ * bytes with fewer bytes after it than it needs). Erring towards true only costs a decoder.
+ */
+function endsInsideCharacter(bytes: Uint8Array): boolean {
+  const n = bytes.length;
+  for (let back = 1; back <= 3 && back <= n; back++) {
+    const b = bytes[n - back]!;
+    if (b < 0x80) return false;
+    if (b >= 0xc0) return (b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : 2) > back;
+  }
+  return false;
 }
 
 /**

@@ -14,7 +14,14 @@ export interface ToolNaming {
   fromWire(name: string): string;
 }
 
+/**
+ * The naming of a request whose tools all have safe names (no tools at all, most calls): every
+ * name maps to itself, so one shared naming serves them and nothing is renamed or copied.
+ */
+const AS_IS: ToolNaming = Object.freeze({ toWire: (n: string) => n, fromWire: (n: string) => n });
+
 export function toolNaming(names: readonly string[]): ToolNaming {
+  if (names.every((n) => SAFE.test(n))) return AS_IS;
   const out = new Map<string, string>();
   const back = new Map<string, string>();
   const taken = new Set(names.filter((n) => SAFE.test(n)));
@@ -37,6 +44,8 @@ const renameBlock = (block: ContentBlock, rename: (n: string) => string): Conten
 
 /** The request's tools and past tool calls, under their wire names. */
 export function toWire(naming: ToolNaming, tools: ToolSpec[], messages: Message[]): { tools: ToolSpec[]; messages: Message[] } {
+  // Fresh arrays and tool objects still: an adapter (a custom one too) may change what it is given.
+  if (naming === AS_IS) return { tools: tools.length === 0 ? [] : tools.map((t) => ({ ...t })), messages: messages.slice() };
   return {
     tools: tools.map((t) => ({ ...t, name: naming.toWire(t.name) })),
     messages: messages.map((m) => (m.role === 'assistant' ? { ...m, content: m.content.map((b) => renameBlock(b, naming.toWire)) } : m)),
@@ -45,6 +54,6 @@ export function toWire(naming: ToolNaming, tools: ToolSpec[], messages: Message[
 
 /** The reply's tool calls, under the plan's names again. */
 export function fromWire(naming: ToolNaming, output: ModelCallOutput): ModelCallOutput {
-  if (!output.content.some((b) => b.type === 'tool_use')) return output;
+  if (naming === AS_IS || !output.content.some((b) => b.type === 'tool_use')) return output;
   return { ...output, content: output.content.map((b) => renameBlock(b, naming.fromWire)) };
 }

@@ -4,8 +4,11 @@
  * runtime, a plain program (./inflightPeer.ts) makes the same N calls at the same bound against
  * the same simulator: the reachable lower bound, where the ideal (ceil(N / maxInFlight) calls of
  * ~1 s) leaves out the simulator's and the connections' cost. The two alternate for `rounds`
- * rounds (runtime first, then peer) and each figure is the median over the rounds. Prints one
- * JSON line: makespan, ideal, peer makespan, runtime and peer CPU per task, the simulator's CPU
+ * rounds (runtime first, then peer) and each figure is the median over the rounds. Each phase
+ * makes its calls on connections of its own and closes them before its CPU is read: a kept-alive
+ * connection closed by the simulator (5 s idle) costs its client CPU (the socket's close, undici's
+ * error for it), and without this that bill fell into whichever phase ran 5 s later, mostly the
+ * runtime's. The makespan is read before the close. Prints one JSON line: makespan, ideal, peer makespan, runtime and peer CPU per task, the simulator's CPU
  * during each and the most calls it held at once, peak RSS.
  *   node --import tsx test/bench/inflight.ts <tasks> <maxInFlight> [rounds]
  */
@@ -37,11 +40,11 @@ if (process.argv[2] === '--server') {
   // counts of texts it has seen, so the second of two phases sending the same texts would be
   // served for less than the first.
   const peerPrompt = (i: number) => `Call ${i}.`;
-  const plan = (count: number, inFlight: number) => ({
+  const plan = (count: number, inFlight: number, text = prompt) => ({
     providers: { p: { type: 'sim', baseURL: url } },
     models: { m: { provider: 'p', model: 'sim-fast', maxTokens: MAX_TOKENS } },
     defaults: { maxInFlight: inFlight, taskTimeoutMs: 600_000 },
-    tasks: Array.from({ length: count }, (_, i) => ({ id: `t${i}`, model: 'm', prompt: prompt(i) })),
+    tasks: Array.from({ length: count }, (_, i) => ({ id: `t${i}`, model: 'm', prompt: text(i) })),
   });
   let simPeakInFlight = 0; // the most calls the simulator held at once
   const serverCpu = () =>
@@ -52,35 +55,52 @@ if (process.argv[2] === '--server') {
       });
       server.send('cpu');
     });
-  /** Wall time, this process's CPU and the simulator's CPU of one phase, in ms. */
-  const measure = async (phase: () => Promise<void>) => {
+  /**
+   * Wall time, this process's CPU and the simulator's CPU of one phase, in ms. `phase` makes the
+   * calls and returns the close of its connections: the wall time stops before it, the CPU after.
+   */
+  const measure = async (phase: () => Promise<() => Promise<void>>) => {
     const server0 = await serverCpu();
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
-    await phase();
+    const close = await phase();
     const ms = performance.now() - t0;
+    await close();
     const cpu = process.cpuUsage(cpu0);
     return { ms, cpuMs: (cpu.user + cpu.system) / 1000, serverCpuMs: (await serverCpu()) - server0 };
   };
 
-  const swarm = createSwarm({ store: false, seed: 1 });
-  const pool = new Pool(url);
-  // Warm-up of both: JIT, their HTTP pools.
-  await swarm.run(plan(50, 50)).result;
-  await peerRun(pool, 50, 50, peerPrompt, MAX_TOKENS);
+  // Warm-up of both (JIT), on connections of their own that are closed before the rounds, at up
+  // to 1,000 calls at once: after a warm-up of 50 the first round still paid the JIT of the code
+  // paths many calls in flight take (the runtime's first round ~2x its later ones), and the
+  // runtime, going first, warmed undici's for the peer.
+  const warmN = Math.min(n, 1_000);
+  const warmSwarm = createSwarm({ store: false, seed: 1 });
+  // Words the rounds do not send (the simulator would serve those for less afterwards).
+  await warmSwarm.run(plan(warmN, Math.min(maxInFlight, warmN), (i) => `Warm ${i}.`)).result;
+  await warmSwarm.close();
+  const warmPool = new Pool(url);
+  await peerRun(warmPool, warmN, Math.min(maxInFlight, warmN), (i) => `Warmup ${i}.`, MAX_TOKENS);
+  await warmPool.close();
   const runtime: Awaited<ReturnType<typeof measure>>[] = [];
   const peer: Awaited<ReturnType<typeof measure>>[] = [];
   for (let round = 0; round < rounds; round++) {
+    const swarm = createSwarm({ store: false, seed: 1 });
     runtime.push(
       await measure(async () => {
         const result = await swarm.run(plan(n, maxInFlight)).result;
         if (result.totals.completed !== n) throw new Error(`only ${result.totals.completed} of ${n} completed`);
+        return () => swarm.close();
       }),
     );
-    peer.push(await measure(() => peerRun(pool, n, maxInFlight, peerPrompt, MAX_TOKENS)));
+    const pool = new Pool(url);
+    peer.push(
+      await measure(async () => {
+        await peerRun(pool, n, maxInFlight, peerPrompt, MAX_TOKENS);
+        return () => pool.close();
+      }),
+    );
   }
-  await swarm.close();
-  await pool.close();
   server.disconnect();
   const median = (xs: number[]) => {
     const s = [...xs].sort((a, b) => a - b);
@@ -102,6 +122,10 @@ if (process.argv[2] === '--server') {
       cpuMs,
       cpuUsPerTask: (cpuMs * 1000) / n,
       peerCpuUsPerTask: (peerCpuMs * 1000) / n,
+      // Each round's figures, in order: the first round of a size also pays the JIT and heap
+      // growth of that size (mostly the runtime's: it goes first and warms undici for the peer).
+      cpuUsPerTaskRounds: runtime.map((r) => Math.round((r.cpuMs * 1000) / n)),
+      peerCpuUsPerTaskRounds: peer.map((r) => Math.round((r.cpuMs * 1000) / n)),
       serverCpuMs: median(runtime.map((r) => r.serverCpuMs)),
       peerServerCpuMs: median(peer.map((r) => r.serverCpuMs)),
       simPeakInFlight,

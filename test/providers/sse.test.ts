@@ -1,3 +1,4 @@
+import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { readSse, SseLimitError, SseParser, type SseEvent } from '../../src/providers/sse.js';
 import { ReplyGuard } from '../../src/providers/replyLimits.js';
@@ -79,6 +80,47 @@ describe('SseParser', () => {
     expect(parseAll(['\uFEFFdata: a\nevent\n\n'])).toEqual([{ event: 'message', data: 'a' }]);
   });
 
+  it('decodes bytes as a streaming TextDecoder does: BOMs, invalid bytes and characters split anywhere', () => {
+    // Bytes that are not UTF-8 (a lone continuation, an overlong lead, a cut 4-byte character)
+    // between whole 2-, 3- and 4-byte characters, and a BOM at the start and one in the text.
+    const bad = [0x80, 0xc0, 0xaf, 0xe2, 0x82, 0x20, 0xf0, 0x9f, 0x98, 0x0a, 0xed, 0xa0, 0x80, 0xff];
+    const all = Uint8Array.from([0xef, 0xbb, 0xbf, ...bytes('data: ä€😀\uFEFF'), ...bad, ...bytes('\n\nevent: é\ndata: 😀x\n\n')]);
+    // The reference: one TextDecoder over the whole body (what the parser used to keep per stream).
+    const expected = parseAll([new TextDecoder().decode(all)]);
+    expect(expected).toHaveLength(2);
+    for (let cut = 0; cut <= all.length; cut++) {
+      for (let cut2 = cut; cut2 <= all.length; cut2 += 3) {
+        expect(parseAll([all.subarray(0, cut), all.subarray(cut, cut2), all.subarray(cut2)])).toEqual(expected);
+      }
+    }
+    expect(parseAll(Array.from(all, (_, i) => all.subarray(i, i + 1)))).toEqual(expected);
+    // A BOM is stripped at the start of the stream only, also when it arrives split.
+    expect(parseAll([Uint8Array.of(0xef, 0xbb), Uint8Array.of(0xbf, ...bytes('data: a\n\n'))])).toEqual([{ event: 'message', data: 'a' }]);
+  });
+
+  it('makes no TextDecoder for a stream whose chunks end between characters, and one for a stream cut inside one', () => {
+    const real = globalThis.TextDecoder;
+    let made = 0;
+    globalThis.TextDecoder = class extends real {
+      constructor(...args: ConstructorParameters<typeof TextDecoder>) {
+        super(...args);
+        made++;
+      }
+    };
+    try {
+      const all = bytes('event: é\ndata: 😀 ascii\n\ndata: €\n\n');
+      const at = all.indexOf(0x20); // after "event:", between characters
+      expect(parseAll([all.subarray(0, at), all.subarray(at)])).toEqual([{ event: 'é', data: '😀 ascii' }, { event: 'message', data: '€' }]);
+      // Before: a decoder per parser, whatever the chunks (thousands of streams in flight paid each).
+      expect(made).toBe(0);
+      const inside = all.indexOf(0xf0) + 2; // two bytes into the emoji
+      expect(parseAll([all.subarray(0, inside), all.subarray(inside)])).toEqual([{ event: 'é', data: '😀 ascii' }, { event: 'message', data: '€' }]);
+      expect(made).toBe(1);
+    } finally {
+      globalThis.TextDecoder = real;
+    }
+  });
+
   it('reads a whole Anthropic fixture the same at every chunk size', async () => {
     const text = fixture('anthropic/tool_use.sse');
     const whole = parseAll([text]);
@@ -155,5 +197,56 @@ describe('ReplyGuard.events', () => {
     await expect(async () => {
       for await (const _ of new ReplyGuard(1, facts, undefined).events(endless(), controller.signal));
     }).rejects.toThrow('deadline');
+  });
+});
+
+describe('ReplyGuard.read of a Node stream (by its events)', () => {
+  const facts = { provider: 'p', model: 'm', keyId: 'p:k' };
+  const read = (body: PassThrough, onEvent: (e: SseEvent) => void = () => {}, signal?: AbortSignal) => new ReplyGuard(16, facts, undefined).read(body, signal, onEvent);
+
+  it('gives the events as the chunks complete them, and those the end completes', async () => {
+    const body = new PassThrough();
+    const seen: string[] = [];
+    const done = read(body, (e) => seen.push(`${e.event}:${e.data}`));
+    body.write('event: a\ndata: 1\n\ndata: par');
+    body.end('tial\n\n');
+    await done;
+    expect(seen).toEqual(['a:1', 'message:partial']);
+    expect(body.listenerCount('data') + body.listenerCount('error')).toBe(0);
+  });
+
+  it('fails as a for-await fails: a body closed before its end, a body error; and a throw destroys the body', async () => {
+    const cut = new PassThrough();
+    const cutRead = read(cut);
+    cut.write('data: 1\n');
+    cut.destroy();
+    await expect(cutRead).rejects.toMatchObject({ code: 'ERR_STREAM_PREMATURE_CLOSE', message: 'Premature close' });
+    const broken = new PassThrough();
+    const brokenRead = read(broken);
+    broken.destroy(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
+    await expect(brokenRead).rejects.toMatchObject({ code: 'UND_ERR_SOCKET' });
+    const thrown = new PassThrough();
+    const thrownRead = read(thrown, () => {
+      throw new Error('adapter says no');
+    });
+    thrown.write('data: 1\n\n');
+    await expect(thrownRead).rejects.toThrow('adapter says no');
+    expect(thrown.destroyed).toBe(true);
+  });
+
+  it('holds the byte bound and the abort signal per chunk, and destroys the body then', async () => {
+    const big = new PassThrough();
+    const bigRead = new ReplyGuard(1, facts, undefined).read(big, undefined, () => {});
+    for (let i = 0; i < 20; i++) big.write(new Uint8Array(64 * 1024).fill(0x20));
+    await expect(bigRead).rejects.toThrow(/larger than 1 MiB/);
+    expect(big.destroyed).toBe(true);
+    const controller = new AbortController();
+    const late = new PassThrough();
+    const lateRead = read(late, () => {}, controller.signal);
+    late.write('data: 1\n\n');
+    controller.abort(new Error('deadline'));
+    late.write('data: 2\n\n');
+    await expect(lateRead).rejects.toThrow('deadline');
+    expect(late.destroyed).toBe(true);
   });
 });

@@ -26,4 +26,25 @@ describe('tool names on the wire', () => {
     const back = fromWire(naming, { content: [{ type: 'tool_use', id: '2', name: 'fs__read', input: {} }], stopReason: 'tool_use', usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0 } });
     expect(back.content[0]).toMatchObject({ name: 'fs.read' });
   });
+
+  it('maps nothing for a request whose tool names are all safe: one shared naming, its messages not copied one by one', () => {
+    // Most calls (no tools, or plain names) paid two maps, a set and a copy of every message and
+    // tool per call to map each name to itself.
+    const naming = toolNaming(['lookup', 'get_weather']);
+    expect(toolNaming([])).toBe(naming);
+    const tools = [{ name: 'lookup', inputSchema: {} }];
+    const messages = [
+      { role: 'user' as const, content: [{ type: 'text' as const, text: 'go' }] },
+      { role: 'assistant' as const, content: [{ type: 'tool_use' as const, id: '1', name: 'lookup', input: {} }] },
+    ];
+    const wire = toWire(naming, tools, messages);
+    expect(wire.tools).toEqual(tools);
+    expect(wire.tools[0]).not.toBe(tools[0]);
+    expect(wire.messages).not.toBe(messages);
+    expect(wire.messages[1]).toBe(messages[1]);
+    const reply = { content: [{ type: 'tool_use' as const, id: '2', name: 'lookup', input: {} }], stopReason: 'tool_use' as const, usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0 } };
+    expect(fromWire(naming, reply)).toBe(reply);
+    // A name the model made up comes back as it came, as before.
+    expect(naming.fromWire('made.up')).toBe('made.up');
+  });
 });
