@@ -109,8 +109,15 @@ export class ReplyGuard {
     const feed = this.feed(signal);
     if (!isLiveStream(body)) return this.iterate(body, feed, onEvent);
     return new Promise<void>((resolve, reject) => {
+      let settled = false;
       const settle = (error?: unknown) => {
-        body.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+        if (settled) return;
+        settled = true;
+        body.off('data', onData).off('end', onEnd).off('close', onClose);
+        // After a failure the error listener stays: the body destroyed next (here, or by undici
+        // when the call is aborted) still emits 'error', and a stream error nobody listens for is
+        // an uncaught exception that takes the process down. A body that ended emits no more.
+        if (error === undefined) body.off('error', onError);
         if (error === undefined) resolve();
         else reject(this.failureOf(error));
       };

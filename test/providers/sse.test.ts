@@ -234,6 +234,25 @@ describe('ReplyGuard.read of a Node stream (by its events)', () => {
     expect(thrown.destroyed).toBe(true);
   });
 
+  it("leaves no stream error unheard when the body it destroys emits one (undici's body turns a bare destroy into an AbortError)", async () => {
+    class UndiciLike extends PassThrough {
+      override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+        callback(error ?? Object.assign(new Error('Request aborted'), { code: 'UND_ERR_ABORTED' }));
+      }
+    }
+    const body = new UndiciLike();
+    const reading = read(body, () => {
+      throw new Error('adapter says no');
+    });
+    body.write('data: 1\n\n');
+    await expect(reading).rejects.toThrow('adapter says no');
+    await new Promise((resolve) => (body.closed ? resolve(undefined) : body.once('close', resolve)));
+    // The destroy emitted 'error' (an AbortError) after the read had failed: someone must still
+    // listen, or it is an uncaught exception (vitest reports one on the old code).
+    expect(body.errored).toMatchObject({ code: 'UND_ERR_ABORTED' });
+    expect(body.listenerCount('error')).toBeGreaterThan(0);
+  });
+
   it('holds the byte bound and the abort signal per chunk, and destroys the body then', async () => {
     const big = new PassThrough();
     const bigRead = new ReplyGuard(1, facts, undefined).read(big, undefined, () => {});
