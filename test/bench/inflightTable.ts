@@ -31,8 +31,8 @@ limits, 16 output tokens), so the CPU of the runtime's process is the runtime's 
 simulator's is the "server CPU" column; on this 2-core machine the two share the cores, so a
 busy simulator also slows the runtime's wall time). \`taskTimeoutMs\` 600,000, no journal
 (\`store: false\`), a 50-task warm-up first. The ideal is ceil(tasks / maxInFlight) calls of 1 s:
-it leaves out what the calls cost at all on this machine (the simulator spends about a
-millisecond of CPU per call). So the same process also runs a **peer**
+it leaves out what the calls cost at all on this machine (the simulator spends about 0.4 ms of
+CPU per call). So the same process also runs a **peer**
 (\`test/bench/inflightPeer.ts\`): the same calls at the same maxInFlight made by a plain program
 (an undici Pool, a p-limit-style bound, the stream read as SSE; no swarmstate code), against the
 same simulator. Its makespan is the reachable lower bound; a runtime that "beats" it would mean a
