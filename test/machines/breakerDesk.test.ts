@@ -3,6 +3,7 @@
  * breaker in one actor system, an agent stand-in that logs what it is sent, and the breaker's
  * inbox counted through `inspect`.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createActor, createMachine, setup, SimulatedClock, type AnyActorRef, type InspectionEvent } from 'xstate';
 import { breakerMachine, type BreakerContext } from '../../machines/breaker.machine.js';
@@ -209,5 +210,98 @@ describe('handBack: what a crashed agent gives back on a guarded route', () => {
     expect(pending).toEqual([{ to: 'pool:acme', event: { type: 'LEASE.CANCEL', requestId: 'r' } }]);
     const holding = handBack({ ...base, held: { pending: null, admission: 'r', lease: { leaseId: 'L', keyId: 'A' }, reservation: null, reroute: null } } as never);
     expect(holding).toEqual([{ to: 'pool:acme', event: { type: 'LEASE.RELEASE', leaseId: 'L', keyId: 'A', outcome: { kind: 'error' }, verdict: 'neutral' } }]);
+  });
+});
+
+describe('the front desk, against random runs', () => {
+  type Op = { op: 'request' } | { op: 'release'; pick: number; verdict: BreakerVerdict } | { op: 'cancel'; pick: number } | { op: 'wait' };
+  const ops = (withTime: boolean) =>
+    fc.array(
+      fc.oneof(
+        { weight: 4, arbitrary: fc.constant<Op>({ op: 'request' }) },
+        { weight: 5, arbitrary: fc.record({ op: fc.constant('release' as const), pick: fc.nat(), verdict: fc.constantFrom<BreakerVerdict>('success', 'failure', 'neutral') }) },
+        { weight: 1, arbitrary: fc.record({ op: fc.constant('cancel' as const), pick: fc.nat() }) },
+        ...(withTime ? [{ weight: 1, arbitrary: fc.constant<Op>({ op: 'wait' }) }] : []),
+      ),
+      { minLength: 20, maxLength: 80 },
+    );
+
+  /**
+   * Plays `script`; after every step checks that a request the pool granted without handing it to
+   * the breaker was granted while the breaker really was closed with no failure counted.
+   */
+  function play(script: Op[], breaker: { failureThreshold: number; cooldownMs: number }, each: (h: ReturnType<typeof harness>, done: Op | null) => void) {
+    const h = harness(breaker);
+    const open: string[] = []; // granted, not released
+    const pending: string[] = []; // asked, not granted yet
+    let n = 0;
+    const stats = { direct: 0, directAfterFailure: 0, viaBreaker: 0 };
+    let failedBefore = false;
+    for (const op of script) {
+      let done: Op | null = op;
+      if (op.op === 'request' && open.length + pending.length < 8) {
+        const id = `r${n++}`;
+        h.toBreaker.length = 0;
+        h.request(id);
+        const viaBreaker = h.toBreaker.some((e) => e.type === 'BREAKER.ADMIT' && e.requestId === id);
+        if (h.granted(id)) {
+          open.push(id);
+          if (viaBreaker) stats.viaBreaker++;
+          else {
+            // The pool let it through on its own: the breaker must really be clear now.
+            expect(h.breaker().value).toBe('closed');
+            expect(h.breaker().context.failures).toBe(0);
+            stats.direct++;
+            if (failedBefore) stats.directAfterFailure++;
+          }
+        } else pending.push(id);
+      } else if (op.op === 'release' && open.length > 0) {
+        const [id] = open.splice(op.pick % open.length, 1);
+        h.release(id!, op.verdict);
+        if (op.verdict === 'failure') failedBefore = true;
+      } else if (op.op === 'cancel' && pending.length > 0) {
+        const [id] = pending.splice(op.pick % pending.length, 1);
+        h.cancel(id!);
+      } else if (op.op === 'wait') h.at(breaker.cooldownMs);
+      else done = null; // nothing to release or cancel, or enough requests out
+      // Requests held at the breaker may have been let through meanwhile.
+      for (let i = pending.length - 1; i >= 0; i--) if (h.granted(pending[i]!)) open.push(...pending.splice(i, 1));
+      each(h, done);
+    }
+    return stats;
+  }
+
+  it('a breaker that never opens counts exactly the consecutive failures, though the pool keeps successes on a clean route', () => {
+    const total = { direct: 0, directAfterFailure: 0, viaBreaker: 0 };
+    fc.assert(
+      fc.property(ops(false), (script) => {
+        let expected = 0; // consecutive failures, as a breaker that heard every outcome counts them
+        const stats = play(script, { failureThreshold: 1_000, cooldownMs: 1_000 }, (h, op) => {
+          if (op?.op === 'release') {
+            if (op.verdict === 'failure') expected++;
+            else if (op.verdict === 'success') expected = 0;
+          }
+          expect(h.breaker().context.failures).toBe(expected);
+        });
+        for (const k of Object.keys(total) as (keyof typeof total)[]) total[k] += stats[k];
+      }),
+      { numRuns: 150 },
+    );
+    // The interesting cases were reached: straight grants after a failure was reset, and grants through the breaker.
+    expect(total.directAfterFailure).toBeGreaterThan(200);
+    expect(total.viaBreaker).toBeGreaterThan(200);
+  });
+
+  it('with a breaker that opens and probes, the pool lets a request through on its own only while the breaker is clear', () => {
+    const total = { direct: 0, directAfterFailure: 0, viaBreaker: 0 };
+    fc.assert(
+      fc.property(ops(true), (script) => {
+        const stats = play(script, { failureThreshold: 2, cooldownMs: 1_000 }, () => {});
+        for (const k of Object.keys(total) as (keyof typeof total)[]) total[k] += stats[k];
+      }),
+      { numRuns: 150 },
+    );
+    expect(total.directAfterFailure).toBeGreaterThan(100);
+    expect(total.viaBreaker).toBeGreaterThan(100);
   });
 });
