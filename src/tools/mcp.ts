@@ -93,6 +93,33 @@ export async function connectMcpServer(server: string, config: McpServerConfig, 
   return source;
 }
 
+/** The parts of a server's URL that may be credentials: its password, and each query value. */
+function urlSecrets(url: string): string[] {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return [];
+  }
+  const found = [...parsed.searchParams.values()];
+  if (parsed.password) found.push(decodeURIComponent(parsed.password), parsed.password);
+  return found;
+}
+
+/** A server's URL as a message may show it: no user or password, and the query's values replaced. */
+function shownUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'an invalid URL';
+  }
+  parsed.username = '';
+  parsed.password = '';
+  for (const name of new Set(parsed.searchParams.keys())) parsed.searchParams.set(name, '...');
+  return parsed.toString();
+}
+
 interface Session {
   client: Client;
   tools: ToolInfo[];
@@ -131,6 +158,8 @@ class McpConnection implements McpToolSource {
         if (typeof value === 'string') this.secrets.addSetting(value, `tools.servers.${server}.${field}.${name}`);
       }
     }
+    // A URL's password and query values may be tokens (`?api_key=...`): secrets like the headers.
+    if ('url' in config) for (const secret of urlSecrets(config.url)) this.secrets.addSetting(secret, `tools.servers.${server}.url`);
   }
 
   get stats(): McpSourceStats {
@@ -223,7 +252,7 @@ class McpConnection implements McpToolSource {
       return { client, tools: await listAllTools(client, this.server, timeout) };
     } catch (error) {
       await endSession(client);
-      const where = 'command' in this.config ? `command ${JSON.stringify(this.config.command)}` : this.config.url;
+      const where = 'command' in this.config ? `command ${JSON.stringify(this.config.command)}` : shownUrl(this.config.url);
       // No `cause`: the error underneath may hold a setting in its own words.
       throw new Error(this.secrets.redact(`could not connect to MCP server "${this.server}" (${where}): ${messageOf(error)}${this.stderrNote()}`));
     }

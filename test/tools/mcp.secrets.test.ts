@@ -76,4 +76,16 @@ describe('the secrets of an MCP server config', () => {
     expect(error.message).not.toContain(TOKEN);
     expect(error.cause).toBeUndefined();
   });
+
+  it("keep a URL's password and query values out of a failed connect's message", async () => {
+    const token = 'urlTokenValue0123456789';
+    // Nothing listens on port 1: the connect fails at once, and its message names the server's URL.
+    const error = (await connectMcpServer('web', { url: `http://user:pa55word-secret@127.0.0.1:1/mcp?api_key=${token}&v=2` }, { connectTimeoutMs: 20_000 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    )) as Error;
+    expect(error.message).toMatch(/^could not connect to MCP server "web" \(http:\/\/127\.0\.0\.1:1\/mcp\?api_key=\.\.\.&v=\.\.\.\)/);
+    expect(error.message).not.toContain(token);
+    expect(error.message).not.toContain('pa55word-secret');
+  });
 });
