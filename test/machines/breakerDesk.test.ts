@@ -52,6 +52,12 @@ function harness(breaker: { failureThreshold?: number; cooldownMs?: number } = {
       pool.send({ type: 'LEASE.RELEASE', leaseId, keyId, outcome, verdict });
     },
     cancel: (requestId: string) => pool.send({ type: 'LEASE.CANCEL', requestId }),
+    /** A first call on the route fails: with a threshold of 1 the breaker opens. */
+    sicken: (outcome: LeaseOutcome = OK) => {
+      pool.send({ type: 'LEASE.REQUEST', requestId: 'sick', priority: 0, inputTokens: 1, outputTokens: 1, replyTo: agent, route: ROUTE });
+      const { leaseId, keyId } = grantOf('sick')!;
+      pool.send({ type: 'LEASE.RELEASE', leaseId, keyId, outcome, verdict: 'failure' });
+    },
     at: (ms: number) => advanceClock(clock, ms),
   };
 }
@@ -91,8 +97,7 @@ describe('the pool as the breaker\'s front desk', () => {
 
   it('holds a request at an open breaker, and a cancel withdraws it there: it is never granted', () => {
     const h = harness({ failureThreshold: 1, cooldownMs: 1_000 });
-    h.request('sick');
-    h.release('sick', 'failure');
+    h.sicken();
     expect(h.breaker().value).toBe('open');
     h.request('held');
     expect(h.granted('held')).toBe(false);
@@ -108,8 +113,7 @@ describe('the pool as the breaker\'s front desk', () => {
 
   it('relays the breaker\'s refusal of a request that asked to be refused while open', () => {
     const h = harness({ failureThreshold: 1 });
-    h.request('sick');
-    h.release('sick', 'failure');
+    h.sicken();
     h.request('turn', { unlessOpen: true });
     expect(h.heard.filter((e) => e.requestId === 'turn').map((e) => e.type)).toEqual(['BREAKER.REFUSED']);
     expect(h.breaker().context.waiters).toEqual([]);
@@ -118,8 +122,7 @@ describe('the pool as the breaker\'s front desk', () => {
 
   it('lets one probe through while half-open and passes its success on, which closes the breaker and lets the waiters go', () => {
     const h = harness({ failureThreshold: 1, cooldownMs: 1_000 });
-    h.request('sick');
-    h.release('sick', 'failure');
+    h.sicken();
     h.at(1_000);
     h.request('probe');
     h.request('next');
@@ -137,8 +140,7 @@ describe('the pool as the breaker\'s front desk', () => {
 
   it('withdraws a probe cancelled after its grant: the slot goes to the next request, the lease back to its key', () => {
     const h = harness({ failureThreshold: 1, cooldownMs: 1_000 });
-    h.request('sick');
-    h.release('sick', 'failure');
+    h.sicken();
     h.at(1_000);
     h.request('probe');
     h.request('next');
@@ -150,8 +152,7 @@ describe('the pool as the breaker\'s front desk', () => {
 
   it('withdraws a probe it denies (every key revoked), so the next request can probe', () => {
     const h = harness({ failureThreshold: 1, cooldownMs: 1_000 });
-    h.request('sick');
-    h.release('sick', 'failure', { kind: 'auth' }); // opens the breaker and revokes the only key
+    h.sicken({ kind: 'auth' }); // opens the breaker and revokes the only key
     expect(h.pool().context.book.revoked).toBe(1);
     h.at(1_000);
     h.request('probe');
