@@ -226,6 +226,7 @@ export class RunJournal {
    * the same macrotask: a crash loses at most that much, which a resume runs again.)
    */
   beforeCall(): void {
+    this.check();
     if (!this.spendPending) return;
     this.spendPending = false;
     this.flush();

@@ -84,9 +84,20 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
   const report = eventSink(events, clock, redact, journal, tracing);
   let actor: Actor<typeof supervisorMachine> | undefined;
   let cancelled: string | undefined;
+  // Sent on the next microtask, not here: a cancel comes from inside another actor's action (a
+  // listener of an agent's event, a journal write that fails in a report), and a send from there
+  // makes the supervisor run its whole transition nested in that action. Until it arrives, no
+  // call leaves after a journal failure (RunJournal.beforeCall throws).
+  let cancelSent = false;
+  const sendCancel = () => {
+    if (cancelSent || cancelled === undefined || actor?.getSnapshot().status !== 'active') return;
+    cancelSent = true;
+    actor.send({ type: 'CANCEL', reason: cancelled });
+  };
   const cancel = (reason: string) => {
+    if (cancelled !== undefined) return;
     cancelled = reason;
-    actor?.send({ type: 'CANCEL', reason });
+    queueMicrotask(sendCancel);
   };
   const stopBeating = durable ? keepLock(durable, runId, owner, () => cancel("lost the run's lock to another process")) : undefined;
   // A journal that cannot write stops the run: nothing more is sent that it could not record.
@@ -149,7 +160,7 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
       report(null, startedEvent(runId, plan, input, restore?.retried));
       started = true;
       actor.start();
-      if (cancelled !== undefined) actor.send({ type: 'CANCEL', reason: cancelled });
+      sendCancel();
       const out = redact(publicResult(await toPromise(actor), plan));
       if (journal?.failure) throw journal.failure;
       journal?.finish(out.status, out, true);

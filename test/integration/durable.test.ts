@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { WebSocketServer } from 'ws';
 import { createSwarm, startSim, StoreError, SqliteStore, type RunEvent, type SimServer } from '../../src/index.js';
 
@@ -36,6 +36,9 @@ const env = { DURABLE_KEY: 'sk-durable-secret-value' };
 describe('resume through the API', () => {
   it('a journal that fills up stops the run with a clear error; committed work is intact and the resume finishes it', async () => {
     const file = join(dir, 'full.db');
+    // The failure surfaces inside an agent's report: the run's cancel must not nest the
+    // supervisor's transition in that action (XState's development build warns when it does).
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
     const store = new SqliteStore(file);
     const swarm = createSwarm({ env, store, seed: 1 });
     const run = swarm.run(chain(60));
@@ -52,6 +55,8 @@ describe('resume through the API', () => {
       (e: unknown) => e,
     );
     await swarm.close();
+    expect(warn.mock.calls.map((c) => String(c[0])).filter((w) => w.includes('should not call'))).toEqual([]);
+    warn.mockRestore();
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).message).toContain('SQLITE_FULL');
     expect((error as StoreError).message).toContain(file);

@@ -7,6 +7,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../machines/protocol.js';
 import { Journal, MemoryStore, SqliteStore, type JournalEvent, type Store } from '../../src/store/index.js';
+import { RunJournal } from '../../src/durable.js';
+import { StoreError } from '../../src/store/types.js';
 import { tempDir, usage } from './helpers.js';
 import { DRIVERS } from '../helpers/sqlite.js';
 
@@ -93,5 +95,18 @@ describe.each(makers)('Journal on %s', (_name, make) => {
     expect(store.loadTasks('r')).toEqual([]);
     if (store instanceof SqliteStore) expect(store.database.inTransaction).toBe(false);
     store.close();
+  });
+});
+
+describe('RunJournal after a failed write', () => {
+  it('lets no model call leave: beforeCall throws the failure, whether or not spend is pending', () => {
+    const journal = new RunJournal(new MemoryStore(), 'r1');
+    expect(() => journal.beforeCall()).not.toThrow();
+    const told: string[] = [];
+    journal.onFailure = (e) => told.push(e.message);
+    journal.fail(new StoreError('disk full', '/x/runs.db', 'SQLITE_FULL'));
+    journal.fail(new StoreError('again', '/x/runs.db', 'SQLITE_FULL'));
+    expect(told).toEqual(['disk full']);
+    expect(() => journal.beforeCall()).toThrow(/journal cannot be written: disk full/);
   });
 });
