@@ -101,13 +101,20 @@ export type TaskResolveOptions = Pick<ResolveOptions, 'toolTokens'> & { toolName
 interface ModelFacts {
   contextTokens: number;
   cacheFanOut: boolean;
+  /** Its provider's input-token limit does not count cache reads (Anthropic's ITPM). */
+  cacheReadsFree: boolean;
 }
 
 function modelFacts(plan: Plan, name: string, memo: Map<string, ModelFacts> | undefined): ModelFacts {
   const known = memo?.get(name);
   if (known) return known;
   const model = plan.models[name]!;
-  const facts = { contextTokens: contextWindowOf(model.model, model.contextTokens), cacheFanOut: cacheFanOutOf(plan.providers[model.provider]!) };
+  const provider = plan.providers[model.provider]!;
+  const facts = {
+    contextTokens: contextWindowOf(model.model, model.contextTokens),
+    cacheFanOut: cacheFanOutOf(provider),
+    cacheReadsFree: PROVIDER_TYPES[provider.type].protocol(provider) === 'anthropic',
+  };
   memo?.set(name, facts);
   return facts;
 }
@@ -163,6 +170,7 @@ export function resolveTask(plan: Plan, spec: TaskSpec, rank: number, opts: Task
   if (facts.cacheFanOut) {
     task.cacheFanOut = true;
     task.cacheMinTokens = minCacheTokensOf(model.model);
+    if (facts.cacheReadsFree) task.cacheReadsFree = true;
   }
   if (extra.depth) task.depth = extra.depth;
   if (extra.parent !== undefined) task.parent = extra.parent;

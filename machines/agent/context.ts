@@ -84,6 +84,12 @@ export interface AgentInput {
   depth?: number;
   /** The attempt leads a cache group: its calls ask to be told when their response starts. */
   cacheLead?: boolean;
+  /**
+   * Estimated tokens of the prompt's prefix that its group's cache holds, where the provider's
+   * input-token limit does not count cache reads: the key's input lane is charged the rest
+   * (settled to what the server counted when the call ends, so a cold cache costs a debt, no more).
+   */
+  cachedTokens?: number;
   /** The task's output checks (structured output schema, minChars, pattern): each final answer is checked. */
   output?: OutputCheckSpec;
   /** A quality gate by a judge model: an answer that passed its checks is scored; below `threshold` it is rejected. */
@@ -273,6 +279,18 @@ export const requestTokensOf = (ctx: AgentContext) =>
     : ctx.call === 'summary'
       ? estimateRequestTokens(SUMMARY_SYSTEM, summaryMessages(ctx.messages, keepLastOf(ctx)))
       : estimateRequestTokens(ctx.input.system, ctx.messages) + (ctx.input.toolTokens ?? 0);
+
+/**
+ * What the next request charges its key's input-token lane: the estimate, less the prefix its
+ * group's cache holds for a turn of the task on its own route (a summary, a judge or a fallback
+ * sends another prefix).
+ */
+export const leaseTokensOf = (ctx: AgentContext) => {
+  const tokens = requestTokensOf(ctx);
+  const cached = ctx.input.cachedTokens;
+  if (cached === undefined || ctx.call !== 'turn' || ctx.routeIndex !== 0 || ctx.override?.target) return tokens;
+  return Math.max(0, tokens - cached);
+};
 
 export const errorOf = (event: unknown) => toErrorInfo((event as { error?: unknown }).error);
 export const outputOf = (event: unknown) => (event as { output: ModelCallOutput }).output;

@@ -33,13 +33,17 @@ export function dispatchReady(context: SupervisorContext, enqueue: Enqueue, now:
     if (spec.cacheFanOut) {
       // Cache-aware fan-out: one task of a cold prefix goes first, the others wait for its response.
       const system = input.system ?? '';
-      if (estimateTextTokens(system) + (spec.toolTokens ?? 0) >= (spec.cacheMinTokens ?? MIN_CACHE_PREFIX_TOKENS)) {
+      const prefixTokens = estimateTextTokens(system) + (spec.toolTokens ?? 0);
+      if (prefixTokens >= (spec.cacheMinTokens ?? MIN_CACHE_PREFIX_TOKENS)) {
         const group = cacheGroupKey(`${input.provider}/${input.model}`, spec.tools, system);
         const admission = context.groups.admit(group, spec.id, attempt, now);
         if (admission === 'hold') {
           table.hold(spec.id);
           continue;
         }
+        // A warm group: the provider will read the prefix from its cache, which its input-token
+        // limit does not count where reads are free; the key is leased for the rest only.
+        if (admission === 'go' && spec.cacheReadsFree) input.cachedTokens = prefixTokens;
         if (admission === 'lead') {
           input.cacheLead = true;
           enqueueReport(enqueue, { type: 'cache:lead', taskId: spec.id, group });

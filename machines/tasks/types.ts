@@ -56,6 +56,11 @@ export interface SupervisedTask {
   cacheFanOut?: boolean;
   /** The shortest prefix its model caches (fan-out holds nothing back for shorter ones). Default 1024. */
   cacheMinTokens?: number;
+  /**
+   * Its provider does not count cache reads against the key's input tokens per minute (Anthropic
+   * documents this for ITPM): a task of a warm group leases a key for what it does not read.
+   */
+  cacheReadsFree?: boolean;
   /** What each final answer is checked against: a structured output's schema, `accept`'s minChars and pattern. */
   output?: OutputCheckSpec;
   /** `accept.judge`: the model that scores an answer that passed its checks, its criteria and passing score. */

@@ -1,16 +1,16 @@
 /**
- * Cache-aware fan-out: 20 agents whose requests share a 10,000-token prefix (a brief in the
- * system prompt), all ready at once, on the embedded simulator (Anthropic protocol, prompt
+ * Cache-aware fan-out: 20 agents whose requests share a prefix of 40,000 characters (a brief in
+ * the system prompt; 7,408 tokens by the simulator's tokenizer), all ready at once, on the embedded simulator (Anthropic protocol, prompt
  * caching, 100 ms base time to first token plus 40 ms per 1,000 uncached input tokens of prompt
  * processing, 200 output tokens at 400 tokens/s). Prints one JSON line.
  *   node --import tsx test/bench/cache.ts fanout|atonce|nocache
  */
 import { createSwarm } from '../../src/index.js';
+import { countTokens } from '../../src/sim/tokenizer.js';
 
 const mode = process.argv[2] ?? 'fanout';
 const AGENTS = 20;
 const PRICE = { input: 3, output: 15, cacheWrite: 3.75, cacheRead: 0.3 }; // USD per million tokens
-// 10,000 tokens of brief (the simulator counts 4 characters a token).
 const brief = 'Shared brief. '.padEnd(40_000, 'lorem ipsum dolor sit amet ');
 
 const plan = {
@@ -39,8 +39,10 @@ const tasks = Object.values(result.tasks);
 const usd = (tokens: number, price: number) => (tokens * price) / 1e6;
 const inputUsd = tasks.reduce((s, t) => s + usd(t.usage.inputTokens, PRICE.input) + usd(t.usage.cacheWriteTokens, PRICE.cacheWrite) + usd(t.usage.cacheReadTokens, PRICE.cacheRead), 0);
 const totalInput = (t: (typeof tasks)[number]) => t.usage.inputTokens + t.usage.cacheWriteTokens + t.usage.cacheReadTokens;
-// The shared prefix, as the simulator counts it: what every agent's request starts with.
-const prefixTokens = Math.ceil(brief.length / 4);
+// The shared prefix, as the simulator counts it (its tokenizer, cl100k): what every agent's
+// request starts with. Not characters / 4: that overstated this brief by a third, and the
+// "minimum" built from it came out negative.
+const prefixTokens = countTokens(brief);
 // Theoretical minimum: the prefix written once and read 19 times; every agent's own tail uncached.
 const minimumUsd = usd(prefixTokens, PRICE.cacheWrite) + usd(prefixTokens * (AGENTS - 1), PRICE.cacheRead) + tasks.reduce((s, t) => s + usd(totalInput(t) - prefixTokens, PRICE.input), 0);
 console.log(

@@ -78,6 +78,39 @@ describe('cache-aware fan-out', () => {
     expect(off.writes).toBeGreaterThanOrEqual(on.writes);
   });
 
+  it('under an input-token limit, a warm group leases its key for what is not read from the cache: the five go out together (reads are free on Anthropic)', async () => {
+    // One key, 120,000 input tokens a minute: its bucket holds 2,000, less than one request's
+    // whole prompt (~2,400 estimated). Charged whole, the five would go one at a time, each
+    // after the one before had answered and its cache read was given back.
+    const limits = { itpm: 120_000 };
+    const limited = (protocol: 'anthropic' | 'openai') => {
+      const p = plan(true);
+      return { ...p, providers: { sim: { ...p.providers.sim, keys: ['k1'], limits, sim: { ttftMs: 40, limits, protocol } } } };
+    };
+    const go = async (protocol: 'anthropic' | 'openai') => {
+      const swarm = createSwarm({ seed: 2 });
+      const r = swarm.run(limited(protocol));
+      const events: RunEvent[] = [];
+      r.events.on('*', (_t: string, e: RunEvent) => events.push(e));
+      const result = await r.result;
+      await swarm.close();
+      const lead = events.find((e): e is Extract<RunEvent, { type: 'cache:lead' }> => e.type === 'cache:lead')!.taskId;
+      const follower = (e: RunEvent, type: string) => e.type === type && 'taskId' in e && e.taskId.startsWith('w') && e.taskId !== lead;
+      const requests = events.filter((e) => follower(e, 'model:request')).map((e) => events.indexOf(e));
+      const firstAnswer = events.findIndex((e) => follower(e, 'model:response'));
+      return { result, requests, firstAnswer };
+    };
+    const anthropic = await go('anthropic');
+    expect(anthropic.result.status).toBe('completed');
+    expect(anthropic.requests).toHaveLength(5);
+    expect(anthropic.requests.every((i) => i < anthropic.firstAnswer)).toBe(true);
+    // OpenAI-compatible routes are charged the whole prompt, cached or not (a 10 s test: 5 x 2,400
+    // tokens at 2,000 a second, less what answers give back), and still complete.
+    const openai = await go('openai');
+    expect(openai.result.status).toBe('completed');
+    expect(openai.requests.some((i) => i > openai.firstAnswer)).toBe(true);
+  }, 60_000);
+
   it('holds nothing back for a prefix shorter than the model caches (Haiku 4.5: 4,096 tokens)', async () => {
     const swarm = createSwarm({ seed: 2 });
     const r = swarm.run({

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ContentBlock } from '../../machines/protocol.js';
 import { addUsage, ZERO_USAGE } from '../../machines/protocol.js';
 import { backoffDelay, nextRandom } from '../../machines/random.js';
+import { leaseTokensOf, requestTokensOf, type AgentContext } from '../../machines/agent/context.js';
 import {
   agentInput,
   createAgentHarness,
@@ -473,5 +474,24 @@ describe('agentMachine: missing infrastructure and malformed replies', () => {
     await h.advance(0);
     expect(h.calls).toHaveLength(2);
     expect(h.output(id)).toMatchObject({ status: 'completed' });
+  });
+});
+
+describe('leaseTokensOf: what a call charges its key for input', () => {
+  const system = 'brief '.repeat(2_000); // 12,000 characters: ~3,000 tokens
+  const ctx = (over: Record<string, unknown> = {}, input: Record<string, unknown> = {}) =>
+    ({ input: { system, cachedTokens: 3_000, ...input }, call: 'turn', routeIndex: 0, messages: [{ role: 'user', content: [{ type: 'text', text: 'go' }] }], ...over }) as unknown as AgentContext;
+  it('a turn of a warm group on its own route: the prompt less its cached prefix; anything else: the whole prompt', () => {
+    const whole = requestTokensOf(ctx());
+    expect(whole).toBeGreaterThan(3_000);
+    expect(leaseTokensOf(ctx())).toBe(whole - 3_000);
+    expect(leaseTokensOf(ctx({}, { cachedTokens: undefined }))).toBe(whole);
+    // A fallback route (another provider's cache), a summary or a judge (another prefix): whole.
+    expect(leaseTokensOf(ctx({ routeIndex: 1 }))).toBe(whole);
+    expect(leaseTokensOf(ctx({ override: { target: { provider: 'q', model: 'm', maxTokens: 10 } } }))).toBe(whole);
+    expect(leaseTokensOf(ctx({ call: 'summary' }))).toBe(requestTokensOf(ctx({ call: 'summary' })));
+    expect(leaseTokensOf(ctx({ call: 'judge', input: { system, cachedTokens: 3_000, judge: { prompt: 'p', threshold: 1 } } }))).toBe(requestTokensOf(ctx({ call: 'judge', input: { system, judge: { prompt: 'p', threshold: 1 } } })));
+    // Never below zero, whatever the estimate said.
+    expect(leaseTokensOf(ctx({}, { cachedTokens: 1e9 }))).toBe(0);
   });
 });
