@@ -22,6 +22,7 @@ import type { supervisorMachine } from '../machines/supervisor/machine.js';
 import { realClock, type TimedClock } from '../machines/clock.js';
 import type { Emitter } from './util/emitter.js';
 import { parsePlan, type Plan, type ResultOf } from './plan/index.js';
+import type { PlanBudget } from './plan/planTypes.js';
 import { ProviderRegistry, type ProviderObject } from './providers/registry.js';
 import type { Provider } from './providers/types.js';
 import type { BreakerOptions } from './resolve.js';
@@ -30,7 +31,7 @@ import type { ToolDefinition } from './tools/local.js';
 import { hasRedactions, redactPlan, refusalOf, unredactPlan } from './durable.js';
 import { openStore, openStoreToRead, type RunRecord, type RunSummary, type Store, type StoreError } from './store/index.js';
 import { lazyRemote } from './distributed/lazy.js';
-import { RetryError, retrySessionsOf, tasksToRetry, type RetrySession } from './run/retry.js';
+import { checkBudgetAboveSpent, RetryError, retrySessionsOf, tasksToRetry, withBudget, type RetrySession } from './run/retry.js';
 import { FINISHED, finishedHandle, readPlanFile, stateOf, type JournaledState } from './run/journaled.js';
 import { takeLock, withLiveness } from './run/lock.js';
 import { startRun, type SwarmShared } from './run/start.js';
@@ -120,6 +121,12 @@ export interface RetryOptions extends ResumeOptions {
    * complete. Default: every task of the run that did not complete.
    */
   tasks?: readonly string[];
+  /**
+   * New caps for this retry and what follows it (a later resume keeps them): the run's cap
+   * (`usd`) and caps per model, as in the plan's `budget`. A run stopped by its budget goes on
+   * only with a higher one. Each replaces the plan's; what was spent still counts.
+   */
+  budget?: PlanBudget;
 }
 
 export interface RunHandle<R = RunResult> {
@@ -157,8 +164,9 @@ export interface Swarm {
   /**
    * Runs the failed, skipped and cancelled tasks of a journaled run again, with fresh retries
    * (and what depends on them), as the same run: completed tasks keep their outputs and are not
-   * sent again, budgets continue from what was spent. Throws RetryError (nothing to retry, a
-   * task named that is unknown or completed) and RunLockedError (the run is running).
+   * sent again, budgets continue from what was spent (`budget` sets higher caps). Throws
+   * RetryError (nothing to retry, a task named that is unknown or completed, a cap not above
+   * what was spent), PlanValidationError (an invalid cap) and RunLockedError (the run is running).
    */
   retry(runId: string, options?: RetryOptions): RunHandle;
   /** The journaled runs, newest first (empty without a store). */
@@ -230,7 +238,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   };
 
   /** The journaled run's plan (its inline secrets put back) and seed. */
-  const planOf = (record: RunRecord, given: unknown): { plan: Plan; seed: number; baseDir?: string } => {
+  const planOf = (record: RunRecord, given: unknown, budget?: PlanBudget): { plan: Plan; seed: number; baseDir?: string } => {
     let raw = record.plan;
     if (hasRedactions(raw)) {
       const source = given ?? (record.source ? readPlanFile(record.source) : undefined);
@@ -241,6 +249,9 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     }
     // A map's items file is read relative to the plan file the run was started from.
     const baseDir = record.source ? dirname(record.source) : undefined;
+    // The caps set by the run's retries, the latest last, then this retry's.
+    for (const session of retrySessionsOf(record.options)) raw = withBudget(raw, session.budget);
+    raw = withBudget(raw, budget);
     const plan = parsePlan(raw, { env, tools: tools.keys(), ...(baseDir !== undefined ? { baseDir } : {}) });
     if (remote) checkDistributable(plan, tools.size);
     // The run's own seed, as it started: the same jitter and route draws as if never interrupted.
@@ -290,16 +301,19 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         throw new TypeError(`retry(runId, { tasks }): tasks must be an array of task ids (strings), got ${JSON.stringify(only)?.slice(0, 80) ?? typeof only}`);
       }
       const { durable, record } = journaledRun(runId, 'retry');
-      const { plan, seed, baseDir } = planOf(record, retryOptions.plan);
+      const budget = retryOptions.budget;
+      const { plan, seed, baseDir } = planOf(record, retryOptions.plan, budget);
       // Taken first: a run that is running is refused for that, whatever else it is.
       takeLock(durable, runId, owner);
       try {
+        if (budget) checkBudgetAboveSpent(runId, budget, durable.spent(runId));
         const rows = durable.loadTasks(runId);
         const tasks = tasksToRetry(runId, plan.tasks, rows, retryOptions.tasks);
         // The journal first, durably: a crash from here on leaves a run that a resume finishes
-        // as this retry would (the tasks reopened, their earlier attempts not counted).
+        // as this retry would (the tasks reopened, their earlier attempts not counted, its budget).
         const attempts = new Map(rows.map((r) => [r.taskId, r.attempts]));
         const session: RetrySession = { at: Date.now(), tasks, from: Object.fromEntries(tasks.map((id) => [id, attempts.get(id) ?? 0])) };
+        if (budget) session.budget = budget;
         const recorded = { ...(record.options as Record<string, unknown> | null), retries: [...retrySessionsOf(record.options), session] };
         durable.reopenRun(runId, recorded, tasks, session.at);
         return start(plan, runId, seed, { ...stateOf(durable, runId, recorded), retried: tasks.length }, retryOptions.deltas ?? options.deltas === true, baseDir);

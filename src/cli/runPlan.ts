@@ -66,7 +66,7 @@ export interface RunFlags {
 }
 
 /** A new run of a plan (from its file), or a journaled run to resume (or to retry: its failures, or these tasks). */
-export type RunTarget = { plan: unknown; source: string } | { resume: string; retry?: string[] | 'all'; plan?: unknown; planFile?: string };
+export type RunTarget = { plan: unknown; source: string } | { resume: string; retry?: string[] | 'all'; budgetUsd?: number; plan?: unknown; planFile?: string };
 
 export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
   const plan = 'resume' in target ? undefined : target.plan;
@@ -226,7 +226,11 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
 function continued(swarm: Swarm, target: Extract<RunTarget, { resume: string }>) {
   const again = target.plan !== undefined ? { plan: target.plan } : {};
   if (!target.retry) return swarm.resume(target.resume, again);
-  return swarm.retry(target.resume, { ...again, ...(target.retry !== 'all' ? { tasks: target.retry } : {}) });
+  return swarm.retry(target.resume, {
+    ...again,
+    ...(target.retry !== 'all' ? { tasks: target.retry } : {}),
+    ...(target.budgetUsd !== undefined ? { budget: { usd: target.budgetUsd } } : {}),
+  });
 }
 
 /** The command that resumes a run, with the flags that find its journal and queue again. */

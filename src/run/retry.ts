@@ -16,9 +16,11 @@
  * again from scratch.
  */
 import type { TaskSpec } from '../plan/index.js';
+import type { PlanBudget } from '../plan/planTypes.js';
+import type { Spent } from '../store/index.js';
 import type { PlannerExtra, TaskRow } from '../store/index.js';
 
-export type RetryErrorCode = 'RUN_NOT_FOUND' | 'NOTHING_TO_RETRY' | 'UNKNOWN_TASK' | 'TASK_COMPLETED' | 'DEPENDENCY_NOT_RETRIED' | 'NO_STORE';
+export type RetryErrorCode = 'RUN_NOT_FOUND' | 'NOTHING_TO_RETRY' | 'UNKNOWN_TASK' | 'TASK_COMPLETED' | 'DEPENDENCY_NOT_RETRIED' | 'NO_STORE' | 'BUDGET_TOO_LOW';
 
 /** A retry that cannot be made: the run, or a task named, is not one that can run again. */
 export class RetryError extends Error {
@@ -41,6 +43,8 @@ export interface RetrySession {
   tasks: string[];
   /** Per task: the attempts it had made before (later attempts count against its retries). */
   from: Record<string, number>;
+  /** The caps this retry set (they replace the plan's, for it and every resume after it). */
+  budget?: PlanBudget;
 }
 
 /** The retries a run's options record, oldest first. */
@@ -171,4 +175,31 @@ function graphOf(planTasks: readonly TaskSpec[], rows: readonly TaskRow[]): Map<
     node.downstream.push(...waiting);
   }
   return nodes;
+}
+
+/** A cap at or under what the run has spent already would stop the retry at its first call. */
+export function checkBudgetAboveSpent(runId: string, budget: PlanBudget, spent: Spent): void {
+  const problems: string[] = [];
+  const usd = (n: number) => `$${n.toFixed(4)}`;
+  if (budget.usd !== undefined && budget.usd <= spent.total) problems.push(`budget.usd: ${usd(budget.usd)} is not above what the run has spent (${usd(spent.total)})`);
+  for (const [name, cap] of Object.entries(budget.perModel ?? {})) {
+    const used = spent.byModel[name] ?? 0;
+    if (cap <= used) problems.push(`budget.perModel.${name}: ${usd(cap)} is not above what the run has spent on it (${usd(used)})`);
+  }
+  if (problems.length > 0) throw new RetryError('BUDGET_TOO_LOW', `the retry's budget is too low: ${problems.join('; ')}`, runId);
+}
+
+/**
+ * The plan as written, with these caps in place of its own (the rest of its budget kept). It is
+ * parsed after this, so the caps are checked as the plan's are: positive amounts, the plan's own
+ * model names, a price for every model once there is a budget.
+ */
+export function withBudget(raw: unknown, budget: PlanBudget | undefined): unknown {
+  if (budget === undefined || raw === null || typeof raw !== 'object') return raw;
+  const plan = raw as { budget?: unknown };
+  const own = plan.budget !== null && typeof plan.budget === 'object' ? (plan.budget as PlanBudget) : {};
+  const next: PlanBudget = { ...own };
+  if (budget.usd !== undefined) next.usd = budget.usd;
+  if (budget.perModel !== undefined) next.perModel = { ...own.perModel, ...budget.perModel };
+  return { ...plan, budget: next };
 }

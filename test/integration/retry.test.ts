@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSwarm, RetryError, RunLockedError, SqliteStore, startSim, type DispatchInfo, type SimServer } from '../../src/index.js';
+import { createSwarm, PlanValidationError, RetryError, RunLockedError, SqliteStore, startSim, type DispatchInfo, type SimServer } from '../../src/index.js';
 import { cli } from '../helpers/cli.js';
 
 let dir: string;
@@ -168,6 +168,51 @@ describe('swarm.retry', () => {
     await none.close();
   });
 
+  it('a run its budget stopped goes on with a higher cap: refused at or under what was spent, or invalid, with nothing changed; a resume after the retry keeps the new cap', async () => {
+    const file = join(dir, 'budget.db');
+    // $1,000 per million output tokens and 64 at most: each call reserves about $0.064.
+    const plan = {
+      providers: { p: { type: 'anthropic', baseURL: sim.url, keys: [{ env: 'RETRY_KEY' }] } },
+      models: { m: { provider: 'p', model: 'claude-haiku-4-5', maxTokens: 64, price: { input: 1, output: 1_000 } } },
+      defaults: { maxInFlight: 1, maxRetries: 0 },
+      budget: { usd: 0.15 },
+      tasks: Array.from({ length: 6 }, (_, i) => ({ id: `t${i}`, model: 'm', prompt: `budgeted ${i}` })),
+    };
+    const swarm = createSwarm({ env, store: file });
+    const first = await swarm.run(plan).result;
+    expect(first.status).toBe('budget_exceeded');
+    const done = Object.values(first.tasks).filter((t) => t.status === 'completed').map((t) => t.id);
+    expect(done.length).toBeGreaterThan(0);
+    expect(done.length).toBeLessThan(6);
+
+    const refusal = (budget: Record<string, unknown>) => {
+      try {
+        swarm.retry(first.runId, { budget });
+      } catch (error) {
+        return error;
+      }
+      throw new Error('the retry was not refused');
+    };
+    const low = refusal({ usd: 0.0001 });
+    expect(low).toBeInstanceOf(RetryError);
+    expect(low).toMatchObject({ code: 'BUDGET_TOO_LOW' });
+    expect((low as Error).message).toContain('budget.usd: $0.0001 is not above what the run has spent');
+    const invalid = refusal({ usd: -1, perModel: { nope: 1 } });
+    expect(invalid).toBeInstanceOf(PlanValidationError);
+    expect((invalid as PlanValidationError).issues.map((i) => i.path)).toEqual(expect.arrayContaining(['budget.usd', 'budget.perModel.nope']));
+
+    // A higher cap, cut short after one more task: the resume that finishes it keeps the cap.
+    const retry = swarm.retry(first.runId, { budget: { usd: 10 } });
+    retry.events.on('task:completed', () => retry.cancel('cut short'));
+    expect((await retry.result).status).toBe('cancelled');
+    const last = await swarm.resume(first.runId).result;
+    await swarm.close();
+    expect(last.status).toBe('completed');
+    expect(Object.values(last.tasks).every((t) => t.status === 'completed')).toBe(true);
+    for (const id of done) expect(last.tasks[id]!.output).toBe(first.tasks[id]!.output);
+    expect(last.totals.costUsd).toBeGreaterThan(0.15);
+  });
+
   it('refuses a run that is running (its lock)', async () => {
     const file = join(dir, 'running.db');
     const swarm = createSwarm({ env, store: file });
@@ -215,5 +260,35 @@ describe('swarmstate retry', () => {
     const usage = await cli(['resume', before.runId, '--store', file, '--tasks', 'b'], env);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('--tasks is for retry');
+  });
+
+  it('--budget-usd raises the cap of a run its budget stopped; a bad or too low one is exit 2', async () => {
+    const file = join(dir, 'cli-budget.db');
+    const planFile = join(dir, 'cli-budget.json');
+    writeFileSync(
+      planFile,
+      JSON.stringify({
+        providers: { p: { type: 'anthropic', baseURL: sim.url, keys: [{ env: 'RETRY_KEY' }] } },
+        models: { m: { provider: 'p', model: 'claude-haiku-4-5', maxTokens: 64, price: { input: 1, output: 1_000 } } },
+        defaults: { maxInFlight: 1 },
+        budget: { usd: 0.1 },
+        tasks: Array.from({ length: 4 }, (_, i) => ({ id: `t${i}`, model: 'm', prompt: `cli budgeted ${i}` })),
+      }),
+    );
+    const first = await cli(['run', planFile, '--store', file, '--json'], env);
+    const before = JSON.parse(first.stdout) as { runId: string; status: string };
+    expect(before.status).toBe('budget_exceeded');
+    const bad = await cli(['retry', before.runId, '--store', file, '--budget-usd', 'lots'], env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--budget-usd must be a number of USD greater than 0, got "lots"');
+    const low = await cli(['retry', before.runId, '--store', file, '--budget-usd', '0.00001'], env);
+    expect(low.code).toBe(2);
+    expect(low.stderr).toContain('is not above what the run has spent');
+    const onResume = await cli(['resume', before.runId, '--store', file, '--budget-usd', '5'], env);
+    expect(onResume.code).toBe(2);
+    expect(onResume.stderr).toContain('--budget-usd is for retry');
+    const retried = await cli(['retry', before.runId, '--store', file, '--budget-usd', '5', '--json'], env);
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(JSON.parse(retried.stdout)).toMatchObject({ runId: before.runId, status: 'completed' });
   });
 });

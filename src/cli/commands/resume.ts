@@ -38,14 +38,14 @@ ${PLAN_HELP}
 Docs: docs/cli.md#swarmstate-resume-runid`,
   options: CONTINUE_OPTIONS,
   maxPositionals: 1,
-  elsewhere: { tasks: '--tasks is for retry (swarmstate retry <runId> --tasks a,b)' },
+  elsewhere: { tasks: '--tasks is for retry (swarmstate retry <runId> --tasks a,b)', 'budget-usd': '--budget-usd is for retry (swarmstate retry <runId> --budget-usd 20)' },
   run: (args, io) => again('resume', args, io),
 };
 
 export const retry: Command = {
   name: 'retry',
   summary: 'Run the failed, skipped and cancelled tasks of a finished run again, as the same run.',
-  usage: `Usage: swarmstate retry <runId> [--tasks <id,id>] [--store <file>] [--plan <plan.json>] [--json]
+  usage: `Usage: swarmstate retry <runId> [--tasks <id,id>] [--budget-usd <n>] [--store <file>] [--plan <plan.json>] [--json]
                         [--events <file>] [--report <file>] [--quiet | --verbose] [--seed <n>]
                         [--redis <redis://host:6379>]
 
@@ -55,12 +55,15 @@ the budget continues from what was spent.
 
 Options:
   --tasks <ids>      Only these tasks (comma-separated) and what depends on them.
+  --budget-usd <n>   A new cap on the run's spend (USD) in place of the plan's budget.usd, for
+                     this retry and any resume after it: a run its budget stopped goes on only
+                     with a higher one. It must be above what the run has spent.
 ${OUTPUT_FLAGS_HELP}
 ${PLAN_HELP}
   -h, --help         This help.
 
 Docs: docs/cli.md#swarmstate-retry-runid`,
-  options: { ...CONTINUE_OPTIONS, tasks: { type: 'string' } },
+  options: { ...CONTINUE_OPTIONS, tasks: { type: 'string' }, 'budget-usd': { type: 'string' } },
   maxPositionals: 1,
   run: (args, io) => again('retry', args, io),
 };
@@ -73,6 +76,11 @@ async function again(command: 'resume' | 'retry', args: Args, io: IO): Promise<n
   if (seed === undefined) return EXIT.invalid;
   const tasks = (v.tasks as string | undefined)?.split(',').map((t) => t.trim()).filter((t) => t !== '');
   if (tasks !== undefined && tasks.length === 0) return usageError(command, '--tasks needs task ids, comma-separated (swarmstate retry <runId> --tasks a,b)', io);
+  const budgetRaw = v['budget-usd'] as string | undefined;
+  const budgetUsd = budgetRaw === undefined ? undefined : Number(budgetRaw);
+  if (budgetUsd !== undefined && !(budgetRaw!.trim() !== '' && Number.isFinite(budgetUsd) && budgetUsd > 0)) {
+    return usageError(command, `--budget-usd must be a number of USD greater than 0, got "${budgetRaw}"`, io);
+  }
   let planAgain: unknown;
   const planFile = v.plan as string | undefined;
   if (planFile !== undefined) {
@@ -80,7 +88,12 @@ async function again(command: 'resume' | 'retry', args: Args, io: IO): Promise<n
     if (planAgain === undefined) return EXIT.invalid;
   }
   return runPlan(
-    { resume: runId, ...(command === 'retry' ? { retry: tasks ?? 'all' } : {}), ...(planAgain !== undefined ? { plan: planAgain, planFile: resolve(planFile!) } : {}) },
+    {
+      resume: runId,
+      ...(command === 'retry' ? { retry: tasks ?? 'all' } : {}),
+      ...(budgetUsd !== undefined ? { budgetUsd } : {}),
+      ...(planAgain !== undefined ? { plan: planAgain, planFile: resolve(planFile!) } : {}),
+    },
     {
       seed,
       json: v.json === true,
