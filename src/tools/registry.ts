@@ -177,7 +177,10 @@ function configOf(spec: Plan['tools']['servers'][string], env: Record<string, st
 function connectFailure(spec: Plan['tools']['servers'][string], reason: unknown, env: Record<string, string | undefined>): string {
   const message = (reason as Error)?.message ?? String(reason);
   if (!('url' in spec) || typeof spec.url === 'string') return message;
-  return message.replaceAll(shownUrl(env[spec.url.env] ?? ''), `the URL in environment variable ${spec.url.env}`);
+  const url = env[spec.url.env] ?? '';
+  // Validation saw it set; a worker's own environment may not have it.
+  if (url === '') return `environment variable ${spec.url.env} (the server's url) is not set`;
+  return message.replaceAll(shownUrl(url), `the URL in environment variable ${spec.url.env}`);
 }
 
 /** Tools that cannot be set up (a server that does not start, a tool it does not have). */

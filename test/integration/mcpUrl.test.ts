@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createSwarm, PlanValidationError, SqliteStore, startSim, ToolSetupError, type SimServer } from '../../src/index.js';
+import { createSwarm, parsePlan, PlanValidationError, RunTools, SqliteStore, startSim, ToolSetupError, type Plan, type SimServer } from '../../src/index.js';
 import { recordingProvider } from '../helpers/recordingProvider.js';
 import { startHttpFixture, type HttpFixture } from '../tools/fixtures/httpServer.js';
 
@@ -155,6 +155,19 @@ describe('an MCP server URL from the environment', () => {
       expect(text.includes('pathToken-0123456789')).toBe(false);
       expect(text.includes(TOKEN)).toBe(false);
     }
+  });
+});
+
+describe('the tools of a worker, whose environment lacks the URL', () => {
+  it('fail to open, naming the variable', async () => {
+    // A worker opens the run's tools from the plan's tool settings and its own environment.
+    const { tools } = parsePlan(plan({ env: 'DOCS_URL' }), { env: { DOCS_URL: 'http://127.0.0.1:1/mcp' } });
+    const error = await RunTools.open({ tools } as Plan, [], {}).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ToolSetupError);
+    expect((error as ToolSetupError).issues).toEqual([{ path: 'tools.servers.docs', message: "cannot connect: environment variable DOCS_URL (the server's url) is not set" }]);
   });
 });
 
