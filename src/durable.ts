@@ -14,8 +14,10 @@
  *   lose scheduled delays and re-run unfinished promise actors): completed tasks keep their
  *   outputs, unfinished ones run again, budgets continue from what was spent.
  * - Secrets never reach the journal: the stored plan has its inline keys and inline MCP env and
- *   header values replaced by `[redacted <fingerprint>]`; a resume takes them from the plan file
- *   (or the plan passed again) after checking that the fingerprints match.
+ *   header values replaced by `[redacted <fingerprint>]`, and an inline server URL with credentials
+ *   (user, password, query values) by its fingerprint and the URL without them; a resume takes
+ *   them from the plan file (or the plan passed again) after checking that the fingerprints match.
+ *   A value or URL given as `{ "env": NAME }` is stored as that, and read again by a resume.
  */
 import type { ErrorInfo, RunEvent, Usage } from '../machines/protocol.js';
 import { ZERO_USAGE } from '../machines/protocol.js';
@@ -24,12 +26,20 @@ import { restoredStatus, type RestoredTask, type RunRestore } from '../machines/
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../machines/canonical.js';
 import { fingerprint } from './keys.js';
+import { hasUrlSecrets, shownUrl, urlSecrets } from './tools/urls.js';
 import type { PlanExpander } from './planner.js';
 import type { TaskSpec } from './plan/index.js';
 import { Journal, StoreError, type AttemptRow, type PlannerExtra, type ReviewExtra, type Store, type StoredRunStatus, type TaskRow } from './store/index.js';
 
 const REDACTED = /^\[redacted ([0-9a-f]{8})\]$/;
 const redacted = (secret: string) => `[redacted ${fingerprint(secret)}]`;
+/**
+ * A server URL with credentials, as stored: the whole URL's fingerprint, then the URL as a message
+ * shows it (`[redacted 1a2b3c4d] https://host/mcp?api_key=...`), so a reader of the journal sees
+ * where the server was and a resume can check the URL it is given again is the same.
+ */
+const REDACTED_URL = /^\[redacted ([0-9a-f]{8})\] /;
+const redactedUrl = (url: string) => `${redacted(url)} ${shownUrl(url)}`;
 
 /**
  * The plan as it may be stored: every inline secret replaced by its fingerprint. Only what can
@@ -43,14 +53,20 @@ export function redactPlan<T>(plan: T): T {
     const value = holder[key];
     if (typeof value === 'string' && !REDACTED.test(value)) holder[key] = redacted(value);
   });
+  forEachUrl(copy, (server) => {
+    if (typeof server.url === 'string' && !REDACTED_URL.test(server.url) && hasUrlSecrets(server.url)) server.url = redactedUrl(server.url);
+  });
   return copy as T;
 }
 
-/** Where a plan holds a value inline that may be a secret (an inline key, an MCP env or header value). */
+/** Where a plan holds a value inline that may be a secret (an inline key, an MCP env or header value, a URL with credentials). */
 export function inlineSecretPaths(plan: unknown): string[] {
   const paths: string[] = [];
   forEachSecret(plan as Record<string, unknown>, (holder, key, path) => {
     if (typeof holder[key] === 'string') paths.push(path);
+  });
+  forEachUrl(plan as Record<string, unknown>, (server, path) => {
+    if (typeof server.url === 'string' && (REDACTED_URL.test(server.url) || hasUrlSecrets(server.url))) paths.push(path);
   });
   return paths;
 }
@@ -60,6 +76,9 @@ export function hasRedactions(plan: unknown): boolean {
   let found = false;
   forEachSecret(plan as Record<string, unknown>, (holder, key) => {
     if (typeof holder[key] === 'string' && REDACTED.test(holder[key] as string)) found = true;
+  });
+  forEachUrl(plan as Record<string, unknown>, (server) => {
+    if (typeof server.url === 'string' && REDACTED_URL.test(server.url)) found = true;
   });
   return found;
 }
@@ -75,6 +94,10 @@ export function unredactPlan<T>(stored: T, source: unknown): T {
     const value = holder[key];
     if (typeof value === 'string' && !REDACTED.test(value)) secrets.set(fingerprint(value), value);
   });
+  const urls = new Map<string, string>();
+  forEachUrl(source as Record<string, unknown>, (server) => {
+    if (typeof server.url === 'string' && !REDACTED_URL.test(server.url)) urls.set(fingerprint(server.url), server.url);
+  });
   const copy = structuredClone(stored) as Record<string, unknown>;
   const missing: string[] = [];
   forEachSecret(copy, (holder, key, path) => {
@@ -83,6 +106,13 @@ export function unredactPlan<T>(stored: T, source: unknown): T {
     const secret = secrets.get(match[1]!);
     if (secret === undefined) missing.push(path);
     else holder[key] = secret;
+  });
+  forEachUrl(copy, (server, path) => {
+    const match = typeof server.url === 'string' ? REDACTED_URL.exec(server.url) : null;
+    if (!match) return;
+    const url = urls.get(match[1]!);
+    if (url === undefined) missing.push(path);
+    else server.url = url;
   });
   if (missing.length > 0) {
     throw new Error(`the plan given for the resume lacks the inline secret(s) the run was started with, at: ${missing.join(', ')}`);
@@ -137,11 +167,18 @@ function forEachSecret(plan: Record<string, unknown>, visit: (holder: Record<str
   }
 }
 
+/** Calls `visit` for every tool server that has a `url` (inline, stored or `{ env: NAME }`). */
+function forEachUrl(plan: Record<string, unknown>, visit: (server: Record<string, unknown>, path: string) => void): void {
+  if (!isRecord(plan)) return;
+  const servers = isRecord(plan.tools) && isRecord(plan.tools.servers) ? plan.tools.servers : {};
+  for (const [name, server] of Object.entries(servers)) if (isRecord(server) && server.url !== undefined) visit(server, `tools.servers.${name}.url`);
+}
+
 function isRecord(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
 }
 
-/** The values of the plan's tool server settings (`env`, `headers`; inline or from `env`), with their paths. */
+/** The values of the plan's tool server settings (`env`, `headers`, `url`; inline or from `env`), with their paths. */
 export function settingSecrets(plan: unknown, env: Record<string, string | undefined>): Array<{ path: string; value: string }> {
   const out: Array<{ path: string; value: string }> = [];
   forEachSecret(plan as Record<string, unknown>, (holder, key, path) => {
@@ -149,6 +186,14 @@ export function settingSecrets(plan: unknown, env: Record<string, string | undef
     const source = holder[key];
     const value = typeof source === 'string' ? source : isRecord(source) && typeof source.env === 'string' ? env[source.env] : undefined;
     if (value) out.push({ path, value });
+  });
+  // A URL's credentials (user, password, query values); one from the environment is a secret whole too.
+  forEachUrl(plan as Record<string, unknown>, (server, path) => {
+    const source = server.url;
+    const url = typeof source === 'string' ? source : isRecord(source) && typeof source.env === 'string' ? env[source.env] : undefined;
+    if (!url) return;
+    for (const value of urlSecrets(url)) out.push({ path, value });
+    if (typeof source !== 'string') out.push({ path, value: url });
   });
   return out;
 }

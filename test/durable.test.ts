@@ -4,7 +4,7 @@
  * cloned for the journal). The run's result is redacted once, for its caller and the journal.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { hasRedactions, inlineSecretPaths, redactPlan, unredactPlan } from '../src/durable.js';
+import { hasRedactions, inlineSecretPaths, redactPlan, settingSecrets, unredactPlan } from '../src/durable.js';
 import { fingerprint, Redactor } from '../src/keys.js';
 import { createScriptedProvider, createSwarm, MemoryStore } from '../src/index.js';
 
@@ -46,6 +46,60 @@ describe('redactPlan', () => {
     expect(stored.providers.sim).toBe(original.providers.sim);
     expect(stored.providers.a).not.toBe(original.providers.a);
     expect(stored.tools.servers.fs).not.toBe(original.tools.servers.fs);
+  });
+});
+
+describe('an MCP server URL in the stored plan', () => {
+  const TOKEN = 'url-query-token-0123';
+  const withUrls = () => ({
+    ...plan(),
+    tools: {
+      servers: {
+        tokened: { url: `https://mcp.example.com/v1/mcp?api_key=${TOKEN}&region=eu` },
+        plain: { url: 'https://plain.example.com/mcp' },
+        fromEnv: { url: { env: 'DOCS_URL' } },
+      },
+    },
+  });
+
+  it('keeps a URL with a query value as its fingerprint and the URL without it; a plain or env URL as it is', () => {
+    const original = withUrls();
+    const url = original.tools.servers.tokened.url;
+    const stored = redactPlan(original);
+    expect(original.tools.servers.tokened.url).toBe(url);
+    expect(stored.tools.servers.tokened.url).toBe(`[redacted ${fingerprint(url)}] https://mcp.example.com/v1/mcp?api_key=...&region=...`);
+    expect(JSON.stringify(stored)).not.toContain(TOKEN);
+    expect(stored.tools.servers.plain.url).toBe('https://plain.example.com/mcp');
+    expect(stored.tools.servers.fromEnv.url).toEqual({ env: 'DOCS_URL' });
+    expect(redactPlan(stored)).toEqual(stored);
+    expect(hasRedactions(stored)).toBe(true);
+    // A distributed run refuses it as it refuses an inline header: it would travel through Redis.
+    expect(inlineSecretPaths(original)).toContain('tools.servers.tokened.url');
+    expect(inlineSecretPaths(stored)).toEqual(inlineSecretPaths(original));
+    expect(inlineSecretPaths(original).filter((p) => p.endsWith('.url'))).toEqual(['tools.servers.tokened.url']);
+    expect(unredactPlan(stored, original)).toEqual(original);
+  });
+
+  it('a resume given another URL (another token) is refused, naming where', () => {
+    const stored = redactPlan(withUrls());
+    const changed = withUrls();
+    changed.tools.servers.tokened.url = 'https://mcp.example.com/v1/mcp?api_key=another-token&region=eu';
+    expect(() => unredactPlan(stored, changed)).toThrow(/at: tools\.servers\.tokened\.url$/);
+  });
+
+  it("the run's redactor knows a URL's credentials, and a URL from the environment whole", () => {
+    const envUrl = 'https://user-name-token@env.example.com/mcp?key=env-query-secret';
+    const secrets = settingSecrets(withUrls(), { DOCS_URL: envUrl }).filter((s) => s.path.endsWith('.url'));
+    expect(secrets).toEqual(
+      expect.arrayContaining([
+        { path: 'tools.servers.tokened.url', value: TOKEN },
+        { path: 'tools.servers.fromEnv.url', value: 'env-query-secret' },
+        { path: 'tools.servers.fromEnv.url', value: 'user-name-token' },
+        { path: 'tools.servers.fromEnv.url', value: envUrl },
+      ]),
+    );
+    expect(secrets.some((s) => s.path === 'tools.servers.plain.url')).toBe(false);
+    expect(secrets.some((s) => s.value === `https://mcp.example.com/v1/mcp?api_key=${TOKEN}&region=eu`)).toBe(false);
   });
 });
 

@@ -216,7 +216,12 @@ export type EnvValue = string | { env: string };
 /** An MCP server: a command run over stdio, or a Streamable HTTP endpoint. */
 export type McpServerSpec =
   | { command: string; args: string[]; env?: Record<string, EnvValue>; cwd?: string; trusted: boolean }
-  | { url: string; headers?: Record<string, EnvValue>; trusted: boolean };
+  | {
+      /** An http(s) URL, or `{ env: NAME }`: the URL a token rides in, read when the run connects and never stored. */
+      url: EnvValue;
+      headers?: Record<string, EnvValue>;
+      trusted: boolean;
+    };
 
 export interface ToolsSpec {
   /** MCP servers by name; their tools are called `<server>.<tool>`. */

@@ -250,7 +250,10 @@ export const TaskSchema = z.strictObject({
     .optional(),
 });
 
-const EnvValueSchema = z.union([z.string(), z.strictObject({ env: z.string().regex(ENV_NAME_PATTERN, { error: 'must be an environment variable name' }) })], {
+/** `{ "env": NAME }`: a value read from the environment when the run connects, never stored. */
+const EnvRefSchema = z.strictObject({ env: z.string().regex(ENV_NAME_PATTERN, { error: 'must be an environment variable name' }) });
+
+const EnvValueSchema = z.union([z.string(), EnvRefSchema], {
   error: 'a value is a string or {"env": "VAR_NAME"}',
 });
 
@@ -264,7 +267,9 @@ export const McpServerSchema = z.union(
       trusted: z.boolean().default(false),
     }),
     z.strictObject({
-      url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
+      url: z.union([z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }), EnvRefSchema], {
+        error: 'must be an http(s) URL or {"env": "VAR_NAME"}',
+      }),
       headers: nameRecord(z.string(), EnvValueSchema).optional(),
       trusted: z.boolean().default(false),
     }),

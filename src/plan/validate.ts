@@ -221,11 +221,18 @@ function checkModels(
 
 // ---------------------------------------------------------------------------------------------
 
-/** `{ "env": NAME }` values of MCP servers' env and headers must be set. */
+/** `{ "env": NAME }` values of MCP servers' url, env and headers must be set (a URL, to an http(s) URL). */
 function checkToolEnv(tools: Record<string, unknown>, env: Record<string, string | undefined>, out: PlanIssue[]) {
   if (!isRecord(tools.servers)) return;
   for (const [name, server] of Object.entries(tools.servers)) {
     if (!isRecord(server)) continue;
+    const url = server.url;
+    if (isRecord(url) && typeof url.env === 'string' && ENV_NAME_PATTERN.test(url.env)) {
+      const value = env[url.env] ?? '';
+      // The value is never shown: the URL may carry a token, which is why it comes from there.
+      if (value === '') out.push(issue(['tools', 'servers', name, 'url', 'env'], `environment variable ${url.env} is not set`));
+      else if (!isHttpUrl(value)) out.push(issue(['tools', 'servers', name, 'url', 'env'], `environment variable ${url.env} does not hold an http(s) URL`));
+    }
     for (const field of ['env', 'headers'] as const) {
       const values = server[field];
       if (!isRecord(values)) continue;
@@ -238,6 +245,14 @@ function checkToolEnv(tools: Record<string, unknown>, env: Record<string, string
   }
 }
 
+/** What the schema's `z.url({ protocol: /^https?$/ })` accepts of an inline URL. */
+function isHttpUrl(value: string): boolean {
+  try {
+    return /^https?:$/.test(new URL(value).protocol);
+  } catch {
+    return false;
+  }
+}
 
 function isEmptyArray(x: unknown): boolean {
   return Array.isArray(x) && x.length === 0;

@@ -22,6 +22,7 @@ import type { ToolResult } from '../../machines/protocol.js';
 import { Redactor } from '../keys.js';
 import type { McpServerConfig, ToolInfo, ToolSource } from './types.js';
 import { abortError, endSession, listAllTools, messageOf, Slots, toToolResult, untilAborted } from './mcpHelpers.js';
+import { shownUrl, urlSecrets } from './urls.js';
 
 export { toToolResult } from './mcpHelpers.js';
 
@@ -93,33 +94,6 @@ export async function connectMcpServer(server: string, config: McpServerConfig, 
   return source;
 }
 
-/** The parts of a server's URL that may be credentials: its password, and each query value. */
-function urlSecrets(url: string): string[] {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return [];
-  }
-  const found = [...parsed.searchParams.values()];
-  if (parsed.password) found.push(decodeURIComponent(parsed.password), parsed.password);
-  return found;
-}
-
-/** A server's URL as a message may show it: no user or password, and the query's values replaced. */
-function shownUrl(url: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return 'an invalid URL';
-  }
-  parsed.username = '';
-  parsed.password = '';
-  for (const name of new Set(parsed.searchParams.keys())) parsed.searchParams.set(name, '...');
-  return parsed.toString();
-}
-
 interface Session {
   client: Client;
   tools: ToolInfo[];
@@ -158,7 +132,7 @@ class McpConnection implements McpToolSource {
         if (typeof value === 'string') this.secrets.addSetting(value, `tools.servers.${server}.${field}.${name}`);
       }
     }
-    // A URL's password and query values may be tokens (`?api_key=...`): secrets like the headers.
+    // A URL's user, password and query values may be tokens (`?api_key=...`): secrets like the headers.
     if ('url' in config) for (const secret of urlSecrets(config.url)) this.secrets.addSetting(secret, `tools.servers.${server}.url`);
   }
 

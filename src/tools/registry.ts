@@ -12,6 +12,7 @@ import type { Plan, PlanIssue } from '../plan/index.js';
 import type { ToolSpec } from '../providers/types.js';
 import { isShareable, toolOutputText, type ToolDefinition } from './local.js';
 import type { McpServerConfig, ToolInfo, ToolSource } from './types.js';
+import { shownUrl } from './urls.js';
 import { createArgsValidator } from './validate.js';
 
 interface Entry {
@@ -62,7 +63,7 @@ export class RunTools {
     const failures: string[] = [];
     settled.forEach((s, i) => {
       if (s.status === 'fulfilled') sources.push(s.value);
-      else failures.push(`tools.servers.${servers[i]![0]}: cannot connect: ${(s.reason as Error)?.message ?? String(s.reason)}`);
+      else failures.push(`tools.servers.${servers[i]![0]}: cannot connect: ${connectFailure(servers[i]![1], s.reason, env)}`);
     });
     if (failures.length > 0) {
       await Promise.allSettled(sources.map((x) => x.close()));
@@ -165,7 +166,21 @@ function configOf(spec: Plan['tools']['servers'][string], env: Record<string, st
     return { command: spec.command, args: spec.args, ...(e ? { env: e } : {}), ...(spec.cwd ? { cwd: spec.cwd } : {}) };
   }
   const h = resolve(spec.headers);
-  return { url: spec.url, ...(h ? { headers: h } : {}) };
+  return { url: typeof spec.url === 'string' ? spec.url : (env[spec.url.env] ?? ''), ...(h ? { headers: h } : {}) };
+}
+
+/**
+ * Why a server did not connect. A URL from the environment is not shown, not even without its
+ * password and query values as the connection shows a URL: a token may be anywhere in it (a
+ * path segment), and the message reaches the output and the journal.
+ */
+function connectFailure(spec: Plan['tools']['servers'][string], reason: unknown, env: Record<string, string | undefined>): string {
+  const message = (reason as Error)?.message ?? String(reason);
+  if (!('url' in spec) || typeof spec.url === 'string') return message;
+  const url = env[spec.url.env] ?? '';
+  // Validation saw it set; a worker's own environment may not have it.
+  if (url === '') return `environment variable ${spec.url.env} (the server's url) is not set`;
+  return message.replaceAll(shownUrl(url), `the URL in environment variable ${spec.url.env}`);
 }
 
 /** Tools that cannot be set up (a server that does not start, a tool it does not have). */

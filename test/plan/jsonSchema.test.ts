@@ -34,6 +34,15 @@ describe('the plan JSON Schema', () => {
     expect(check({ ...plan, models: { m: { provider: 'p', model: 'x', temperature: 'hot' } } })).toBe(false);
   });
 
+  it('takes an MCP server url inline or as {"env": NAME}, as validatePlan does', () => {
+    const plan = readExample('plans/hello.json');
+    const withUrl = (url: unknown) => ({ ...plan, tools: { servers: { docs: { url } } } });
+    expect(check(withUrl('https://mcp.example.com/mcp')), JSON.stringify(check.errors)).toBe(true);
+    expect(check(withUrl({ env: 'DOCS_URL' })), JSON.stringify(check.errors)).toBe(true);
+    expect(check(withUrl({ env: 'DOCS_URL', value: 'x' }))).toBe(false);
+    expect(check(withUrl(5))).toBe(false);
+  });
+
   it('lets a plan name it in $schema; validatePlan ignores it, and says so when it is not a string', () => {
     const plan = { $schema: '../../schema/plan.schema.json', ...readExample('plans/hello.json') };
     expect(check(plan)).toBe(true);

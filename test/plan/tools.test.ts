@@ -37,6 +37,23 @@ describe('plan tools and compaction', () => {
     );
   });
 
+  it('takes a server URL from the environment: set, non-empty and an http(s) URL, never shown', () => {
+    const plan = base();
+    plan.tools = { servers: { fs: { command: 'node' }, docs: { url: { env: 'DOCS_URL' } } } };
+    const check = (env: Record<string, string>) => {
+      const r = validatePlan(plan, { env, tools: ['lookup'] });
+      return r.ok ? r.plan.tools.servers.docs : r.issues.map(formatIssue);
+    };
+    expect(check({ DOCS_URL: 'https://mcp.example.com/mcp?api_key=secret-in-url' })).toEqual({ url: { env: 'DOCS_URL' }, trusted: false });
+    expect(check({})).toEqual(['tools.servers.docs.url.env: environment variable DOCS_URL is not set']);
+    expect(check({ DOCS_URL: '' })).toEqual(['tools.servers.docs.url.env: environment variable DOCS_URL is not set']);
+    expect(check({ DOCS_URL: 'ftp://files.example.com/secret-in-url' })).toEqual(['tools.servers.docs.url.env: environment variable DOCS_URL does not hold an http(s) URL']);
+    plan.tools = { servers: { docs: { url: { env: 'not a name' } }, web: { url: 'ftp://x' } } };
+    expect(problems(plan)).toEqual(
+      expect.arrayContaining(['tools.servers.docs.url.env: must be an environment variable name', 'tools.servers.web.url: must be an http(s) URL']),
+    );
+  });
+
   it('checks the compaction model and a task budget', () => {
     const plan = { ...base(), compaction: { model: 'ghost' } };
     plan.tasks[0]!.maxInputTokens = 0;
