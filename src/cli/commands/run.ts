@@ -49,8 +49,8 @@ export const run: Command = {
   name: 'run',
   summary: 'Validate and run a plan.',
   usage: `Usage: swarmstate run <plan.json> [--json] [--events <file.ndjson>] [--report <file.html>]
-                      [--quiet | --verbose] [--stream] [--seed <n>] [--store <file>] [--redis <redis://host:6379>]
-                      [--ui] [--inspect [--inspect-url <ws://...>]] [--real]
+                      [--quiet | --verbose] [--stream] [--seed <n>] [--store <file>]
+                      [--redis <redis://host:6379>] [--ui] [--inspect [--inspect-url <ws://...>]] [--real]
 
 Validates the plan (every problem listed, exit 2) and runs it. Keys come from the environment
 variables the plan names (or inline in the plan: then they are redacted everywhere). Progress goes
