@@ -44,6 +44,12 @@ export interface Progress {
   onEvent(event: TimedRunEvent): void;
   /** Draws the last state (TTY: and shows the cursor again). Idempotent. */
   finish(): void;
+  /**
+   * Lines of someone else's (`--stream`'s text), each ending in a line break, on the same
+   * terminal: TTY, kept above the view from its next redraw on (written now, a redraw would
+   * overwrite them); log lines, written at once. Not coloured.
+   */
+  print(lines: string): void;
 }
 
 /** Redraws of the live view: at most one per this many ms. */
@@ -159,6 +165,7 @@ export function createProgress(opts: ProgressOptions): Progress {
           // Progress is best effort.
         }
       },
+      print: write,
     };
   }
 
@@ -179,7 +186,7 @@ export function createProgress(opts: ProgressOptions): Progress {
       const width = Math.max(20, columns !== undefined && columns > 0 ? columns : 80);
       // The frame stays one column short of the width, so no line wraps and `up(drawn)` is exact.
       const frame = renderFrame(state, t, width - 1, budgetOf()).map(paint);
-      const lines = [...above.splice(0).map(paint), ...frame];
+      const lines = [...above.splice(0), ...frame];
       write(`${shown ? up(drawn) : HIDE_CURSOR}${lines.map((l) => `${l}${CLEAR_TO_EOL}\n`).join('')}${CLEAR_BELOW}${tail}`);
       shown = true;
       drawn = frame.length;
@@ -202,7 +209,7 @@ export function createProgress(opts: ProgressOptions): Progress {
           reduce(state, event);
           if (isAlarm(event)) {
             const line = formatEventLine(event);
-            if (line) above.push(`${stamp(state, event.at)} ${visible(line)}`);
+            if (line) above.push(paint(`${stamp(state, event.at)} ${visible(line)}`));
           }
           dirty = true;
           const t = now();
@@ -226,6 +233,13 @@ export function createProgress(opts: ProgressOptions): Progress {
         } catch {
           restore();
         }
+      },
+      print(lines) {
+        if (lines === '') return;
+        if (finished) return write(lines);
+        // Each keeps its own line above the frame: the frame's line breaks are the ones drawn.
+        for (const line of lines.split('\n').slice(0, -1)) above.push(line);
+        dirty = true;
       },
     };
   }

@@ -23,6 +23,7 @@ import { redisForDisplay } from '../distributed/redis.js';
 import { formatElapsed, formatEventLine, formatUsd } from './format.js';
 import { EXIT } from './exit.js';
 import { connectRedis } from './commands.js';
+import { createTextLines } from './stream.js';
 
 type IO = { out: NodeJS.WritableStream; err: NodeJS.WritableStream };
 
@@ -63,6 +64,8 @@ export interface RunFlags {
   verbose?: boolean;
   /** --ui: serve the live page of the run on 127.0.0.1 (src/ui/live.ts). */
   ui?: boolean;
+  /** --stream: each task's text on stdout as it streams in (`task:delta`), a line at a time. */
+  stream?: boolean;
 }
 
 /** A new run of a plan (from its file), or a journaled run to resume (or to retry: its failures, or these tasks). */
@@ -129,7 +132,8 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
   }
   let run;
   try {
-    run = 'resume' in target ? continued(swarm, target) : swarm.run(target.plan, { source: target.source });
+    const deltas = flags.stream === true ? { deltas: true } : {};
+    run = 'resume' in target ? continued(swarm, target, deltas) : swarm.run(target.plan, { source: target.source, ...deltas });
   } catch (error) {
     await swarm.close();
     if (error instanceof PlanValidationError) {
@@ -149,7 +153,8 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
   if (!flags.quiet) io.err.write(`${'resume' in target ? (target.retry ? 'retrying' : 'resuming') : 'run'} ${run.id}${resumeHint}\n`);
   // Every event is kept for the summary and the report, and written to --events as it comes.
   const seen: TimedRunEvent[] = [];
-  run.events.on('*', (_type, event) => void seen.push(event as TimedRunEvent));
+  // Streamed text is left out: the summary and the report read whole outputs (--events has it).
+  run.events.on('*', (type, event) => void (type !== 'task:delta' && seen.push(event as TimedRunEvent)));
   // Loaded only when asked for; it gets the events so far and follows the rest itself.
   const live = flags.ui ? await (await import('../ui/live.js')).startLiveUi({ run, events: [...seen] }) : undefined;
   if (live) io.err.write(`live page: ${live.url}\n`);
@@ -175,12 +180,25 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
   if (progress) run.events.on('*', (_type, event) => progress.onEvent(event as TimedRunEvent));
   if (flags.verbose && !flags.quiet) {
     let startedAt: number | undefined;
-    run.events.on('*', (_type, event) => {
+    run.events.on('*', (type, event) => {
+      // --stream prints the text itself; a log line per piece would repeat it in fragments.
+      if (type === 'task:delta') return;
       const e = event as TimedRunEvent;
       startedAt ??= e.at;
       io.err.write(`[${formatElapsed(e.at - startedAt)}] ${verboseLine(e)}\n`);
     });
   }
+  // On a terminal whose live view is redrawn, the text is kept above the view (a line written
+  // between redraws would be drawn over); elsewhere it goes to stdout as it comes, whole lines.
+  const stdoutTty = (io.out as NodeJS.WritableStream & { isTTY?: boolean }).isTTY === true;
+  let outBroken = false;
+  if (flags.stream) {
+    // A reader that went away (`| head`) must not take the run down: its journal still completes.
+    io.out.on?.('error', () => void (outBroken = true));
+  }
+  const toStdout = (lines: string) => void (outBroken || io.out.write(lines));
+  const text = flags.stream ? createTextLines(progress && mode.live && stdoutTty ? (lines) => progress.print(lines) : toStdout) : undefined;
+  if (text) run.events.on('*', (_type, event) => text.onEvent(event as RunEvent));
   // SIGTERM (a service manager, `kill`, a CI timeout) stops the run as Ctrl-C does: cancelled,
   // the result printed, the event stream and the journal complete.
   const stopOnSignal = (signal: NodeJS.Signals) => run.cancel(`interrupted (${signal})`);
@@ -201,6 +219,7 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
   } finally {
     process.off('SIGINT', stopOnSignal);
     process.off('SIGTERM', stopOnSignal);
+    text?.finish();
     progress?.finish();
     await writes;
     await swarm.close();
@@ -223,8 +242,8 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
 }
 
 /** A journaled run resumed, or its failures retried. */
-function continued(swarm: Swarm, target: Extract<RunTarget, { resume: string }>) {
-  const again = target.plan !== undefined ? { plan: target.plan } : {};
+function continued(swarm: Swarm, target: Extract<RunTarget, { resume: string }>, deltas: { deltas?: boolean }) {
+  const again = { ...deltas, ...(target.plan !== undefined ? { plan: target.plan } : {}) };
   if (!target.retry) return swarm.resume(target.resume, again);
   return swarm.retry(target.resume, {
     ...again,

@@ -1,10 +1,12 @@
 /**
- * The statecharts of the machines in machines/index.ts, read from `machine.toJSON()` and drawn as
- * SVG with the report's layered layout: one box per state (nested states named by their path
- * under the machine), one arrow per transition, labelled with its event. A state's badge is how
- * many actors are in it now, from the stream (approximate: events name no states).
+ * The statecharts of the machines of machines/, read from `machine.toJSON()` and drawn as SVG
+ * with the report's layered layout: one box per state (nested states named by their path under
+ * the machine), one arrow per transition, labelled with its event; events handled without a
+ * change of state are listed. A state's badge is how many actors (for the task lifecycle: tasks)
+ * are in it now, from the stream (approximate for agents: events name no states).
  */
-import { agentMachine, breakerMachine, keyMachine, poolMachine, supervisorMachine, toolBusMachine } from '../../machines/index.js';
+import { agentMachine, breakerMachine, groupMachine, keyMachine, poolMachine, supervisorMachine, taskLifecycleMachine, toolBusMachine } from '../../machines/index.js';
+import { ledgerMachine } from '../../machines/ledger.machine.js';
 import { esc, int } from './format.js';
 import { edgePath, layered } from './layout.js';
 
@@ -22,7 +24,19 @@ export interface Chart {
   transitions: { from: string; to: string; event: string }[];
   /** Transitions of the machine itself, taken from whatever state it is in (`CANCEL` -> `cancelled`). */
   fromAny: { to: string; event: string }[];
+  /**
+   * Events handled by actions alone, the state kept (`from` '': by the machine itself, in any
+   * state): most of what a group or a ledger does.
+   */
+  stays: { from: string; event: string }[];
 }
+
+/**
+ * Every machine of machines/, supervisor first (it spawns the others): what the report draws and
+ * `swarmstate machines` lists. `task` is drawn, not run: the lifecycle the run table checks each
+ * status change against (machines/tasks/lifecycle.ts).
+ */
+export const MACHINES = [supervisorMachine, groupMachine, agentMachine, poolMachine, keyMachine, breakerMachine, toolBusMachine, ledgerMachine, taskLifecycleMachine];
 
 interface JsonState {
   id: string;
@@ -67,14 +81,19 @@ function alwaysOf(root: LiveNode | undefined): Map<string, { eventType?: string;
 export function chartOf(machine: { toJSON(): unknown; root?: unknown }): Chart {
   const root = machine.toJSON() as JsonState;
   const always = alwaysOf(machine.root as LiveNode | undefined);
-  const chart: Chart = { id: root.id, states: [], transitions: [], fromAny: [] };
+  const chart: Chart = { id: root.id, states: [], transitions: [], fromAny: [], stays: [] };
   const seen = new Set<string>();
   const walk = (s: JsonState, depth: number) => {
     if (depth > 0) chart.states.push({ id: s.id, path: s.id.slice(root.id.length + 1), type: s.type ?? 'atomic', depth });
+    const from = depth === 0 ? '' : s.id;
     for (const t of [...(s.transitions ?? []), ...(always.get(s.id) ?? [])]) {
+      if ((t.target ?? []).length === 0 && t.eventType) {
+        const event = eventLabel(t.eventType);
+        if (!chart.stays.some((x) => x.from === from && x.event === event)) chart.stays.push({ from, event });
+        continue;
+      }
       for (const target of t.target ?? []) {
         const to = targetId(target);
-        const from = depth === 0 ? '' : s.id;
         const event = eventLabel(t.eventType);
         const key = `${from}\u0000${to}\u0000${event}`;
         if (to === undefined || seen.has(key)) continue;
@@ -98,7 +117,7 @@ export function chartOf(machine: { toJSON(): unknown; root?: unknown }): Chart {
 let charts: Chart[] | undefined;
 /** Every machine's chart, computed once: the definitions never change while a process runs. */
 export function machineCharts(): Chart[] {
-  charts ??= [supervisorMachine, agentMachine, poolMachine, keyMachine, breakerMachine, toolBusMachine].map(chartOf);
+  charts ??= MACHINES.map(chartOf);
   return charts;
 }
 
@@ -126,7 +145,7 @@ export function renderChart(chart: Chart, counts: Record<string, number> = {}): 
   for (const p of layout.nodes.values()) {
     const s = byId.get(p.id)!;
     const n = counts[s.id] ?? 0;
-    const selfEvents = chart.transitions.filter((t) => t.from === s.id && t.to === s.id).map((t) => t.event);
+    const selfEvents = [...chart.transitions.filter((t) => t.from === s.id && t.to === s.id), ...chart.stays.filter((t) => t.from === s.id)].map((t) => t.event);
     const events = [...new Set(chart.transitions.filter((t) => t.from === s.id && t.to !== s.id && t.event).map((t) => `${t.event} → ${t.to.slice(chart.id.length + 1)}`))];
     const title = [`${s.path} (${s.type})`, ...events, ...(selfEvents.length ? [`stays on: ${[...new Set(selfEvents)].join(', ')}`] : [])].join('\n');
     parts.push(
@@ -138,7 +157,8 @@ export function renderChart(chart: Chart, counts: Record<string, number> = {}): 
     );
   }
   const any = chart.fromAny.map((t) => `${t.event} → ${t.to === chart.id ? '(itself)' : t.to.slice(chart.id.length + 1)}`);
+  const kept = chart.stays.filter((t) => t.from === '').map((t) => t.event);
   return `<svg class="chart" data-machine="${esc(chart.id)}" width="${layout.width}" height="${layout.height + 20}" role="img" aria-label="${esc(chart.id)} statechart">${parts.join('')}</svg>${
     any.length > 0 ? `<p class="note">From any state: ${esc([...new Set(any)].join(', '))}</p>` : ''
-  }`;
+  }${kept.length > 0 ? `<p class="note">In any state, handled without a change of state: ${esc(kept.join(', '))}</p>` : ''}`;
 }

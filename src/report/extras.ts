@@ -17,7 +17,10 @@ export interface Extras {
   /** dependency -> dependent, and planner -> its sub-tasks. */
   edges: [string, string][];
   outputs: Record<string, { text: string; truncated: boolean }>;
-  /** Machine id -> state id (as in `machine.toJSON()`, e.g. `agent.active.running`) -> actors there now. */
+  /**
+   * Machine id -> state id (as in `machine.toJSON()`, e.g. `agent.active.running`) -> actors there
+   * now; for `task` (the lifecycle, drawn not run), tasks.
+   */
   machineStates: Record<string, Record<string, number>>;
 }
 
@@ -33,6 +36,19 @@ const AGENT_STATE: Partial<Record<TimedRunEvent['type'], string>> = {
   'task:cancelled': 'agent.cancelled',
 };
 
+/**
+ * Where a task is in its lifecycle (machines/tasks/lifecycle.ts) after an event about it. Exact
+ * but for two moves no event says: a map or reduce waiting on its sub-tasks (WAIT: shown running)
+ * and a draft a reviewer sent back (REVISE: shown completed until it is queued again).
+ */
+const TASK_STATE: Partial<Record<TimedRunEvent['type'], string>> = {
+  'task:queued': 'task.queued',
+  'task:started': 'task.running',
+  'task:completed': 'task.completed',
+  'task:skipped': 'task.skipped',
+  'task:cancelled': 'task.cancelled',
+};
+
 const KEY_STATE: Record<string, string> = { ready: 'key.ready', saturated: 'key.saturated', backoff: 'key.backoff', revoked: 'key.revoked' };
 
 export function analyzeExtras(events: readonly TimedRunEvent[], calls: readonly Call[], result?: RunResult): Extras {
@@ -43,6 +59,9 @@ export function analyzeExtras(events: readonly TimedRunEvent[], calls: readonly 
   const agents = new Map<string, string>();
   const keys = new Map<string, string>();
   const breakers = new Map<string, string>();
+  // Every task of the plan is pending until an event moves it (a resume's ended ones aside).
+  const tasks = new Map<string, string>(Object.keys(started?.deps ?? {}).map((id) => [id, 'task.pending']));
+  for (const [id, status] of Object.entries(started?.before ?? {})) tasks.set(id, `task.${status}`);
   let supervisor = started ? 'supervisor.running' : undefined;
   for (const [id, status] of Object.entries(started?.before ?? {})) if (status !== 'skipped') agents.set(id, `agent.${status === 'completed' ? 'done' : 'failed'}`);
   const keep = (id: string, value: unknown) => {
@@ -52,15 +71,22 @@ export function analyzeExtras(events: readonly TimedRunEvent[], calls: readonly 
   for (const e of events) {
     const agentState = AGENT_STATE[e.type];
     if (agentState !== undefined && 'taskId' in e) agents.set(e.taskId, agentState);
+    const taskState = TASK_STATE[e.type];
+    if (taskState !== undefined && 'taskId' in e) tasks.set(e.taskId, taskState);
     switch (e.type) {
       case 'task:completed':
         keep(e.taskId, e.output);
         break;
       case 'task:failed':
         agents.set(e.taskId, e.willRetry ? 'agent.active.backoff' : 'agent.failed');
+        // A new attempt follows: RETRY puts it back in the queue.
+        tasks.set(e.taskId, e.willRetry ? 'task.queued' : 'task.failed');
         break;
       case 'task:planned':
-        for (const sub of e.subtasks) edges.push([e.taskId, sub]);
+        for (const sub of e.subtasks) {
+          edges.push([e.taskId, sub]);
+          if (!tasks.has(sub)) tasks.set(sub, 'task.pending');
+        }
         break;
       case 'key:state':
         if (KEY_STATE[e.state]) keys.set(e.keyId, KEY_STATE[e.state]!);
@@ -82,7 +108,10 @@ export function analyzeExtras(events: readonly TimedRunEvent[], calls: readonly 
   }
   if (result) {
     supervisor = 'supervisor.finished';
-    for (const r of Object.values(result.tasks)) if (r.output !== undefined) keep(r.id, r.output);
+    for (const r of Object.values(result.tasks)) {
+      if (r.output !== undefined) keep(r.id, r.output);
+      tasks.set(r.id, `task.${r.status}`);
+    }
   }
   for (const keyId of Object.keys(started?.keys ?? {})) if (!keys.has(keyId)) keys.set(keyId, 'key.ready');
 
@@ -93,6 +122,7 @@ export function analyzeExtras(events: readonly TimedRunEvent[], calls: readonly 
   };
   const machineStates: Extras['machineStates'] = { agent: count(agents.values()), key: count(keys.values()), breaker: count(breakers.values()) };
   if (supervisor) machineStates['supervisor'] = { [supervisor]: 1 };
+  if (tasks.size > 0) machineStates['task'] = count(tasks.values());
 
   let spent = 0;
   const costSeries = calls

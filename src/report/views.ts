@@ -104,8 +104,10 @@ export function machinesSection(m: ReportModel): string {
     .map((c) => {
       const counts = m.machineStates[c.id] ?? {};
       const total = Object.values(counts).reduce((a, n) => a + n, 0);
-      return `<div class="machine"><h3>${esc(c.id)}${total ? ` <span class="count">${int(total)} actors</span>` : ''}</h3><div class="scroll">${renderChart(c, counts)}</div></div>`;
+      // The task lifecycle is a table's, not an actor's: its boxes count tasks.
+      const what = c.id === 'task' ? 'tasks' : 'actors';
+      return `<div class="machine"><h3>${esc(c.id)}${total ? ` <span class="count">${int(total)} ${what}</span>` : ''}</h3><div class="scroll">${renderChart(c, counts)}</div></div>`;
     })
     .join('');
-  return `<section id="machines"><h2>Machines</h2><p class="note">Each machine's statechart, from <code>machine.toJSON()</code>: nested states by their path, arrows labelled by event (hover a state for its transitions). A number is how many actors are in that state, as the events tell it (approximate for agents).</p>${charts}</section>`;
+  return `<section id="machines"><h2>Machines</h2><p class="note">Each machine's statechart, from <code>machine.toJSON()</code>: nested states by their path, arrows labelled by event (hover a state for its transitions and the events it handles in place). A number is how many actors are in that state, as the events tell it (approximate for agents); in <code>task</code>, the task lifecycle every status change is checked against, how many tasks.</p>${charts}</section>`;
 }

@@ -83,7 +83,7 @@ describe.skipIf(skip)('the report in chromium', () => {
     const row = page.locator('details.task[open]');
     expect(await row.count()).toBe(1);
     expect(await row.locator('pre.output').innerText()).toBe(String(run.result.tasks['final']!.output));
-    expect(await page.locator('svg.chart').count()).toBe(6);
+    expect(await page.locator('svg.chart').count()).toBe(9); // supervisor, group, agent, pool, key, breaker, toolBus, ledger, task
     expect(problems).toEqual([]);
     await page.close();
   });

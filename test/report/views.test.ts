@@ -64,10 +64,11 @@ describe('the drawn views of the static report', () => {
     expect(page).toContain('<pre class="output">the &lt;b&gt;draft&lt;/b&gt; text</pre>');
   });
 
-  it('draws every machine of machines/index.ts as a statechart with its states, and counts actors in them', () => {
+  it('draws every machine of machines/ as a statechart with its states, and counts actors in them', () => {
     const page = buildReport({ events });
     const charts = machineCharts();
-    expect(charts.map((c) => c.id).sort()).toEqual(['agent', 'breaker', 'key', 'pool', 'supervisor', 'toolBus']);
+    // What `swarmstate machines` lists: the supervisor's groups, the ledger and the task lifecycle too.
+    expect(charts.map((c) => c.id).sort()).toEqual(['agent', 'breaker', 'group', 'key', 'ledger', 'pool', 'supervisor', 'task', 'toolBus']);
     expect(count(page, '<svg class="chart"')).toBe(charts.length);
     for (const c of charts) {
       const svg = page.slice(page.indexOf(`<svg class="chart" data-machine="${c.id}"`));
@@ -77,6 +78,38 @@ describe('the drawn views of the static report', () => {
     // `draft` done, `review` waiting for its reply: one agent in each state.
     expect(analyze(events).machineStates['agent']).toEqual({ 'agent.done': 1, 'agent.active.running': 1 });
     expect(page).toMatch(/data-state="agent\.active\.running"><title>[^<]*<\/title><rect[^>]*\/><text[^>]*>active\.running<\/text><text class="count"[^>]*>1</);
+  });
+
+  it('draws the supervisor\'s group and the task lifecycle: their states, their events, and where the tasks are', () => {
+    const page = buildReport({ events });
+    const own = (id: string) => {
+      const at = page.indexOf(`<svg class="chart" data-machine="${id}"`);
+      expect(at, id).toBeGreaterThan(0);
+      const rest = page.slice(at);
+      // The chart and the notes under it, up to the next machine.
+      return rest.slice(0, rest.indexOf('<div class="machine">') < 0 ? undefined : rest.indexOf('<div class="machine">'));
+    };
+    const group = own('group');
+    for (const s of ['idle', 'busy']) expect(group).toContain(`>${s}</text>`);
+    expect(group).toContain('<title>SPAWN</title>');
+    // What a group mostly does changes no state: said under its chart, and in its state's title.
+    expect(group).toContain('In any state, handled without a change of state: CANCEL, GROUP.DEADLINE, done: *, error: *');
+    expect(group).toMatch(/data-state="group\.busy"><title>busy \(atomic\)\nalways → idle\nstays on: SPAWN<\/title>/);
+    const task = own('task');
+    for (const s of ['pending', 'queued', 'running', 'completed', 'failed', 'skipped', 'cancelled']) expect(task).toContain(`>${s}</text>`);
+    for (const e of ['READY', 'START', 'COMPLETE', 'FAIL', 'RETRY', 'REQUEUE', 'WAIT', 'SKIP', 'CANCEL', 'REVISE', 'RESTORE_COMPLETED']) expect(task, e).toContain(`<title>${e}</title>`);
+    // `draft` completed, `review` running, `solo` not started: each counted in its state.
+    expect(analyze(events).machineStates['task']).toEqual({ 'task.completed': 1, 'task.running': 1, 'task.pending': 1 });
+    expect(page).toContain('<h3>task <span class="count">3 tasks</span></h3>');
+    // A retried attempt is queued again; a task that ends for good is counted where it ended.
+    const later = [
+      ...events,
+      ev(60, { type: 'task:failed', taskId: 'review', attempt: 1, error: { code: 'network', message: 'x', retryable: true }, willRetry: true }),
+      ev(61, { type: 'task:queued', taskId: 'solo' }),
+    ];
+    expect(analyze(later).machineStates['task']).toEqual({ 'task.completed': 1, 'task.queued': 2 });
+    const ended = [...later, ev(70, { type: 'task:skipped', taskId: 'solo', reason: 'x' }), ev(71, { type: 'task:cancelled', taskId: 'review' })];
+    expect(analyze(ended).machineStates['task']).toEqual({ 'task.completed': 1, 'task.skipped': 1, 'task.cancelled': 1 });
   });
 
   it('reads states, nested states and transitions by event from toJSON()', () => {

@@ -9,7 +9,7 @@ export const demo: Command = {
   name: 'demo',
   summary: 'Run the catalog swarm on the embedded simulated provider: no key, no network.',
   usage: `Usage: swarmstate demo [--json] [--events <file.ndjson>] [--report [<file.html>]] [--quiet | --verbose]
-                       [--seed <n>] [--store <file>] [--redis <redis://host:6379>]
+                       [--stream] [--seed <n>] [--store <file>] [--redis <redis://host:6379>]
                        [--ui] [--inspect [--inspect-url <ws://...>]] [--real]
 
 Runs the catalog swarm (examples/catalog-swarm: maps and a reduce, 874 tasks, 3 keys with

@@ -2,18 +2,9 @@
  * `swarmstate machines [--json]`: the statecharts of machines/, as `machine.toJSON()` gives them
  * (what the Stately editor imports), or a short list of their states.
  */
-import { agentMachine, breakerMachine, keyMachine, poolMachine, supervisorMachine, toolBusMachine } from '../../../machines/index.js';
-import { ledgerMachine } from '../../../machines/ledger.machine.js';
-import { groupMachine } from '../../../machines/supervisor/group.machine.js';
-import { taskLifecycleMachine } from '../../../machines/tasks/task.machine.js';
+import { MACHINES } from '../../report/charts.js';
 import { EXIT } from '../exit.js';
 import type { Command } from './command.js';
-
-/**
- * Every machine of machines/, supervisor first (it spawns the others). `task` is drawn, not run:
- * the task lifecycle the run table checks each status change against (machines/tasks/lifecycle.ts).
- */
-export const MACHINES = [supervisorMachine, groupMachine, agentMachine, poolMachine, keyMachine, breakerMachine, toolBusMachine, ledgerMachine, taskLifecycleMachine];
 
 interface StateJson {
   states?: Record<string, StateJson>;

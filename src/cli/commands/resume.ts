@@ -2,7 +2,7 @@
 import { resolve } from 'node:path';
 import { EXIT } from '../exit.js';
 import { loadPlan, runPlan } from '../runPlan.js';
-import { OUTPUT_FLAGS_HELP, seedOf } from './run.js';
+import { OUTPUT_FLAGS_HELP, seedOf, streamWithJson } from './run.js';
 import { usageError, type Args, type Command, type IO, type Options } from './command.js';
 
 const CONTINUE_OPTIONS: Options = {
@@ -11,6 +11,7 @@ const CONTINUE_OPTIONS: Options = {
   report: { type: 'string' },
   quiet: { type: 'boolean', default: false },
   verbose: { type: 'boolean', default: false },
+  stream: { type: 'boolean', default: false },
   store: { type: 'string' },
   redis: { type: 'string' },
   plan: { type: 'string' },
@@ -24,7 +25,8 @@ export const resume: Command = {
   name: 'resume',
   summary: 'Continue an interrupted run (a crash, Ctrl-C, a full disk) from its journal.',
   usage: `Usage: swarmstate resume <runId> [--store <file>] [--plan <plan.json>] [--json] [--events <file>]
-                         [--report <file>] [--quiet | --verbose] [--seed <n>] [--redis <redis://host:6379>]
+                         [--report <file>] [--quiet | --verbose] [--stream] [--seed <n>]
+                         [--redis <redis://host:6379>]
 
 Continues a run that was interrupted (a crash, Ctrl-C, SIGTERM, a full disk) from its journal:
 completed tasks are not run again, budgets continue from what was spent. A run that had finished
@@ -46,7 +48,7 @@ export const retry: Command = {
   name: 'retry',
   summary: 'Run the failed, skipped and cancelled tasks of a finished run again, as the same run.',
   usage: `Usage: swarmstate retry <runId> [--tasks <id,id>] [--budget-usd <n>] [--store <file>] [--plan <plan.json>] [--json]
-                        [--events <file>] [--report <file>] [--quiet | --verbose] [--seed <n>]
+                        [--events <file>] [--report <file>] [--quiet | --verbose] [--stream] [--seed <n>]
                         [--redis <redis://host:6379>]
 
 Runs the failed, skipped and cancelled tasks of a finished run again (and what depends on them),
@@ -72,6 +74,7 @@ async function again(command: 'resume' | 'retry', args: Args, io: IO): Promise<n
   const v = args.values;
   const runId = args.positionals[0];
   if (!runId) return usageError(command, `a run id is required (swarmstate ${command} <runId>; \`swarmstate runs\` lists them)`, io);
+  if (v.stream && v.json) return streamWithJson(command, io);
   const seed = seedOf(command, v.seed, io);
   if (seed === undefined) return EXIT.invalid;
   const tasks = (v.tasks as string | undefined)?.split(',').map((t) => t.trim()).filter((t) => t !== '');
@@ -99,6 +102,7 @@ async function again(command: 'resume' | 'retry', args: Args, io: IO): Promise<n
       json: v.json === true,
       quiet: v.quiet === true,
       verbose: v.verbose === true,
+      stream: v.stream === true,
       events: v.events as string | undefined,
       report: v.report as string | undefined,
       inspect: undefined,

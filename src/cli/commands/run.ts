@@ -14,6 +14,7 @@ export const RUN_OPTIONS: Options = {
   seed: { type: 'string' },
   quiet: { type: 'boolean', default: false },
   verbose: { type: 'boolean', default: false },
+  stream: { type: 'boolean', default: false },
   ui: { type: 'boolean', default: false },
   inspect: { type: 'boolean', default: false },
   'inspect-url': { type: 'string' },
@@ -29,6 +30,8 @@ export const OUTPUT_FLAGS_HELP = `  --json             Print one JSON object (th
   --report <file>    Write a self-contained HTML report of the run.
   --quiet            Nothing on stderr but errors (no progress, no run id).
   --verbose          A log line on stderr for every run event, instead of the progress view.
+  --stream           Print each task's text on stdout as it streams in, a whole line at a time,
+                     each line prefixed by its task id: [taskId] text. Not with --json.
   --store <file>     The run journal: a SQLite file, or "memory" (no journal kept). Default
                      $SWARMSTATE_STORE, else .swarmstate/runs.db in the working directory.
   --redis <url>      Coordinate a distributed run on this Redis (BullMQ): every model and tool
@@ -46,8 +49,8 @@ export const run: Command = {
   name: 'run',
   summary: 'Validate and run a plan.',
   usage: `Usage: swarmstate run <plan.json> [--json] [--events <file.ndjson>] [--report <file.html>]
-                      [--quiet | --verbose] [--seed <n>] [--store <file>] [--redis <redis://host:6379>]
-                      [--ui] [--inspect [--inspect-url <ws://...>]] [--real]
+                      [--quiet | --verbose] [--stream] [--seed <n>] [--store <file>]
+                      [--redis <redis://host:6379>] [--ui] [--inspect [--inspect-url <ws://...>]] [--real]
 
 Validates the plan (every problem listed, exit 2) and runs it. Keys come from the environment
 variables the plan names (or inline in the plan: then they are redacted everywhere). Progress goes
@@ -68,6 +71,7 @@ usage, 3 the run is held by another process, 4 the journal could not be written.
 /** `run` and `demo`: a plan file (made real with --real) run with the shared flags. */
 export async function runFromFile(command: string, path: string | undefined, args: Args, io: IO, before?: (plan: Record<string, unknown>) => void): Promise<number> {
   const v = args.values;
+  if (v.stream && v.json) return streamWithJson(command, io);
   const seed = seedOf(command, v.seed, io);
   if (seed === undefined) return EXIT.invalid;
   let plan = await loadPlan(path, io.err);
@@ -92,6 +96,7 @@ export async function runFromFile(command: string, path: string | undefined, arg
       json: v.json === true,
       quiet: v.quiet === true,
       verbose: v.verbose === true,
+      stream: v.stream === true,
       ui: v.ui === true,
       events: v.events as string | undefined,
       report: v.report as string | undefined,
@@ -99,6 +104,11 @@ export async function runFromFile(command: string, path: string | undefined, arg
     },
     io,
   );
+}
+
+/** --stream's lines and --json's object would share stdout: the object would no longer parse. */
+export function streamWithJson(command: string, io: IO): number {
+  return usageError(command, '--stream and --json both write to stdout: give one of them (with --events <file>, the file gets the task:delta events too)', io);
 }
 
 /** --seed as an integer (0 when not given); undefined after saying what is wrong. */
