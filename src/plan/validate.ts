@@ -129,6 +129,9 @@ function checkProviders(providers: Record<string, unknown>, env: Record<string, 
         if (p[field] !== undefined) out.push(issue(['providers', name, field], `a "${p.type}" provider is an object given in code: set its ${field === 'baseURL' ? 'endpoint' : 'timeouts'} there, not in the plan`));
       }
     }
+    if (typeof p.baseURL === 'string' && hasCredentials(p.baseURL)) {
+      out.push(issue(['providers', name, 'baseURL'], 'must not carry a user name or password (they would not be sent): give the key in "keys"'));
+    }
     if (p.sim !== undefined && p.type !== 'sim') {
       out.push(issue(['providers', name, 'sim'], `only a "sim" provider takes simulator settings (this one is "${String(p.type)}")`));
     }
@@ -227,11 +230,13 @@ function checkToolEnv(tools: Record<string, unknown>, env: Record<string, string
   for (const [name, server] of Object.entries(tools.servers)) {
     if (!isRecord(server)) continue;
     const url = server.url;
+    if (typeof url === 'string' && hasCredentials(url)) out.push(issue(['tools', 'servers', name, 'url'], CREDENTIALS_IN_URL));
     if (isRecord(url) && typeof url.env === 'string' && ENV_NAME_PATTERN.test(url.env)) {
       const value = env[url.env] ?? '';
       // The value is never shown: the URL may carry a token, which is why it comes from there.
       if (value === '') out.push(issue(['tools', 'servers', name, 'url', 'env'], `environment variable ${url.env} is not set`));
       else if (!isHttpUrl(value)) out.push(issue(['tools', 'servers', name, 'url', 'env'], `environment variable ${url.env} does not hold an http(s) URL`));
+      else if (hasCredentials(value)) out.push(issue(['tools', 'servers', name, 'url', 'env'], `environment variable ${url.env}: ${CREDENTIALS_IN_URL}`));
     }
     for (const field of ['env', 'headers'] as const) {
       const values = server[field];
@@ -242,6 +247,18 @@ function checkToolEnv(tools: Record<string, unknown>, env: Record<string, string
         }
       }
     }
+  }
+}
+
+/** fetch (the MCP SDK's transport) refuses a URL with credentials, whatever the server would say. */
+const CREDENTIALS_IN_URL = 'must not carry a user name or password (fetch refuses such a URL): send them in a header, e.g. "Authorization": {"env": "VAR_NAME"}';
+
+function hasCredentials(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.username !== '' || url.password !== '';
+  } catch {
+    return false;
   }
 }
 

@@ -54,6 +54,22 @@ describe('plan tools and compaction', () => {
     );
   });
 
+  it('refuses a user name or password in a server URL or a provider baseURL (fetch refuses them; the key would not be sent), never showing it', () => {
+    const plan = base();
+    plan.tools = { servers: { fs: { command: 'node' }, web: { url: 'http://bot:pa55-secret@127.0.0.1:1/mcp' }, docs: { url: { env: 'DOCS_URL' } } } };
+    (plan.providers as Record<string, unknown>).q = { type: 'anthropic', baseURL: 'https://me:pa55-secret@proxy.example.com', keys: [{ env: 'SET' }] };
+    const r = validatePlan(plan, { env: { SET: 'v', DOCS_URL: 'https://token-secret@mcp.example.com/mcp' }, tools: ['lookup'] });
+    const found = r.ok ? [] : r.issues.map(formatIssue);
+    expect(found).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^tools\.servers\.web\.url: must not carry a user name or password \(fetch refuses such a URL\): send them in a header/),
+        expect.stringMatching(/^tools\.servers\.docs\.url\.env: environment variable DOCS_URL: must not carry a user name or password/),
+        expect.stringMatching(/^providers\.q\.baseURL: must not carry a user name or password/),
+      ]),
+    );
+    expect(found.join('\n')).not.toMatch(/secret/);
+  });
+
   it('checks the compaction model and a task budget', () => {
     const plan = { ...base(), compaction: { model: 'ghost' } };
     plan.tasks[0]!.maxInputTokens = 0;
