@@ -95,6 +95,17 @@ describe('the pool as the breaker\'s front desk', () => {
     expect(h.breakerInbox()).toEqual([]);
   });
 
+  it('does not hand a request sent again with the same id to the breaker: the first one stands', () => {
+    const h = harness({ failureThreshold: 3 });
+    h.sicken();
+    h.breakerInbox();
+    h.request('a');
+    expect(h.breakerInbox()).toEqual(['BREAKER.ADMIT']);
+    h.request('a'); // booked by the pool now
+    expect(h.breakerInbox()).toEqual([]);
+    expect(h.heard.filter((e) => e.type === 'LEASE.GRANTED').map((e) => e.requestId)).toEqual(['sick', 'a']);
+  });
+
   it('holds a request at an open breaker, and a cancel withdraws it there: it is never granted', () => {
     const h = harness({ failureThreshold: 1, cooldownMs: 1_000 });
     h.sicken();
