@@ -18,7 +18,7 @@
  * `running`, aborted by `abortCall` on leaving it, its outcome back as MODEL.REPLY or MODEL.FAILED:
  * modelCall.ts); the breaker (`breaker:<provider>/<model>`), pool (`pool:<provider>`), tool bus
  * and the run's `ledger` are actors found in the system by id. Guards read only the context and
- * the event. What the agent holds (a reservation, a lease request, an admission, a lease) it gives
+ * the event. What the agent holds (a reservation, a lease request, a lease) it gives
  * back on the way out, so a cancelled agent never wedges a key, a breaker or a budget.
  */
 import { and, assign, enqueueActions, fromPromise, not, setup } from 'xstate';
@@ -198,7 +198,7 @@ export const agentMachine = setup({
     messages: [{ role: 'user', content: [{ type: 'text', text: input.prompt }] }],
     counts: { turn: 0, requests: 0, retries: 0, rateLimitWaits: 0, overloads: 0, seq: 0 },
     spend: { usage: ZERO_USAGE, costUsd: 0, unpricedCalls: 0, calls: [], callStartedAt: 0 },
-    held: { pending: null, reservation: null, admission: null, lease: null, reroute: null },
+    held: { pending: null, reservation: null, lease: null, reroute: null },
     // The attempt starts with its spawn: its deadline runs from now (the lease requests carry it to the pool).
     startedAt: nowOf(self),
     rng: input.seed,

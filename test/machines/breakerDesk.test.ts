@@ -218,9 +218,9 @@ describe('BreakerDesk: what the pool believes', () => {
 describe('handBack: what a crashed agent gives back on a guarded route', () => {
   const base = { input: { taskId: 't', attempt: 1, provider: 'acme', model: 'm', maxTokens: 1 }, call: 'turn', routeIndex: 0, override: null, tools: null };
   it('cancels its pending lease request at the pool only (the pool withdraws it from the breaker), and releases a held lease with a neutral verdict', () => {
-    const pending = handBack({ ...base, held: { pending: { kind: 'lease', requestId: 'r' }, admission: 'r', lease: null, reservation: null, reroute: null } } as never);
+    const pending = handBack({ ...base, held: { pending: { kind: 'lease', requestId: 'r' }, lease: null, reservation: null, reroute: null } } as never);
     expect(pending).toEqual([{ to: 'pool:acme', event: { type: 'LEASE.CANCEL', requestId: 'r' } }]);
-    const holding = handBack({ ...base, held: { pending: null, admission: 'r', lease: { leaseId: 'L', keyId: 'A' }, reservation: null, reroute: null } } as never);
+    const holding = handBack({ ...base, held: { pending: null, lease: { leaseId: 'L', keyId: 'A' }, reservation: null, reroute: null } } as never);
     expect(holding).toEqual([{ to: 'pool:acme', event: { type: 'LEASE.RELEASE', leaseId: 'L', keyId: 'A', outcome: { kind: 'error' }, verdict: 'neutral' } }]);
   });
 });
