@@ -4,7 +4,7 @@
  * result of its tool after it (a shared call with the execution it joined), or at the latest
  * when its attempt's next model call starts or the attempt ends (`endOf`).
  */
-import { SpanStatusCode, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import { SpanStatusCode, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import type { RunEvent } from '../machines/protocol.js';
 
 /** One attempt's span and context, and its execute_tool spans still open. */
@@ -30,20 +30,14 @@ export class ToolSpans {
 
   /** A call went to the bus: its span opens under `parent` (a cached answer's, or one with no attempt to end it, closes at once). */
   called(event: EventOf<'tool:called'>, attempt: AttemptSpans | undefined, parent: Context, at: number): void {
-    const span = this.tracer.startSpan(
-      `execute_tool ${event.name}`,
-      {
-        startTime: at,
-        attributes: {
-          'gen_ai.operation.name': 'execute_tool',
-          'gen_ai.tool.name': event.name,
-          'swarmstate.task.id': event.taskId,
-          'swarmstate.tool.shared': event.shared,
-          ...(event.cached ? { 'swarmstate.tool.cached': true } : {}),
-        },
-      },
-      parent,
-    );
+    const attributes: Attributes = {
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': event.name,
+      'swarmstate.task.id': event.taskId,
+      'swarmstate.tool.shared': event.shared,
+    };
+    if (event.cached) attributes['swarmstate.tool.cached'] = true;
+    const span = this.tracer.startSpan(`execute_tool ${event.name}`, { startTime: at, attributes }, parent);
     if (event.cached || !attempt) {
       span.end(at);
       return;
