@@ -15,54 +15,21 @@
  * breakers (breakerDesk.ts): a clean route's requests and successes never reach the breaker.
  *
  * The bookkeeping (heap, maps, ready set) is one mutable object created with the actor and never
- * copied: each event costs O(log n) at 10,000 queued requests.
+ * copied (poolBook.ts): each event costs O(log n) at 10,000 queued requests.
  */
 import { enqueueActions, sendTo, setup } from 'xstate';
 import type { AnyActorRef, EventObject } from 'xstate';
-import { BreakerDesk, type Env } from './breakerDesk.js';
-import { backoffEnd, denial, pastDeadline, type KeySlot } from './poolKeys.js';
-import { Heap } from './heap.js';
+import type { Env } from './breakerDesk.js';
+import { backoffEnd, denial, pastDeadline } from './poolKeys.js';
+import { dispatch, enqueueTicket, holdKey, keyActorId, newBook, nextLeaseId, popTicket, returnLease, type PoolBook, type Send, type Ticket } from './poolBook.js';
 import { keyMachine } from './key.machine.js';
 import type { KeyEvent, KeyReply } from './key.machine.js';
-import type { BreakerEvent, BreakerNews, BreakerReply, ErrorInfo, KeyLimits, LeaseEvent, LeaseOutcome, LeaseReply, LeaseRequest, RunEvent } from './protocol.js';
+import type { BreakerNews, BreakerReply, ErrorInfo, KeyLimits, LeaseEvent, LeaseRequest, RunEvent } from './protocol.js';
 
 /** What the pool is spawned with. */
 export interface PoolInput {
   provider: string;
   keys: { keyId: string; limits: KeyLimits; probation?: boolean }[];
-}
-
-/** One request, from LEASE.REQUEST until its lease is released, it is cancelled, or denied. */
-interface Ticket {
-  request: LeaseRequest;
-  replyTo: AnyActorRef;
-  /** Arrival order: FIFO among equal priorities, and a rejected request's place in the queue. */
-  seq: number;
-  /** queued: in the heap. granted: KEY.GRANT sent (the key answers the agent, or refuses to the pool). */
-  phase: 'queued' | 'granted';
-  leaseId?: string;
-  keyId?: string;
-  /** Cancelled while queued: a stale heap entry. */
-  cancelled: boolean;
-  /** Let through by its route's breaker (not by the pool): a cancel withdraws it there too (it may be the probe). */
-  guarded: boolean;
-}
-
-/** The pool's bookkeeping: mutable on purpose, created once per actor, never copied. */
-export interface PoolBook {
-  queue: Heap<Ticket>;
-  /** Live (not cancelled) tickets in the queue. */
-  waiting: number;
-  byRequest: Map<string, Ticket>;
-  byLease: Map<string, Ticket>;
-  keys: Map<string, KeySlot>;
-  /** Keys whose last word was `ready` with room left, the longest since their last grant first. */
-  ready: Set<string>;
-  revoked: number;
-  arrivals: number;
-  leases: number;
-  /** What the pool knows of its routes' breakers (breakerDesk.ts). */
-  desk: BreakerDesk;
 }
 
 export interface PoolContext {
@@ -72,83 +39,6 @@ export interface PoolContext {
 }
 
 export type PoolEvent = LeaseEvent | KeyReply | BreakerNews | Extract<BreakerReply, { type: 'BREAKER.REFUSED' }>;
-
-/** A message the pool decided to send; the machine's actions deliver them in order. */
-type Send = { to: AnyActorRef | string; event: LeaseReply | KeyEvent | BreakerEvent | BreakerReply };
-
-const keyActorId = (keyId: string) => `key:${keyId}`;
-
-function newBook(input: PoolInput): PoolBook {
-  const before = (a: Ticket, b: Ticket) => a.request.priority > b.request.priority || (a.request.priority === b.request.priority && a.seq < b.seq);
-  return {
-    queue: new Heap(before),
-    waiting: 0,
-    byRequest: new Map(),
-    byLease: new Map(),
-    keys: new Map(input.keys.map((k) => [k.keyId, { state: 'starting', closed: false, room: 0 }])),
-    ready: new Set(),
-    revoked: 0,
-    arrivals: 0,
-    leases: 0,
-    desk: new BreakerDesk(),
-  };
-}
-
-function enqueueTicket(book: PoolBook, ticket: Ticket): void {
-  ticket.phase = 'queued';
-  ticket.leaseId = ticket.keyId = undefined;
-  book.queue.push(ticket);
-  book.waiting++;
-}
-
-function popTicket(book: PoolBook): Ticket | undefined {
-  for (let t = book.queue.pop(); t !== undefined; t = book.queue.pop()) {
-    if (t.cancelled) continue; // lazily dropped: cancelling a queued request is O(1)
-    book.waiting--;
-    return t;
-  }
-  return undefined;
-}
-
-/** The id the next grant's lease gets (on `keyId`): one place, for `dispatch` and the fast `grantNow`. */
-const nextLeaseId = (book: PoolBook, keyId: string) => `${keyId}#${book.leases + 1}`;
-
-/** Hands the best waiting requests to ready keys, in turns, each within the room it gave. */
-function dispatch(book: PoolBook, out: Send[]): void {
-  while (book.waiting > 0 && book.ready.size > 0) {
-    const keyId = book.ready.values().next().value as string;
-    const ticket = popTicket(book)!;
-    book.ready.delete(keyId);
-    if (--book.keys.get(keyId)!.room > 0) book.ready.add(keyId); // to the back of the turn
-    const leaseId = nextLeaseId(book, keyId);
-    book.leases++;
-    ticket.phase = 'granted';
-    ticket.leaseId = leaseId;
-    ticket.keyId = keyId;
-    book.byLease.set(leaseId, ticket);
-    out.push({ to: keyActorId(keyId), event: { type: 'KEY.GRANT', leaseId, request: ticket.request, replyTo: ticket.replyTo } });
-  }
-}
-
-/** The pool sends a key nothing more until the key speaks (it will: see key.machine.ts). */
-function holdKey(book: PoolBook, keyId: string): void {
-  book.keys.get(keyId)!.room = 0;
-  book.ready.delete(keyId);
-}
-
-/** Gives a lease back to its key (unless the key is gone) and forgets it. */
-function returnLease(book: PoolBook, ticket: Ticket, outcome: LeaseOutcome, out: Send[]): void {
-  const { leaseId, keyId } = ticket as Required<Ticket>;
-  book.byLease.delete(leaseId);
-  if (book.byRequest.get(ticket.request.requestId) === ticket) book.byRequest.delete(ticket.request.requestId);
-  const slot = book.keys.get(keyId)!;
-  if (slot.closed) return;
-  // A 429 sends the key into backoff and it says so; until then its `ready` is stale. Other
-  // outcomes only give capacity back (a key that learns less from headers refuses what no longer fits).
-  if (outcome.kind === 'rate_limited' || outcome.kind === 'auth') holdKey(book, keyId);
-  if (outcome.kind === 'auth') slot.closed = true;
-  out.push({ to: keyActorId(keyId), event: { type: 'KEY.RELEASE', leaseId, outcome } });
-}
 
 /**
  * The agent hears no. A request its route's breaker let through (`guarded`) is withdrawn there
@@ -181,10 +71,11 @@ type Handler<T extends PoolEvent['type']> = (context: PoolContext, event: EventO
 
 const onRequest: Handler<'LEASE.REQUEST'> = (context, event, out, env) => {
   const { book } = context;
-  if (book.desk.holds(event, book.byRequest.has(event.requestId), out, env)) return;
+  // A duplicate (the first one stands) is neither handed to the breaker again nor booked.
+  const booked = book.byRequest.has(event.requestId);
+  if (book.desk.holds(event, booked, out, env) || booked) return;
   const { replyTo } = event;
   const request = requestOf(event);
-  if (book.byRequest.has(request.requestId)) return; // a duplicate: the first one stands
   const end = request.deadline === undefined ? undefined : backoffEnd(book.keys.values());
   const guarded = event.admitted === true;
   if (end !== undefined && request.deadline! < end) return deny(context, { request, replyTo, guarded }, out, env, pastDeadline(context.provider));
@@ -381,7 +272,7 @@ export const poolMachine = setup({
   },
 }).createMachine({
   id: 'pool',
-  context: ({ input }) => ({ provider: input.provider, keys: input.keys, book: newBook(input) }),
+  context: ({ input }) => ({ provider: input.provider, keys: input.keys, book: newBook(input.keys) }),
   entry: 'spawnKeys',
   initial: 'serving',
   on: {

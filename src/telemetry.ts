@@ -13,25 +13,17 @@
  * plus ours (`swarmstate.*`). Every value comes from the already-redacted events: key ids
  * (`<provider>:<fingerprint>`), never a key; no prompt or output text.
  *
- * Start and end times are the events' times on the swarm's clock. The tool bus reports results
- * per execution, not per caller: an `execute_tool` span ends at the first result of its tool
- * after it (shared calls with that execution), or at the latest when its task's next model call
- * starts or its attempt ends.
+ * Start and end times are the events' times on the swarm's clock. The `execute_tool` spans and
+ * when each ends (the bus reports results per execution, not per caller) are telemetryTools.ts.
  */
 import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import type { ErrorInfo, RunEvent, Usage } from '../machines/protocol.js';
 import type { Plan } from './plan/index.js';
+import { ToolSpans, type AttemptSpans } from './telemetryTools.js';
 
 /** The tracer of runs when createSwarm is given none: the global one (a no-op until an SDK is registered). */
 export function defaultTracer(): Tracer {
   return trace.getTracer('swarmstate');
-}
-
-interface AttemptSpans {
-  span: Span;
-  ctx: Context;
-  /** execute_tool spans still open. */
-  tools: Set<Span>;
 }
 
 interface TaskSpans {
@@ -39,12 +31,6 @@ interface TaskSpans {
   span: Span;
   ctx: Context;
   attempts: Map<number, AttemptSpans>;
-}
-
-interface OpenTool {
-  span: Span;
-  attempt: AttemptSpans;
-  shared: boolean;
 }
 
 /** One run's spans. `record` every event (redacted, in order), `close` when the run is over. */
@@ -56,8 +42,7 @@ export class RunTracer {
   private readonly taskCtx = new Map<string, Context>();
   /** Open chat spans by `task|attempt`, oldest first. */
   private readonly chats = new Map<string, Span[]>();
-  /** Open execute_tool spans by tool name, oldest first. */
-  private readonly tools = new Map<string, OpenTool[]>();
+  private readonly tools: ToolSpans;
   /** False once the run span does not record (no SDK, or not sampled): every event is then ignored. */
   private on = true;
 
@@ -69,6 +54,7 @@ export class RunTracer {
     private readonly parent: Context = context.active(),
   ) {
     this.runCtx = parent;
+    this.tools = new ToolSpans(tracer);
   }
 
   /** False when nothing records (no SDK, not sampled, or the run is over): skip `record`. */
@@ -195,7 +181,7 @@ export class RunTracer {
       case 'model:request': {
         const attempt = this.attemptOf(event.taskId, event.attempt);
         // The agent waits for every tool result before its next model call.
-        if (attempt) this.endTools(attempt, at);
+        if (attempt) this.tools.endOf(attempt, at);
         const span = this.tracer.startSpan(
           `chat ${event.model}`,
           {
@@ -239,64 +225,15 @@ export class RunTracer {
       }
       case 'tool:called': {
         const attempt = this.currentAttempt(event.taskId);
-        const span = this.tracer.startSpan(
-          `execute_tool ${event.name}`,
-          {
-            startTime: at,
-            attributes: {
-              'gen_ai.operation.name': 'execute_tool',
-              'gen_ai.tool.name': event.name,
-              'swarmstate.task.id': event.taskId,
-              'swarmstate.tool.shared': event.shared,
-              ...(event.cached ? { 'swarmstate.tool.cached': true } : {}),
-            },
-          },
-          attempt?.ctx ?? this.tasks.get(event.taskId)?.ctx ?? this.runCtx,
-        );
-        if (event.cached || !attempt) {
-          span.end(at);
-          return;
-        }
-        attempt.tools.add(span);
-        const open = this.tools.get(event.name);
-        const entry = { span, attempt, shared: event.shared };
-        if (open) open.push(entry);
-        else this.tools.set(event.name, [entry]);
+        this.tools.called(event, attempt, attempt?.ctx ?? this.tasks.get(event.taskId)?.ctx ?? this.runCtx, at);
         return;
       }
-      case 'tool:result': {
-        const open = this.tools.get(event.name);
-        if (!open) return;
-        let executions = event.batch ?? 1;
-        const rest: OpenTool[] = [];
-        for (const entry of open) {
-          // A shared call waits for an execution already running: it ends with the next result.
-          if (entry.shared || executions > 0) {
-            if (!entry.shared) executions--;
-            if (event.isError) {
-              const type = event.timedOut ? 'timeout' : event.cancelled ? 'cancelled' : 'tool_error';
-              entry.span.setAttribute('error.type', type);
-              entry.span.setStatus({ code: SpanStatusCode.ERROR, message: type });
-            }
-            entry.attempt.tools.delete(entry.span);
-            entry.span.end(at);
-          } else rest.push(entry);
-        }
-        if (rest.length > 0) this.tools.set(event.name, rest);
-        else this.tools.delete(event.name);
+      case 'tool:result':
+        this.tools.result(event, at);
         return;
-      }
-      case 'tool:denied': {
-        const attempt = this.currentAttempt(event.taskId);
-        const span = this.tracer.startSpan(
-          `execute_tool ${event.name}`,
-          { startTime: at, attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': event.name, 'swarmstate.task.id': event.taskId, 'error.type': 'tool_denied' } },
-          attempt?.ctx ?? this.runCtx,
-        );
-        span.setStatus({ code: SpanStatusCode.ERROR, message: 'tool_denied' });
-        span.end(at);
+      case 'tool:denied':
+        this.tools.denied(event, this.currentAttempt(event.taskId)?.ctx ?? this.runCtx, at);
         return;
-      }
       case 'breaker:open':
         this.run?.addEvent('breaker.open', { 'swarmstate.route': event.route, 'swarmstate.failures': event.failures }, at);
         return;
@@ -355,19 +292,8 @@ export class RunTracer {
     return [...attempts.values()].at(-1);
   }
 
-  private endTools(attempt: AttemptSpans, at: number): void {
-    if (attempt.tools.size === 0) return;
-    for (const span of attempt.tools) span.end(at);
-    for (const [name, open] of this.tools) {
-      const rest = open.filter((o) => !attempt.tools.has(o.span));
-      if (rest.length > 0) this.tools.set(name, rest);
-      else this.tools.delete(name);
-    }
-    attempt.tools.clear();
-  }
-
   private endAttempt(task: TaskSpans, n: number, attempt: AttemptSpans, at: number): void {
-    this.endTools(attempt, at);
+    this.tools.endOf(attempt, at);
     // A call still open when its attempt ended was abandoned (cancelled, timed out).
     const key = `${task.id}|${n}`;
     for (const span of this.chats.get(key) ?? []) span.end(at);

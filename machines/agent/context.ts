@@ -17,8 +17,10 @@ import type {
   AgentStatus,
   ContentBlock,
   LeaseEvent,
+  LeaseOutcome,
   LedgerEvent,
   BreakerReply,
+  BreakerVerdict,
   ErrorInfo,
   LeaseReply,
   LedgerReply,
@@ -133,18 +135,12 @@ export interface Spend {
 export interface Held {
   /**
    * The request now outstanding: a budget reservation, a lease request (to the pool, which hands
-   * it to the route's breaker unless that one is closed and clean), or a question to a fallback's
-   * breaker (is it open?).
+   * it to the route's breaker, if it has one, unless that one is closed and clean), or a question
+   * to a fallback's breaker (is it open?).
    */
   pending: { kind: 'reservation' | 'lease' | 'peek'; requestId: string } | null;
   /** A budget reservation held for the current call, not yet settled. */
   reservation: string | null;
-  /**
-   * The id of the lease request when its route has a breaker, from the request until the call is
-   * settled: the call's release then carries a verdict for the breaker (the pool passes it on
-   * when it can change the breaker).
-   */
-  admission: string | null;
   lease: { leaseId: string; keyId: string } | null;
   /**
    * The route's breaker refused the turn (it is open): the search for a fallback whose breaker is
@@ -316,10 +312,19 @@ export const requestTokenBoundOf = (ctx: AgentContext) => {
 };
 
 /**
+ * A lease going back to its pool with what the call says of its route: the pool passes the verdict
+ * on to the route's breaker when the route has one and the verdict can change it, so the agent
+ * never needs to know whether it has one. Every release the agent sends is built here.
+ */
+export function releaseOf(lease: { leaseId: string; keyId: string }, outcome: LeaseOutcome, verdict: BreakerVerdict): Extract<LeaseEvent, { type: 'LEASE.RELEASE' }> {
+  return { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome, verdict };
+}
+
+/**
  * What an agent must give back on its way out, as messages to actors by system id: the lease
  * request it still waits for (the pool withdraws it from the breaker if it is there), the lease
- * (with a neutral verdict for the breaker when the route has one) and the reservation it holds. Pure, so the supervisor can hand them back for an agent that crashed and never
- * reached a final state.
+ * (with a neutral verdict for the breaker) and the reservation it holds. Pure, so the supervisor
+ * can hand them back for an agent that crashed and never reached a final state.
  * A call that was sent (a lease is held) may have been billed: its reservation is settled at the
  * worst case it held, not released; its key keeps the request slot.
  */
@@ -328,7 +333,7 @@ export function handBack(ctx: AgentContext): { to: string; event: LeaseEvent | L
   // Tool calls still out: the bus stops those nobody else waits for (a slow tool is not left running).
   const waiting = ctx.tools ? ctx.tools.order.filter((id) => !(id in ctx.tools!.results)) : [];
   if (waiting.length > 0) out.push({ to: 'toolBus', event: { type: 'TOOL.CANCEL', taskId: ctx.input.taskId, callIds: waiting } });
-  const { admission, lease, pending, reservation } = ctx.held;
+  const { lease, pending, reservation } = ctx.held;
   const target = targetOf(ctx);
   const pool = `pool:${target.provider}`;
   // The pool withdraws a request it handed to the breaker (held there, or its half-open probe).
@@ -342,10 +347,7 @@ export function handBack(ctx: AgentContext): { to: string; event: LeaseEvent | L
     });
   }
   // A call cut short says nothing of the route, but frees the breaker's probe slot if it was the probe.
-  if (lease) {
-    const { leaseId, keyId } = lease;
-    out.push({ to: pool, event: admission ? { type: 'LEASE.RELEASE', leaseId, keyId, outcome: { kind: 'error' }, verdict: 'neutral' } : { type: 'LEASE.RELEASE', leaseId, keyId, outcome: { kind: 'error' } } });
-  }
+  if (lease) out.push({ to: pool, event: releaseOf(lease, { kind: 'error' }, 'neutral') });
   return out;
 }
 

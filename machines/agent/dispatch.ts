@@ -145,11 +145,12 @@ export const requestDenied = ({ event }: PatchArgs): Patch => ({
 });
 
 /**
- * Asks the pool for a key, naming the route when it has a breaker: the pool is the breaker's front
- * desk (machines/breakerDesk.ts). While the breaker is closed with no failure counted the pool
- * grants at once; otherwise it hands the request to the breaker, which passes it on, holds it
- * until it lets calls through again, or, when the turn can move to a fallback (`unlessOpen`),
- * refuses it (BREAKER.REFUSED, relayed by the pool). A route with no breaker is unguarded.
+ * Asks the pool for a key, naming the route: the pool is the breaker's front desk
+ * (machines/breakerDesk.ts), and it alone knows whether the route has a breaker (the agent looks
+ * none up per call). While the breaker is closed with no failure counted the pool grants at once;
+ * otherwise it hands the request to the breaker, which passes it on, holds it until it lets calls
+ * through again, or, when the turn can move to a fallback (`unlessOpen`), refuses it
+ * (BREAKER.REFUSED, relayed by the pool). A route with no breaker is unguarded: the pool books it.
  */
 export const requestLease = ({ context, enqueue, self, system }: ActionArgs) => {
   const seq = context.counts.seq + 1;
@@ -169,17 +170,10 @@ export const requestLease = ({ context, enqueue, self, system }: ActionArgs) => 
     outputTokens: target.maxTokens,
     deadline: context.startedAt + context.input.timeoutMs,
     replyTo: self,
+    route: routeOf(target),
   };
-  const route = routeOf(target);
-  if (!system.get(`breaker:${route}`)) {
-    enqueue.assign(patchOf(context, { counts: { seq }, held: { pending: { kind: 'lease', requestId } } }));
-    enqueue.sendTo(pool, lease);
-    return;
-  }
-  // The call's outcome goes with its release (a verdict for the breaker) while this is held.
-  enqueue.assign(patchOf(context, { counts: { seq }, held: { pending: { kind: 'lease', requestId }, admission: requestId } }));
-  lease.route = route;
   if (canReroute(context)) lease.unlessOpen = true;
+  enqueue.assign(patchOf(context, { counts: { seq }, held: { pending: { kind: 'lease', requestId } } }));
   enqueue.sendTo(pool, lease);
 };
 
@@ -213,7 +207,7 @@ export const leaseGranted = ({ context, event, enqueue, self }: ActionArgs) => {
 
 /** The route's breaker is open and said so: look for a fallback, starting with the next one. */
 export const refused = ({ context }: PatchArgs): Patch => ({
-  held: { pending: null, admission: null, reroute: { index: context.routeIndex, open: null } },
+  held: { pending: null, reroute: { index: context.routeIndex, open: null } },
 });
 
 /** Asks the breaker of the fallback under consideration whether it is open (no breaker: it is not). */

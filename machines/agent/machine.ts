@@ -1,6 +1,7 @@
 /**
  * One sub-agent: one attempt at one task, with a context of its own. The chart alone: its actions
- * are in dispatch.ts (before a call), settle.ts (after one) and tools.ts; its data in context.ts.
+ * are in dispatch.ts (before a call), settle.ts (after one) and tools.ts, its guards in guards.ts,
+ * its data in context.ts.
  *
  *   (spawned) active.waiting.lease: nothing to check: the lease request at once; else
  *        -> checking -> (compacting) -> (hook) -> (reserving -RESERVED->) lease -GRANTED-> running
@@ -18,39 +19,22 @@
  * `running`, aborted by `abortCall` on leaving it, its outcome back as MODEL.REPLY or MODEL.FAILED:
  * modelCall.ts); the breaker (`breaker:<provider>/<model>`), pool (`pool:<provider>`), tool bus
  * and the run's `ledger` are actors found in the system by id. Guards read only the context and
- * the event. What the agent holds (a reservation, a lease request, an admission, a lease) it gives
+ * the event. What the agent holds (a reservation, a lease request, a lease) it gives
  * back on the way out, so a cancelled agent never wedges a key, a breaker or a budget.
  */
 import { and, assign, enqueueActions, fromPromise, not, setup } from 'xstate';
 import { clampDelay, nowOf } from '../clock.js';
-import { canCompact } from '../compaction.js';
 import { errorInfo, toErrorInfo } from '../errors.js';
-import { scoreOf } from '../judge.js';
 import type { AttemptReport, DispatchDecision, DispatchInfo, ModelCallInput, RunEvent, ToolCallDecision, ToolCallInfo } from '../protocol.js';
 import { ZERO_USAGE } from '../protocol.js';
-import { textOf } from '../tokens.js';
-import {
-  errorOf,
-  keepLastOf,
-  outputOf,
-  requestTokensOf,
-  toolCallInfosOf,
-  patchOf,
-  type AgentContext,
-  type AgentEvent,
-  type AgentInput,
-  type Patch,
-  type PatchArgs,
-} from './context.js';
+import { toolCallInfosOf, patchOf, type AgentContext, type AgentEvent, type AgentInput, type Patch, type PatchArgs } from './context.js';
 import { callInputOf, reportOf } from './calls.js';
 import {
-  canReroute,
   dispatchInfoOf,
   heardStatus,
   holdReservation,
   leaseGranted,
   moveToFallback,
-  overBudget,
   peekFallback,
   peekNext,
   recordDecision,
@@ -59,9 +43,8 @@ import {
   requestLease,
   requestPlainLease,
   requestReservation,
-  unbudgeted,
-  unbudgetedAsDecided,
 } from './dispatch.js';
+import { agentGuards } from './guards.js';
 import {
   cancelledBy,
   cannotCompact,
@@ -146,51 +129,7 @@ export const agentMachine = setup({
   delays: {
     backoff: ({ context }) => clampDelay(context.backoffMs),
   },
-  guards: {
-    isPending: ({ context, event }) => {
-      const id = 'requestId' in event ? event.requestId : 'reservationId' in event ? event.reservationId : undefined;
-      return id !== undefined && context.held.pending?.requestId === id;
-    },
-    /** An action found something missing (no ledger, no pool) and set the attempt's error. */
-    blocked: ({ context }) => context.error !== undefined,
-    overBudget: ({ context }) => overBudget(context),
-    canCompact: ({ context }) => canCompact(context.messages, keepLastOf(context)),
-    summarizes: ({ context }) => context.input.compaction !== undefined,
-    unbudgeted: ({ context }) => unbudgeted(context),
-    /** In `lease` with no request out: the call needs checking first (see requestPlainLease). */
-    unrequested: ({ context }) => context.held.pending === null,
-    unbudgetedAsDecided: ({ context, event }) => unbudgetedAsDecided(context, event),
-    hooked: ({ context }) => context.input.hooked === true,
-    denied: ({ event }) => (event as { output?: DispatchDecision }).output?.action === 'deny',
-    toolHooked: ({ context }) => context.input.toolHooked === true,
-    isSummary: ({ context }) => context.call === 'summary',
-    isJudge: ({ context }) => context.call === 'judge',
-    judgePasses: ({ context, event }) => {
-      const { score } = scoreOf(textOf(outputOf(event).content));
-      return score !== undefined && score >= context.input.judge!.threshold;
-    },
-    outputRejected: ({ event }) => outputOf(event).verdict?.ok === false,
-    judged: ({ context }) => context.input.judge !== undefined,
-    overflowOnce: ({ context, event }) => errorOf(event).code === 'context_overflow' && !context.overflowRetried && context.call === 'turn',
-    wantsTools: ({ event }) => outputOf(event).content.some((b) => b.type === 'tool_use'),
-    canRetry: ({ context, event }) => errorOf(event).retryable && context.counts.retries < context.input.retries,
-    rateLimitedOut: ({ event }) => errorOf(event).code === 'rate_limited',
-    rateLimitWait: ({ context, event }) => {
-      const error = errorOf(event);
-      const cap = context.input.maxRateLimitWaits;
-      return error.code === 'rate_limited' && error.retryable && (cap === undefined || context.counts.rateLimitWaits < cap);
-    },
-    canReroute: ({ context }) => canReroute(context),
-    /** The fallback asked about is not open: the turn moves there. */
-    fallbackUp: ({ context }) => context.held.reroute?.open === false,
-    /** The fallback asked about is open too, and another one is left to ask. */
-    fallbackDownNextLeft: ({ context }) =>
-      context.held.reroute?.open === true && context.held.reroute.index + 1 < (context.input.fallbacks?.length ?? 0),
-    /** Every later fallback is open too: the turn waits on its own route's breaker. */
-    fallbacksDown: ({ context }) => context.held.reroute?.open === true,
-    toolsDone: ({ context }) => context.tools !== null && context.tools.left === 0,
-    turnsLeft: ({ context }) => context.counts.turn < context.input.maxTurns,
-  },
+  guards: agentGuards,
 }).createMachine({
   id: 'agent',
   context: ({ input, self }) => ({
@@ -198,7 +137,7 @@ export const agentMachine = setup({
     messages: [{ role: 'user', content: [{ type: 'text', text: input.prompt }] }],
     counts: { turn: 0, requests: 0, retries: 0, rateLimitWaits: 0, overloads: 0, seq: 0 },
     spend: { usage: ZERO_USAGE, costUsd: 0, unpricedCalls: 0, calls: [], callStartedAt: 0 },
-    held: { pending: null, reservation: null, admission: null, lease: null, reroute: null },
+    held: { pending: null, reservation: null, lease: null, reroute: null },
     // The attempt starts with its spawn: its deadline runs from now (the lease requests carry it to the pool).
     startedAt: nowOf(self),
     rng: input.seed,

@@ -12,7 +12,7 @@ import { breakerVerdictOf, errorInfo, isKeyScoped, leaseOutcomeOf } from '../err
 import { scoreOf } from '../judge.js';
 import { enqueueReport } from '../kit.js';
 import { addUsage } from '../protocol.js';
-import type { AgentStatus, CallRecord, ContentBlock, ErrorInfo, LeaseEvent, LedgerEvent, ModelCallOutput, RunEvent } from '../protocol.js';
+import type { AgentStatus, CallRecord, ContentBlock, ErrorInfo, LeaseOutcome, LedgerEvent, ModelCallOutput, RunEvent } from '../protocol.js';
 import { backoffDelay, nextRandom } from '../random.js';
 import { estimateRequestTokens, textOf } from '../tokens.js';
 import {
@@ -22,6 +22,7 @@ import {
   keepLastOf,
   outputOf,
   poolOf,
+  releaseOf,
   routeOf,
   routedOf,
   targetOf,
@@ -164,20 +165,17 @@ export const retryPlanned: Outcome = (context, event) => {
 
 /**
  * A successful reply: the lease goes back with its usage and a `success` verdict (the pool passes
- * it on to a breaker with failures counted: that is what resets them), the reservation becomes what the call cost, and the outcome
- * says what the reply means.
+ * it on to a breaker with failures counted: that is what resets them), the reservation becomes
+ * what the call cost, and the outcome says what the reply means.
  */
 export const settleSuccess = ({ context, event, enqueue, system, self }: ActionArgs, { then }: { then: Outcome }) => {
   const out = outputOf(event);
-  const { admission, reservation } = context.held;
+  const { reservation } = context.held;
   const lease = context.held.lease!;
-  const outcome: Extract<LeaseEvent, { type: 'LEASE.RELEASE' }>['outcome'] = { kind: 'ok', usage: out.usage };
+  const outcome: Extract<LeaseOutcome, { kind: 'ok' }> = { kind: 'ok', usage: out.usage };
   if (out.rateLimit) outcome.rateLimit = out.rateLimit;
   if (out.sentAt !== undefined) outcome.sentAt = out.sentAt;
-  const release: LeaseEvent = admission
-    ? { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome, verdict: 'success' }
-    : { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome };
-  enqueue.sendTo(poolOf(system, context)!, release);
+  enqueue.sendTo(poolOf(system, context)!, releaseOf(lease, outcome, 'success'));
   const target = targetOf(context);
   const callCost = target.price ? costOfUsage(out.usage, target.price) : undefined;
   if (reservation) {
@@ -210,7 +208,7 @@ function settledOf(context: AgentContext, spend: Partial<AgentContext['spend']>,
   const out: Partial<AgentContext> = rest;
   if (!('override' in rest)) out.override = null;
   out.spend = { ...context.spend, ...spend, ...moreSpend };
-  out.held = { ...context.held, lease: null, admission: null, reservation: null, ...moreHeld };
+  out.held = { ...context.held, lease: null, reservation: null, ...moreHeld };
   if (counts || moreCounts) out.counts = { ...context.counts, ...counts, ...moreCounts };
   return out;
 }
@@ -218,12 +216,9 @@ function settledOf(context: AgentContext, spend: Partial<AgentContext['spend']>,
 /** A failed call: the outcome goes to the key (429, 401), to the breaker through the pool (5xx and kin) and the ledger. */
 export const settleFailure = ({ context, event, enqueue, system, self }: ActionArgs, { then }: { then: Outcome }) => {
   const error = errorOf(event);
-  const { admission, reservation } = context.held;
+  const { reservation } = context.held;
   const lease = context.held.lease!;
-  const release: LeaseEvent = admission
-    ? { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome: leaseOutcomeOf(error), verdict: breakerVerdictOf(error) }
-    : { type: 'LEASE.RELEASE', leaseId: lease.leaseId, keyId: lease.keyId, outcome: leaseOutcomeOf(error) };
-  enqueue.sendTo(poolOf(system, context)!, release);
+  enqueue.sendTo(poolOf(system, context)!, releaseOf(lease, leaseOutcomeOf(error), breakerVerdictOf(error)));
   if (reservation) {
     // Refused before processing (429, 401, 4xx, a 5xx status): not billed, the reservation goes
     // back. Cut off after the server began (timeout, reset, an error mid-stream): it may have
@@ -281,7 +276,7 @@ export const giveBack = ({ context, enqueue, system }: ActionArgs, { status }: {
     if (target) enqueue.sendTo(target, event);
   }
   // Nothing held (the common way out): only the status changes.
-  const { pending, admission, lease, reservation } = context.held;
-  const held = pending || admission || lease || reservation;
-  enqueue.assign(held ? patchOf(context, { status, held: { pending: null, admission: null, lease: null, reservation: null } }) : { status });
+  const { pending, lease, reservation } = context.held;
+  const held = pending || lease || reservation;
+  enqueue.assign(held ? patchOf(context, { status, held: { pending: null, lease: null, reservation: null } }) : { status });
 };

@@ -17,8 +17,8 @@ export interface LeaseRequest {
    */
   deadline?: number;
   /**
-   * The route (`<provider>/<model>`) whose breaker guards the call, when it has one: the pool
-   * hands the request to that breaker unless it knows the breaker is closed and clean.
+   * The route (`<provider>/<model>`) of the call: the pool hands the request to that route's
+   * breaker, when the route has one, unless it knows the breaker is closed and clean.
    */
   route?: string;
 }
@@ -47,7 +47,7 @@ export type LeaseEvent =
     } & LeaseRequest)
   /** Cancels the request wherever it is: queued, granted but not yet heard of, or held by the breaker. */
   | { type: 'LEASE.CANCEL'; requestId: string }
-  /** `verdict`: what the call says of its route, for the route's breaker (absent: the route has none). */
+  /** `verdict`: what the call says of its route, for the route's breaker (the pool passes it on when the route has one and it can change it). */
   | { type: 'LEASE.RELEASE'; leaseId: string; keyId: string; outcome: LeaseOutcome; verdict?: BreakerVerdict };
 
 export type LeaseReply =

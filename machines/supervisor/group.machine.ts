@@ -36,12 +36,15 @@ export class Deadlines {
   private readonly at = new Map<string, number>();
   /** The deadline the scheduled event fires for (Infinity: none is scheduled). */
   armed = Number.POSITIVE_INFINITY;
-
-  /** @param now the group's clock, for a spawn's guard (a guard is not given the actor). */
-  constructor(readonly now: () => number = Date.now) {}
+  /**
+   * A spawn booked a deadline before `armed`: the timer must move (the chart's `earlierDeadline`
+   * reads this, so the deadline is computed once, by the spawn's `book`, and the guard stays pure).
+   */
+  early = false;
 
   set(actorId: string, deadline: number): void {
     this.at.set(actorId, deadline);
+    if (deadline < this.armed) this.early = true;
   }
 
   delete(actorId: string): void {
@@ -103,6 +106,7 @@ type GroupEnqueue = {
  * and scheduling again on every agent's end cost more than that rare early wake.
  */
 function rearm(enqueue: GroupEnqueue, book: Deadlines, now: number): void {
+  book.early = false;
   const next = book.earliest();
   if (next === book.armed || (next > book.armed && next !== Number.POSITIVE_INFINITY)) return;
   if (book.armed !== Number.POSITIVE_INFINITY) enqueue.cancel(TIMER);
@@ -153,7 +157,7 @@ export const groupMachine = setup({
       id: ({ context }) => context.slots.lastTaken,
       input: ({ event }: { event: GroupEvent }) => (event as Extract<GroupEvent, { type: 'SPAWN' }>).input,
     }) as never,
-    /** The spawn's deadline is earlier than the timer: it moves (the rare case, see `earlierDeadline`). */
+    /** A spawn's deadline is earlier than the timer: it moves (the rare case, see `earlierDeadline`). */
     rearm: enqueueActions(({ context, enqueue, self }) => rearm(enqueue, context.deadlines, nowOf(self))),
 
     /** The timer fired: every agent past its deadline is told so, and the timer moves to the next. */
@@ -212,17 +216,14 @@ export const groupMachine = setup({
   },
   guards: {
     empty: ({ context }) => context.slots.size === 0,
-    /** The spawn's deadline comes before the timer's (the first in an idle group, or a shorter timeout). */
-    earlierDeadline: ({ context, event }) => {
-      const book = context.deadlines;
-      return deadlineOf(book.now(), (event as Extract<GroupEvent, { type: 'SPAWN' }>).input) < book.armed;
-    },
+    /** The spawn just booked a deadline before the timer's (the first in an idle group, or a shorter timeout). */
+    earlierDeadline: ({ context }) => context.deadlines.early,
     /** The ended agent's deadline is the last in the book while the timer is armed. */
     lastDeadline: ({ context, event }) => context.deadlines.armed !== Number.POSITIVE_INFINITY && context.deadlines.onlyOf(childIdOf(event)),
   },
 }).createMachine({
   id: 'group',
-  context: ({ input, self }) => ({ group: input.group, slots: new AgentSlots(), deadlines: new Deadlines(() => nowOf(self)) }),
+  context: ({ input }) => ({ group: input.group, slots: new AgentSlots(), deadlines: new Deadlines() }),
   initial: 'idle',
   on: {
     CANCEL: { actions: 'cancelAgents' },
@@ -236,17 +237,18 @@ export const groupMachine = setup({
   states: {
     idle: {
       on: {
-        SPAWN: [
-          { guard: 'earlierDeadline', target: 'busy', actions: ['book', 'spawnBooked', 'rearm'] },
-          { target: 'busy', actions: ['book', 'spawnBooked'] },
-        ],
+        SPAWN: { target: 'busy', actions: ['book', 'spawnBooked'] },
       },
     },
     busy: {
-      always: { guard: 'empty', target: 'idle' },
+      // After a spawn (a spawn always ends in busy), the timer moves if its deadline came first.
+      always: [
+        { guard: 'empty', target: 'idle' },
+        { guard: 'earlierDeadline', actions: 'rearm' },
+      ],
       // Busy already: a spawn changes no state (no exit and re-entry of busy per task).
       on: {
-        SPAWN: [{ guard: 'earlierDeadline', actions: ['book', 'spawnBooked', 'rearm'] }, { actions: ['book', 'spawnBooked'] }],
+        SPAWN: { actions: ['book', 'spawnBooked'] },
       },
     },
   },

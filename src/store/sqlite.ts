@@ -7,24 +7,24 @@
  * resume logic tolerates (it re-runs what was not recorded as done).
  *
  * Several processes may share the file (runs started side by side): batches, durable-now writes
- * and the wait for a write lock another process holds are in sqliteWrites.ts. Every statement is
- * prepared once, in the constructor.
+ * and the wait for a write lock another process holds are in sqliteWrites.ts. Opening the file
+ * (checks, schema, every statement prepared once) is sqliteOpen.ts.
  *
  * The schema (sqliteSchema.ts) is versioned with `PRAGMA user_version` and marked with
  * `PRAGMA application_id`, brought up to date inside one write transaction, so two processes
  * opening a new file do not race. Another program's database is recognised before anything is
  * written and refused (`foreign`); `readOnly` opens a journal for a listing without any write.
  */
-import { mkdirSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { openDatabase, SqliteDriverError, type SqlDatabase, type SqliteDriverName } from './driver.js';
+import { resolve } from 'node:path';
+import type { SqlDatabase, SqliteDriverName } from './driver.js';
 import type { Usage } from '../../machines/protocol.js';
 import { fromJson, mayTake, toJson, type HeldLock } from './shared.js';
-import { BUSY_LIMIT_MS, BUSY_TIMEOUT_MS, retryBusy } from './busy.js';
-import { codeOf, reasonOf, SqliteWrites } from './sqliteWrites.js';
+import { BUSY_LIMIT_MS } from './busy.js';
+import { SqliteWrites } from './sqliteWrites.js';
 import { RunCounters } from './sqliteCounters.js';
 import { PendingStarts, StartWrite } from './sqliteStarts.js';
-import { checkVersion, migrate, prepare, recognise, SCHEMA_VERSION, type AttemptDbRow, type RunRow, type Statements, type SummaryRow, type TaskDbRow } from './sqliteSchema.js';
+import { openJournal } from './sqliteOpen.js';
+import type { AttemptDbRow, RunRow, Statements, SummaryRow, TaskDbRow } from './sqliteSchema.js';
 import {
   StoreError,
   type AttemptRow,
@@ -76,45 +76,8 @@ export class SqliteStore implements Store {
     this.now = options.now ?? Date.now;
     const readOnly = options.readOnly === true;
     const busyLimitMs = options.busyLimitMs ?? BUSY_LIMIT_MS;
-    let db: SqlDatabase | undefined;
-    try {
-      if (this.path !== ':memory:' && !readOnly) {
-        mkdirSync(dirname(this.path), { recursive: true });
-        // Root ignores permission bits, so SQLite would write a file its owner made read-only: refuse here.
-        const mode = statSync(this.path, { throwIfNoEntry: false })?.mode;
-        if (mode !== undefined && (mode & 0o222) === 0) {
-          throw Object.assign(new Error('the file is read-only'), { code: 'SQLITE_READONLY' });
-        }
-      }
-      db = openDatabase(this.path, { timeoutMs: BUSY_TIMEOUT_MS, readOnly, driver: options.driver });
-      const opened = db;
-      // Before anything is written (WAL, the schema): another program's database stays as it was.
-      const kind = retryBusy(() => recognise(opened, this.path), busyLimitMs);
-      let version = SCHEMA_VERSION;
-      if (readOnly) {
-        if (kind === 'new') throw new StoreError(`run journal ${this.path}: the file holds no journal yet`, this.path, 'empty');
-        version = checkVersion(opened, this.path);
-      } else {
-        retryBusy(() => opened.pragma('journal_mode = WAL'), busyLimitMs);
-        opened.pragma('synchronous = NORMAL');
-        retryBusy(() => migrate(opened, this.path), busyLimitMs);
-      }
-      this.st = prepare(db, version, readOnly);
-    } catch (error) {
-      try {
-        db?.close();
-      } catch {
-        // Closing a half-open handle: nothing more to report than the first error.
-      }
-      if (error instanceof StoreError) throw error;
-      // Said in full: what to install is the point of it.
-      if (error instanceof SqliteDriverError) throw new StoreError(`run journal ${this.path}: ${error.message}`, this.path, error.code);
-      throw new StoreError(
-        `run journal ${this.path}: cannot open: ${codeOf(error)} (${reasonOf(error)})`,
-        this.path,
-        codeOf(error),
-      );
-    }
+    const { db, st } = openJournal(this.path, { readOnly, busyLimitMs, driver: options.driver });
+    this.st = st;
     this.db = db;
     this.driver = db.driver;
     this.counters = new RunCounters(this.st);

@@ -333,7 +333,7 @@ describe('agentMachine: cancellation', () => {
     const probe = h.start(agentInput({ taskId: 'probe' }));
     const next = h.start(agentInput({ taskId: 'next' }));
     await h.advance(0);
-    expect(h.agent(probe).context.held.admission).toBe('probe#1.1');
+    expect(h.agent(probe).context.held.lease).not.toBeNull();
     expect(h.breaker().context.probe).toBe('probe#1.1');
     expect(h.agent(next).value).toEqual({ active: { waiting: 'lease' } });
     const call = h.callsOf('probe')[0];
@@ -454,6 +454,20 @@ describe('agentMachine: missing infrastructure and malformed replies', () => {
     const id = h.start(agentInput({ model: 'unrouted', timeoutMs: 5_000 }));
     await h.advance(0);
     expect(h.output(id)).toMatchObject({ status: 'completed', requests: 1, output: 'ok' });
+    // Its release (with a verdict the pool finds no breaker for) went back to the key.
+    expect(h.leasesOut()).toEqual({ pool: 0, A: 0 });
+  });
+
+  it('looks up no breaker to ask for a lease: it names the route, and the pool (the front desk) knows the breaker', async () => {
+    const h = createAgentHarness({ model: () => textReply('ok') });
+    const get = h.root.system.get.bind(h.root.system);
+    const lookups: string[] = [];
+    h.root.system.get = ((id: string) => (lookups.push(id), get(id))) as typeof h.root.system.get;
+    const id = h.start(agentInput());
+    await h.advance(0);
+    expect(h.output(id)).toMatchObject({ status: 'completed', requests: 1 });
+    expect(lookups).toContain('pool:p');
+    expect(lookups.filter((l) => l.startsWith('breaker:'))).toEqual([]);
   });
 
   it('fails at once with an internal error when its provider has no pool', async () => {

@@ -129,7 +129,7 @@ describe('agentMachine: graph', () => {
     expect([...failures].sort()).toEqual(['bad_request', 'max_turns', 'no_keys', 'server_error', 'task_timeout']);
     // Whatever path reached a final state, nothing is left held or requested.
     for (const p of paths.filter((p) => p.state.status === 'done')) {
-      expect([p.state.context.held.pending, p.state.context.held.admission, p.state.context.held.lease]).toEqual([null, null, null]);
+      expect([p.state.context.held.pending, p.state.context.held.lease]).toEqual([null, null]);
     }
   });
 
@@ -158,12 +158,12 @@ describe('agentMachine: graph', () => {
     expect(refusedFirst.length).toBeGreaterThan(0);
     for (const p of refusedFirst) {
       expect(stepTypes(p)).not.toContain('LEASE.GRANTED');
-      expect([p.state.context.counts.requests, p.state.context.held.admission]).toEqual([0, null]);
+      expect([p.state.context.counts.requests, p.state.context.held.pending]).toEqual([0, null]);
     }
     // Whatever path reached a final state, nothing is left held, requested or reserved.
     for (const p of paths.filter((p) => p.state.status === 'done')) {
       const c = p.state.context;
-      expect([c.held.pending, c.held.admission, c.held.lease, c.held.reservation]).toEqual([null, null, null, null]);
+      expect([c.held.pending, c.held.lease, c.held.reservation]).toEqual([null, null, null]);
     }
   });
 

@@ -95,6 +95,17 @@ describe('the pool as the breaker\'s front desk', () => {
     expect(h.breakerInbox()).toEqual([]);
   });
 
+  it('does not hand a request sent again with the same id to the breaker: the first one stands', () => {
+    const h = harness({ failureThreshold: 3 });
+    h.sicken();
+    h.breakerInbox();
+    h.request('a');
+    expect(h.breakerInbox()).toEqual(['BREAKER.ADMIT']);
+    h.request('a'); // booked by the pool now
+    expect(h.breakerInbox()).toEqual([]);
+    expect(h.heard.filter((e) => e.type === 'LEASE.GRANTED').map((e) => e.requestId)).toEqual(['sick', 'a']);
+  });
+
   it('holds a request at an open breaker, and a cancel withdraws it there: it is never granted', () => {
     const h = harness({ failureThreshold: 1, cooldownMs: 1_000 });
     h.sicken();
@@ -207,9 +218,9 @@ describe('BreakerDesk: what the pool believes', () => {
 describe('handBack: what a crashed agent gives back on a guarded route', () => {
   const base = { input: { taskId: 't', attempt: 1, provider: 'acme', model: 'm', maxTokens: 1 }, call: 'turn', routeIndex: 0, override: null, tools: null };
   it('cancels its pending lease request at the pool only (the pool withdraws it from the breaker), and releases a held lease with a neutral verdict', () => {
-    const pending = handBack({ ...base, held: { pending: { kind: 'lease', requestId: 'r' }, admission: 'r', lease: null, reservation: null, reroute: null } } as never);
+    const pending = handBack({ ...base, held: { pending: { kind: 'lease', requestId: 'r' }, lease: null, reservation: null, reroute: null } } as never);
     expect(pending).toEqual([{ to: 'pool:acme', event: { type: 'LEASE.CANCEL', requestId: 'r' } }]);
-    const holding = handBack({ ...base, held: { pending: null, admission: 'r', lease: { leaseId: 'L', keyId: 'A' }, reservation: null, reroute: null } } as never);
+    const holding = handBack({ ...base, held: { pending: null, lease: { leaseId: 'L', keyId: 'A' }, reservation: null, reroute: null } } as never);
     expect(holding).toEqual([{ to: 'pool:acme', event: { type: 'LEASE.RELEASE', leaseId: 'L', keyId: 'A', outcome: { kind: 'error' }, verdict: 'neutral' } }]);
   });
 });

@@ -140,6 +140,19 @@ describe('agent group', () => {
     expect(g.scheduled()).toBe(0);
   });
 
+  it('computes a spawn\'s deadline once: a spawn behind the timer reads the clock once (the guard reads what `book` decided)', () => {
+    const g = withGroup();
+    g.spawn('a', 1_000);
+    const now = g.clock.now.bind(g.clock);
+    let reads = 0;
+    g.clock.now = () => (reads++, now());
+    g.spawn('b', 5_000);
+    expect(reads).toBe(1);
+    g.spawn('c', 500); // due before a: the timer moves to it
+    advanceClock(g.clock, 500);
+    expect(g.ended.map((e) => [e.taskId, e.at])).toEqual([['c', 500]]);
+  });
+
   it('holds a deadline of 2^31 ms or more instead of firing it after 1 ms', () => {
     const g = withGroup();
     g.spawn('a', 3_000_000_000);
@@ -189,7 +202,7 @@ describe('groupMachine: the per-task transitions', () => {
     });
 
   it('a spawn after the timer and an agent that ends beside others run fixed actions, with no action list built per task', () => {
-    const deadlines = new Deadlines(() => 1_000);
+    const deadlines = new Deadlines();
     deadlines.armed = 2_000; // armed for an agent already there, due before the new one
     deadlines.set('agent:0', 2_000);
     deadlines.set('agent:1', 2_500);

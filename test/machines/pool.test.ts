@@ -178,6 +178,22 @@ describe('poolMachine: cancel and stale state', () => {
     h.request('r2');
     expect(h.grantedIds()).toEqual(['r1', 'r2']);
   });
+
+  it('ignores a request sent again with the same id, granted or queued: the first one stands', () => {
+    const h = harness([key('A', { concurrency: 1 })]);
+    h.request('r1');
+    h.request('r2');
+    h.request('r1', 5); // granted already
+    h.request('r2', 5); // queued: keeps its one place
+    h.request('r3');
+    expect(h.grantedIds()).toEqual(['r1']);
+    h.release('r1');
+    h.release('r2');
+    h.release('r3');
+    expect(h.grantedIds()).toEqual(['r1', 'r2', 'r3']);
+    expect(h.pool.getSnapshot().context.book.waiting).toBe(0);
+    expect(h.replies).toHaveLength(3);
+  });
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -329,7 +329,7 @@ describe('supervisor', () => {
     }).createMachine({
       context: ({ input }) => ({
         input, call: 'turn', routeIndex: 0, override: null, messages: [],
-        held: { pending: null, admission: null, lease: { leaseId: 'L1', keyId: 'p:k1' }, reservation: 'R1', reroute: null },
+        held: { pending: null, lease: { leaseId: 'L1', keyId: 'p:k1' }, reservation: 'R1', reroute: null },
         spend: { usage: { inputTokens: 7, outputTokens: 3, cacheWriteTokens: 0, cacheReadTokens: 0 }, costUsd: 0, unpricedCalls: 0, calls: [], callStartedAt: 0 },
         counts: { requests: 1, retries: 0, turn: 0, rateLimitWaits: 0, overloads: 0, seq: 1 },
       }),
