@@ -21,9 +21,9 @@ const plan = (fanOut?: boolean) => ({
   ],
 });
 
-async function run(fanOut?: boolean) {
+async function run(fanOut?: boolean, given: unknown = plan(fanOut)) {
   const swarm = createSwarm({ seed: 2 });
-  const r = swarm.run(plan(fanOut));
+  const r = swarm.run(given);
   const events: RunEvent[] = [];
   r.events.on('*', (_t: string, e: RunEvent) => events.push(e));
   const result = await r.result;
@@ -88,12 +88,7 @@ describe('cache-aware fan-out', () => {
       return { ...p, providers: { sim: { ...p.providers.sim, keys: ['k1'], limits, sim: { ttftMs: 40, limits, protocol } } } };
     };
     const go = async (protocol: 'anthropic' | 'openai') => {
-      const swarm = createSwarm({ seed: 2 });
-      const r = swarm.run(limited(protocol));
-      const events: RunEvent[] = [];
-      r.events.on('*', (_t: string, e: RunEvent) => events.push(e));
-      const result = await r.result;
-      await swarm.close();
+      const { result, events } = await run(true, limited(protocol));
       const lead = events.find((e): e is Extract<RunEvent, { type: 'cache:lead' }> => e.type === 'cache:lead')!.taskId;
       const follower = (e: RunEvent, type: string) => e.type === type && 'taskId' in e && e.taskId.startsWith('w') && e.taskId !== lead;
       const requests = events.filter((e) => follower(e, 'model:request')).map((e) => events.indexOf(e));
