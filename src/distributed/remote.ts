@@ -120,6 +120,7 @@ export class RemoteCalls {
     this.closed = true;
     const grace = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
     await Promise.race([Promise.allSettled([...this.cancelling]), grace(1000)]);
+    this.errors.ownerClosing();
     this.publisher?.disconnect();
     const answering = this.connections.every((c) => c.answering());
     const polite = Promise.allSettled([this.events.close(), this.queue.close()]);

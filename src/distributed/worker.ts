@@ -184,6 +184,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         // their jobs, no longer locked by anyone, go to another worker.
         if (!(await within(worker.close(), graceMs))) {
           cutOff();
+          errors.ownerClosing();
           await within(worker.close(true), 2000);
         }
       } else {
@@ -192,8 +193,10 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         // once. A job whose outcome did not reach Redis is run again by another worker.
         void worker.pause(true).catch(() => {});
         if (!(await within(idle(), graceMs))) cutOff();
+        errors.ownerClosing();
         await within(worker.close(true), 2000);
       }
+      errors.ownerClosing();
       // Nothing of this worker reconnects after close (a client retrying holds the process open).
       for (const connection of connections) connection.cut();
       blocking.disconnect();

@@ -9,21 +9,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RemoteCalls } from '../../src/distributed/remote.js';
 import { startWorker, type RunningWorker } from '../../src/distributed/worker.js';
 import { skipWithout } from '../helpers/programs.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { errorListener as listener, startRedis, type TestRedis } from '../helpers/redis.js';
 
 const skip = skipWithout('redis-server', 'the distributed close tests', 'apt-get install -y redis-server');
-
-/** An onError that records, and a promise for the first message of each of `sources`. */
-function listener(sources: string[]) {
-  const told: [string, string][] = [];
-  let allTold!: () => void;
-  const all = new Promise<void>((resolve) => (allTold = resolve));
-  const onError = (source: string, message: string) => {
-    told.push([source, message]);
-    if (sources.every((s) => told.some(([t]) => t === s))) allTold();
-  };
-  return { told, all, onError };
-}
 
 describe.skipIf(skip)('closing while Redis is gone', () => {
   let redis: TestRedis;
