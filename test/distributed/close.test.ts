@@ -4,8 +4,12 @@
  * closes at once instead of waiting out its grace for a Redis that is gone.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
 import { resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { fingerprint } from '../../src/keys.js';
+import { parsePlan } from '../../src/plan/index.js';
+import type { ModelJob } from '../../src/distributed/protocol.js';
 import { RemoteCalls } from '../../src/distributed/remote.js';
 import { startWorker, type RunningWorker } from '../../src/distributed/worker.js';
 import { skipWithout } from '../helpers/programs.js';
@@ -58,6 +62,73 @@ describe.skipIf(skip)('a worker closed while Redis is gone, nothing in flight', 
   it('close resolves long before the grace', { timeout: BOUND_MS }, async () => {
     await worker!.close();
     expect(worker!.connectionErrors().worker!.count).toBeGreaterThanOrEqual(1);
+  });
+});
+
+// A call in flight keeps its grace while Redis is gone, and no more: then it is cut off and the
+// close ends. Before the fix the polite close waited for Redis (10 s, fixed), then 2 s more.
+describe.skipIf(skip)('a worker closed while Redis is gone, a call in flight', () => {
+  const GRACE_MS = 1000;
+  const BOUND_MS = 9_000;
+  const SECRET = 'sk-close-test-1';
+  let redis: TestRedis;
+  let provider: Server;
+  let worker: RunningWorker | undefined;
+  let remote: RemoteCalls;
+  /** The held request's connection closing: the worker aborted the call. */
+  let cutOff: Promise<void>;
+  const coordinator = new AbortController();
+  beforeEach(async () => {
+    redis = await startRedis();
+    // A provider that takes the request and never answers: the call stays in flight.
+    let arrived!: () => void;
+    const inFlight = new Promise<void>((done) => (arrived = done));
+    provider = createServer((request) => {
+      cutOff = new Promise((done) => request.once('close', done));
+      arrived();
+    });
+    await new Promise<void>((done) => provider.listen(0, '127.0.0.1', done));
+    const { port } = provider.address() as { port: number };
+    const seen = listener(['worker']);
+    const env = { CLOSE_TEST_KEY: SECRET };
+    worker = await startWorker({ redis: redis.url, closeGraceMs: GRACE_MS, env, onError: seen.onError });
+    remote = new RemoteCalls(redis.url);
+    const plan = parsePlan(
+      {
+        providers: { held: { type: 'openai', baseURL: `http://127.0.0.1:${port}/v1`, keys: [{ env: 'CLOSE_TEST_KEY' }] } },
+        models: { m: { provider: 'held', model: 'm' } },
+        tasks: [{ id: 't', model: 'm', prompt: 'hi' }],
+      },
+      { env },
+    );
+    const job: ModelJob = {
+      kind: 'model',
+      runId: 'close-test',
+      config: { providers: plan.providers, tools: plan.tools },
+      keyId: `held:${fingerprint(SECRET)}`,
+      provider: 'held',
+      model: 'm',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+      tools: [],
+      maxTokens: 16,
+      meta: { taskId: 't', attempt: 1, turn: 1 },
+    };
+    void remote.call(job, coordinator.signal).catch(() => {});
+    await inFlight;
+    await redis.stop();
+    await seen.all;
+  }, 60_000);
+  afterEach(async () => {
+    coordinator.abort();
+    await remote?.close();
+    provider?.closeAllConnections();
+    await new Promise((done) => provider?.close(done));
+    await redis?.close();
+  });
+
+  it('close cuts the call off after its grace and ends', { timeout: BOUND_MS }, async () => {
+    await worker!.close();
+    await cutOff;
   });
 });
 
