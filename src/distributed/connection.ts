@@ -30,8 +30,17 @@ export class ClosableConnection extends RedisConnection {
 
   /** Ends the client now, whatever it waits for: it no longer reconnects. */
   cut(): void {
-    this._client.disconnect();
+    endClient(this._client);
   }
+}
+
+/**
+ * Ends a Redis client that has not ended yet. One that has (a polite close's QUIT went through)
+ * is left alone: ioredis would arm a 2 s timer to destroy its socket, which never closes again,
+ * and that timer would hold the process open for nothing.
+ */
+export function endClient(client: { status: string; disconnect(): void }): void {
+  if (client.status !== 'end') client.disconnect();
 }
 
 /** A ClosableConnection class whose instances (BullMQ makes them) are kept in `into`, for their owner to cut. */

@@ -14,7 +14,7 @@ import type { Provider } from '../providers/types.js';
 import type { Plan } from '../plan/index.js';
 import { RunTools } from '../tools/registry.js';
 import { Redis } from 'ioredis';
-import { connectionsIn, type ClosableConnection } from './connection.js';
+import { connectionsIn, endClient, type ClosableConnection } from './connection.js';
 import { CALL_QUEUE, CANCEL_CHANNEL, type CallJob, type CallOutcome, type RunConfig } from './protocol.js';
 import { RedisErrors, redisOptions, type RedisErrorCount } from './redis.js';
 
@@ -193,13 +193,14 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         // once. A job whose outcome did not reach Redis is run again by another worker.
         void worker.pause(true).catch(() => {});
         if (!(await within(idle(), graceMs))) cutOff();
+        // What the clients fail with from here on is this close ("Connection is closed").
         errors.ownerClosing();
         await within(worker.close(true), 2000);
       }
       errors.ownerClosing();
       // Nothing of this worker reconnects after close (a client retrying holds the process open).
       for (const connection of connections) connection.cut();
-      blocking.disconnect();
+      endClient(blocking);
       cancels.disconnect();
       await Promise.allSettled([...runs.values()].map((side) => side.tools?.then((t) => t.close())));
       await registry.close();
