@@ -1,6 +1,7 @@
 /**
  * BullMQ's Redis connection, made safe to close while Redis is gone. The coordinator's queue and
- * its event stream are built on it (BullMQ takes the connection's class as a constructor argument).
+ * event stream, and a worker's main connection, are built on it (BullMQ takes the connection's
+ * class as a constructor argument; a worker's blocking connection is always BullMQ's own).
  */
 import { RedisConnection } from 'bullmq';
 
