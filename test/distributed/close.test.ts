@@ -1,7 +1,8 @@
 /**
  * Closing the distributed side during a Redis outage (a real redis-server, killed): the
- * coordinator's queue closes without an unhandled rejection, and a worker with nothing in flight
- * closes at once instead of waiting out its grace for a Redis that is gone.
+ * coordinator's queue closes without an unhandled rejection; a worker with nothing in flight
+ * closes at once instead of waiting out its grace for a Redis that is gone, one with a call in
+ * flight cuts it off after the grace; `swarmstate worker` stopped then exits.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
@@ -46,14 +47,12 @@ describe.skipIf(skip)('a worker closed while Redis is gone, nothing in flight', 
   const BOUND_MS = 9_000;
   let redis: TestRedis;
   let worker: RunningWorker | undefined;
-  let errorsTold: Promise<void>;
   beforeEach(async () => {
     redis = await startRedis();
     const seen = listener(['worker']);
-    errorsTold = seen.all;
     worker = await startWorker({ redis: redis.url, closeGraceMs: GRACE_MS, onError: seen.onError });
     await redis.stop();
-    await errorsTold;
+    await seen.all;
   });
   afterEach(async () => {
     await redis?.close();
@@ -143,13 +142,19 @@ describe.skipIf(skip)('`swarmstate worker` stopped while Redis is gone', () => {
     stderr = '';
     child = spawn(process.execPath, [BIN, 'worker', '--redis', redis.url], { stdio: ['ignore', 'ignore', 'pipe'] });
     exited = new Promise((done) => child.on('close', (code) => done(code)));
+    const looks = new Set<() => void>();
+    child.stderr!.on('data', (d) => {
+      stderr += d;
+      for (const look of looks) look();
+    });
     const said = (text: string) =>
       new Promise<void>((done) => {
-        const look = () => stderr.includes(text) && done();
-        child.stderr!.on('data', (d) => {
-          stderr += d;
-          look();
-        });
+        const look = () => {
+          if (!stderr.includes(text)) return;
+          looks.delete(look);
+          done();
+        };
+        looks.add(look);
         look();
       });
     await said('worker ready');
