@@ -88,6 +88,13 @@ export interface SwarmOptions {
    */
   redis?: string;
   /**
+   * Told each new connection error of the coordinator's Redis clients (`source`: 'queue', 'queue
+   * events' or 'cancel publisher'; the message without the URL's password). They reconnect on
+   * their own and the run goes on (its calls wait). Default: a process warning
+   * (`process.emitWarning`, code `SWARMSTATE_REDIS`), which Node prints on stderr.
+   */
+  onRedisError?: (source: string, message: string) => void;
+  /**
    * Stream each task's text as it arrives as `task:delta` events (for UIs): off by default, so
    * a run's event volume does not change. Never journaled. `run`, `resume` and `retry` may say
    * otherwise for one run.
@@ -208,7 +215,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     tools,
     registry,
     // Distributed runs: one connection to the call queue for every run of the swarm.
-    remote: options.redis ? lazyRemote(options.redis) : undefined,
+    remote: options.redis ? lazyRemote(options.redis, options.onRedisError) : undefined,
     storeOf,
     journals,
     owner: { id: nanoid(10), pid: process.pid, host: hostname() },

@@ -20,8 +20,25 @@ export interface Remote {
 
 export const DISTRIBUTED_PACKAGES = ['bullmq', 'ioredis'] as const;
 
-/** @throws MissingPackageError (code OPTIONAL_PACKAGE_MISSING) when bullmq or ioredis is not installed. */
-export function lazyRemote(url: string, onError?: (source: string, message: string) => void): Remote {
+/** Node's warning `code` of a coordinator's Redis connection error (`process.on('warning')`). */
+export const REDIS_WARNING_CODE = 'SWARMSTATE_REDIS';
+
+/**
+ * Where a coordinator's Redis connection errors go when its creator gave no handler: Node's
+ * process warnings (stderr unless the application listens, or runs with --no-warnings). The
+ * connections retry on their own, so the run goes on; the message has no password.
+ */
+export function warnRedisError(source: string, message: string): void {
+  process.emitWarning(`coordinator: Redis ${source} error (retrying): ${message}`, { type: 'SwarmstateWarning', code: REDIS_WARNING_CODE });
+}
+
+/**
+ * `onError` is told each new connection error of the queue (a source such as 'queue' or 'queue
+ * events', and the message without the URL's password); by default a process warning.
+ *
+ * @throws MissingPackageError (code OPTIONAL_PACKAGE_MISSING) when bullmq or ioredis is not installed.
+ */
+export function lazyRemote(url: string, onError: (source: string, message: string) => void = warnRedisError): Remote {
   assertInstalled(DISTRIBUTED_PACKAGES, 'a distributed run (redis)');
   let loaded: Remote | undefined;
   const loading = importOptional(() => import('./remote.js'), DISTRIBUTED_PACKAGES, 'a distributed run (--redis)').then((m) => {

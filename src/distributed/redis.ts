@@ -89,6 +89,7 @@ export interface RedisErrorCount {
  */
 export class RedisErrors {
   private readonly bySource = new Map<string, RedisErrorCount>();
+  private closing = false;
 
   constructor(
     private readonly url: string,
@@ -102,6 +103,7 @@ export class RedisErrors {
   }
 
   record(source: string, error: unknown): void {
+    if (this.closing) return;
     const raw = (error as { message?: unknown } | null)?.message;
     const message = redactRedis(typeof raw === 'string' && raw !== '' ? raw : String(error), this.url);
     const seen = this.bySource.get(source);
@@ -116,6 +118,14 @@ export class RedisErrors {
     } catch {
       // A logger that throws must not turn a retried connection error into a crash.
     }
+  }
+
+  /**
+   * The owner is ending its clients: what they fail with from now on ("Connection is closed", a
+   * goodbye Redis cannot answer) is that ending, not an outage to tell about or retry.
+   */
+  ownerClosing(): void {
+    this.closing = true;
   }
 
   /** The counts so far, by source. */

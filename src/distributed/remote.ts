@@ -11,6 +11,7 @@
 import { Job, Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { ProviderError } from '../providers/errors.js';
+import { connectionsIn, type ClosableConnection } from './connection.js';
 import { CALL_QUEUE, CANCEL_CHANNEL, callKeyOf, type CallJob, type CallOutcome } from './protocol.js';
 import { RedisErrors, redisOptions, type RedisErrorCount } from './redis.js';
 
@@ -31,6 +32,8 @@ export class RemoteCalls {
 
   /** Connection errors, counted per connection (retried by the client: they must not crash the process). */
   private readonly errors: RedisErrors;
+  /** The queue's and the event stream's connections, ended by close whatever Redis does. */
+  private readonly connections: ClosableConnection[] = [];
 
   /** `onError` is told each new connection error (its message without the URL's password). */
   constructor(
@@ -38,8 +41,9 @@ export class RemoteCalls {
     options: { onError?: (source: string, message: string) => void } = {},
   ) {
     this.errors = new RedisErrors(url, options.onError);
-    this.queue = this.errors.watch('queue', new Queue(CALL_QUEUE, { connection: redisOptions(url) }));
-    this.events = this.errors.watch('queue events', new QueueEvents(CALL_QUEUE, { connection: redisOptions(url) }));
+    const Connection = connectionsIn(this.connections);
+    this.queue = this.errors.watch('queue', new Queue(CALL_QUEUE, { connection: redisOptions(url) }, Connection));
+    this.events = this.errors.watch('queue events', new QueueEvents(CALL_QUEUE, { connection: redisOptions(url) }, Connection));
     // Every call waiting on its job listens on the queue for a moment: many at once is normal.
     this.queue.setMaxListeners(0);
     this.events.setMaxListeners(0);
@@ -54,7 +58,9 @@ export class RemoteCalls {
     const startedAt = Date.now();
     const abort = () => {
       // The worker making the call stops too (the call is not paid for to its end): a job not
-      // taken yet is withdrawn, one a worker is running is stopped there.
+      // taken yet is withdrawn, one a worker is running is stopped there. Once closed, nothing
+      // more is sent: a publisher made now would outlive the close, reconnecting to a Redis gone.
+      if (this.closed) return signal.reason ?? new Error('aborted');
       this.publisher ??= this.errors.watch('cancel publisher', new Redis(redisOptions(this.url)));
       const sent = Promise.allSettled([this.queue.remove(id), this.publisher.publish(CANCEL_CHANNEL, id)]).then(() => {});
       this.cancelling.add(sent);
@@ -114,11 +120,15 @@ export class RemoteCalls {
     this.closed = true;
     const grace = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
     await Promise.race([Promise.allSettled([...this.cancelling]), grace(1000)]);
+    this.errors.ownerClosing();
     this.publisher?.disconnect();
-    // With Redis down, a polite close would wait for it for ever.
-    await Promise.race([Promise.allSettled([this.events.close(), this.queue.close()]), grace(2000)]);
-    void this.events.disconnect().catch(() => {});
-    void this.queue.disconnect().catch(() => {});
+    const answering = this.connections.every((c) => c.answering());
+    const polite = Promise.allSettled([this.events.close(), this.queue.close()]);
+    // A Redis that answers is told goodbye (QUIT); one that is gone would be waited for for ever.
+    if (answering) await Promise.race([polite, grace(2000)]);
+    // What still waits on Redis (a QUIT, a start never finished) is ended: nothing of this queue
+    // reconnects after close, or holds the process open.
+    for (const connection of this.connections) connection.cut();
   }
 
   private async add(id: string, job: CallJob): Promise<void> {

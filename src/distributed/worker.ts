@@ -14,6 +14,7 @@ import type { Provider } from '../providers/types.js';
 import type { Plan } from '../plan/index.js';
 import { RunTools } from '../tools/registry.js';
 import { Redis } from 'ioredis';
+import { connectionsIn, endClient, type ClosableConnection } from './connection.js';
 import { CALL_QUEUE, CANCEL_CHANNEL, type CallJob, type CallOutcome, type RunConfig } from './protocol.js';
 import { RedisErrors, redisOptions, type RedisErrorCount } from './redis.js';
 
@@ -31,6 +32,8 @@ export interface WorkerOptions {
    * without the URL's password). The connections retry on their own: the worker keeps running.
    */
   onError?: (source: string, message: string) => void;
+  /** How long `close()` lets calls in flight finish before it cuts them off. Default 10000. */
+  closeGraceMs?: number;
 }
 
 /** A running worker. */
@@ -79,6 +82,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
 
   /** The calls running here, by job id: a cancel from the coordinator aborts one. */
   const running = new Map<string, AbortController>();
+  /** Told when the last call running here ends (a close waits for that). */
+  let onIdle: (() => void) | undefined;
+  const idle = () => (running.size === 0 ? Promise.resolve() : new Promise<void>((resolve) => (onIdle = resolve)));
   const errors = new RedisErrors(options.redis, options.onError);
   const cancels = errors.watch('cancel subscriber', new Redis(redisOptions(options.redis)));
   cancels.on('message', (_channel: string, id: string) => running.get(id)?.abort(new Error('the coordinator cancelled the call')));
@@ -91,6 +97,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       return await runCall(job, controller);
     } finally {
       running.delete(job.id ?? '');
+      if (running.size === 0) onIdle?.();
     }
   };
 
@@ -137,6 +144,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     }
   };
 
+  const connections: ClosableConnection[] = [];
   const worker = new Worker<CallJob, CallOutcome>(CALL_QUEUE, run, {
     connection: redisOptions(options.redis),
     concurrency: options.concurrency ?? 8,
@@ -144,7 +152,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     stalledInterval: Math.max(1000, Math.floor((options.lockMs ?? 30_000) / 2)),
     // A job whose workers keep dying is still somebody's call: try it many times before giving up.
     maxStalledCount: 100,
-  });
+  }, connectionsIn(connections));
   errors.watch('worker', worker);
   worker.on('completed', (job, outcome) => options.onJob?.({ id: job.id ?? '', kind: job.data.kind, ok: outcome.ok }));
   // A call cut off by a cancel fails its job: it still counts as one this worker made.
@@ -159,23 +167,52 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     }
   }, 60_000);
   sweep.unref();
-  await worker.waitUntilReady();
+  // The connection that waits for jobs (BullMQ's own class, not ours): ended by close.
+  const blocking = await worker.waitUntilReady();
+  const graceMs = options.closeGraceMs ?? 10_000;
+  const cutOff = () => {
+    for (const controller of running.values()) controller.abort(new Error('the worker is stopping'));
+  };
 
   return {
     connectionErrors: () => errors.counts(),
     async close() {
       clearInterval(sweep);
-      // Calls in flight get a grace period; then they are cut off and their jobs, no longer
-      // locked by anyone, go to another worker.
-      const closed = worker.close();
-      const inTime = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 10_000).unref())]);
-      if (!inTime) {
-        for (const controller of running.values()) controller.abort(new Error('the worker is stopping'));
-        await Promise.race([worker.close(true), new Promise((r) => setTimeout(r, 2000).unref())]);
+      if (blocking.status === 'ready' && connections.every((c) => c.answering())) {
+        // Redis is there: BullMQ's close stops taking jobs, lets the calls in flight end and
+        // their outcomes be written, and says goodbye. Past the grace the calls are cut off and
+        // their jobs, no longer locked by anyone, go to another worker.
+        if (!(await within(worker.close(), graceMs))) {
+          cutOff();
+          errors.ownerClosing();
+          await within(worker.close(true), 2000);
+        }
+      } else {
+        // Redis is gone: BullMQ's polite close would wait for it (a goodbye, outcomes it cannot
+        // write) for ever, so only the calls in flight are waited for, and with none that is at
+        // once. A job whose outcome did not reach Redis is run again by another worker.
+        void worker.pause(true).catch(() => {});
+        if (!(await within(idle(), graceMs))) cutOff();
+        // What the clients fail with from here on is this close ("Connection is closed").
+        errors.ownerClosing();
+        await within(worker.close(true), 2000);
       }
+      errors.ownerClosing();
+      // Nothing of this worker reconnects after close (a client retrying holds the process open).
+      for (const connection of connections) connection.cut();
+      endClient(blocking);
       cancels.disconnect();
       await Promise.allSettled([...runs.values()].map((side) => side.tools?.then((t) => t.close())));
       await registry.close();
     },
   };
+}
+
+/** Whether `promise` settles within `ms` (it is not cancelled when it does not). */
+function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  const settled = promise.then(
+    () => true,
+    () => true,
+  );
+  return Promise.race([settled, new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref())]);
 }

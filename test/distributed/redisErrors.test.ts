@@ -4,12 +4,15 @@
  * handler must also keep an 'error' event from crashing the process.
  */
 import { EventEmitter } from 'node:events';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createSwarm } from '../../src/index.js';
+import { REDIS_WARNING_CODE } from '../../src/distributed/lazy.js';
 import { RedisErrors, redactRedis } from '../../src/distributed/redis.js';
 import { RemoteCalls } from '../../src/distributed/remote.js';
 import { startWorker } from '../../src/distributed/worker.js';
 import { skipWithout } from '../helpers/programs.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { errorListener as listener, startRedis, type TestRedis } from '../helpers/redis.js';
 
 describe('RedisErrors', () => {
   it('counts every error, tells each new message once, and never the password', () => {
@@ -32,6 +35,17 @@ describe('RedisErrors', () => {
       worker: { count: 1, last: 'read ECONNRESET' },
     });
     expect(JSON.stringify([told, errors.counts()])).not.toMatch(/s3cret/);
+  });
+
+  it('once its owner closes, what the clients fail with is neither told nor counted', () => {
+    const told: string[] = [];
+    const errors = new RedisErrors('redis://127.0.0.1:6379', (_source, message) => void told.push(message));
+    const queue = errors.watch('queue', new EventEmitter());
+    queue.emit('error', new Error('connect ECONNREFUSED 127.0.0.1:6379'));
+    errors.ownerClosing();
+    queue.emit('error', new Error('Connection is closed.'));
+    expect(told).toEqual(['connect ECONNREFUSED 127.0.0.1:6379']);
+    expect(errors.counts()).toEqual({ queue: { count: 1, last: 'connect ECONNREFUSED 127.0.0.1:6379' } });
   });
 
   it('survives a logger that throws', () => {
@@ -61,18 +75,6 @@ describe.skipIf(skip)('a Redis outage, told and counted', { timeout: 120_000 }, 
     await redis?.close();
   });
 
-  /** An onError that records, and a promise for the first message of each of `sources`. */
-  function listener(sources: string[]) {
-    const told: [string, string][] = [];
-    let allTold!: () => void;
-    const all = new Promise<void>((resolve) => (allTold = resolve));
-    const onError = (source: string, message: string) => {
-      told.push([source, message]);
-      if (sources.every((s) => told.some(([t]) => t === s))) allTold();
-    };
-    return { told, all, onError };
-  }
-
   it('the coordinator`s queue and a worker report their connection errors instead of swallowing them', async () => {
     const coordinator = listener(['queue', 'queue events']);
     const workerSide = listener(['worker', 'cancel subscriber']);
@@ -87,6 +89,75 @@ describe.skipIf(skip)('a Redis outage, told and counted', { timeout: 120_000 }, 
     } finally {
       await redis.start();
       await Promise.all([worker.close(), remote.close()]);
+    }
+  });
+});
+
+// A coordinator (createSwarm({ redis })) whose Redis needs a password and then goes away: what its
+// queue's connections say reaches the swarm's onRedisError, or by default Node's process warnings
+// (stderr), never the password. Before, it was counted and shown nowhere.
+describe.skipIf(skip)('a coordinator`s Redis errors, shown', { timeout: 60_000 }, () => {
+  const PASSWORD = 'c00rd-s3cret!';
+  let redis: TestRedis;
+  let url: string;
+  beforeEach(async () => {
+    redis = await startRedis();
+    const admin = new Redis(redis.port, '127.0.0.1');
+    await admin.config('SET', 'requirepass', PASSWORD);
+    admin.disconnect();
+    url = `redis://:${encodeURIComponent(PASSWORD)}@127.0.0.1:${redis.port}`;
+  });
+  afterEach(async () => {
+    await redis?.close();
+  });
+
+  /** Until the coordinator's queue and its event stream are connected (Redis lists their clients). */
+  async function connected(): Promise<void> {
+    const admin = new Redis({ port: redis.port, host: '127.0.0.1', password: PASSWORD });
+    try {
+      while (((await admin.client('LIST')) as string).trim().split('\n').length < 3) await new Promise((r) => setTimeout(r, 25));
+    } finally {
+      admin.disconnect();
+    }
+  }
+
+  it('through onRedisError', async () => {
+    const seen = listener(['queue', 'queue events']);
+    const swarm = createSwarm({ redis: url, store: false, onRedisError: seen.onError });
+    try {
+      await connected();
+      await redis.stop();
+      await seen.all;
+      for (const [source, message] of seen.told) {
+        expect(message, source).toMatch(/ECONN|closed/);
+        expect(message, source).not.toContain(PASSWORD);
+        expect(message, source).not.toContain(encodeURIComponent(PASSWORD));
+      }
+    } finally {
+      await swarm.close();
+    }
+  });
+
+  it('by default as a process warning', async () => {
+    const warned: Error[] = [];
+    let told!: () => void;
+    const first = new Promise<void>((resolve) => (told = resolve));
+    const onWarning = (warning: Error & { code?: string }) => {
+      if (warning.code !== REDIS_WARNING_CODE) return;
+      warned.push(warning);
+      told();
+    };
+    process.on('warning', onWarning);
+    const swarm = createSwarm({ redis: url, store: false });
+    try {
+      await connected();
+      await redis.stop();
+      await first;
+      expect(warned[0]!.message).toMatch(/^coordinator: Redis (queue|queue events) error \(retrying\): /);
+      expect(warned.map((w) => w.message).join('\n')).not.toContain(PASSWORD);
+    } finally {
+      process.off('warning', onWarning);
+      await swarm.close();
     }
   });
 });

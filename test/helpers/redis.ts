@@ -72,3 +72,15 @@ export async function startRedis(): Promise<TestRedis> {
   await start();
   return { url: `redis://127.0.0.1:${port}`, port, start, stop, close: stop };
 }
+
+/** An `onError(source, message)` for Redis clients that records, and a promise for the first message of each of `sources`. */
+export function errorListener(sources: string[]) {
+  const told: [string, string][] = [];
+  let allTold!: () => void;
+  const all = new Promise<void>((resolve) => (allTold = resolve));
+  const onError = (source: string, message: string) => {
+    told.push([source, message]);
+    if (sources.every((s) => told.some(([t]) => t === s))) allTold();
+  };
+  return { told, all, onError };
+}
