@@ -118,10 +118,14 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
       return EXIT.invalid;
     }
   }
+  // Redis errors of the coordinator's connections, as the worker says its own: on stderr, above
+  // the live view once there is one.
+  let sayRedis = (line: string): void => void io.err.write(line);
   let swarm;
   try {
     swarm = createSwarm({
       seed: flags.seed,
+      onRedisError: (source, message) => sayRedis(`swarmstate: Redis ${source} error (retrying): ${visible(message)}\n`),
       ...(inspector ? { inspect: inspector.inspect } : {}),
       ...(flags.store !== undefined ? { store: flags.store } : {}),
       ...(flags.redis !== undefined ? { redis: flags.redis } : {}),
@@ -178,6 +182,7 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
   const mode = terminalMode(io.err as NodeJS.WritableStream & { isTTY?: boolean; columns?: number }, process.env);
   const progress = flags.json || flags.quiet || flags.verbose ? undefined : createProgress({ out: io.err, tty: mode.live, colour: mode.colour });
   if (progress) run.events.on('*', (_type, event) => progress.onEvent(event as TimedRunEvent));
+  if (progress && mode.live) sayRedis = (line) => progress.print(line);
   if (flags.verbose && !flags.quiet) {
     let startedAt: number | undefined;
     run.events.on('*', (type, event) => {

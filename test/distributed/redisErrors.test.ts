@@ -13,6 +13,7 @@ import { RemoteCalls } from '../../src/distributed/remote.js';
 import { startWorker } from '../../src/distributed/worker.js';
 import { skipWithout } from '../helpers/programs.js';
 import { errorListener as listener, startRedis, type TestRedis } from '../helpers/redis.js';
+import { start, until } from '../helpers/cli.js';
 
 describe('RedisErrors', () => {
   it('counts every error, tells each new message once, and never the password', () => {
@@ -135,6 +136,22 @@ describe.skipIf(skip)('a coordinator`s Redis errors, shown', { timeout: 60_000 }
       }
     } finally {
       await swarm.close();
+    }
+  });
+
+  it('from the command line: said on stderr as the worker says its own, never the password', async () => {
+    // No worker: the call waits in the queue, and the run keeps its connections open.
+    const child = start(['run', 'examples/plans/hello.json', '--redis', url, '--store', 'memory', '--quiet']);
+    try {
+      await connected();
+      await redis.stop();
+      await until(() => /^swarmstate: Redis (queue|queue events) error \(retrying\): /m.test(child.out.stderr), 'the error line');
+      expect(child.out.stderr).not.toContain('SwarmstateWarning');
+      expect(child.out.stderr).not.toContain(PASSWORD);
+      expect(child.out.stderr).not.toContain(encodeURIComponent(PASSWORD));
+    } finally {
+      child.child.kill('SIGTERM');
+      await child.exit;
     }
   });
 
