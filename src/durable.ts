@@ -2,7 +2,7 @@
  * Durable runs: what a run writes to its journal (src/store/) and how a resume reads it back.
  *
  * - The journal takes the run's events as they happen (task status changes, outputs, usage, each
- *   priced call's cost), the sub-tasks planners make, review rounds, and the results of tool calls
+ *   priced call's cost, a rejected answer with its problems), the sub-tasks planners make, review rounds, and the results of tool calls
  *   that are not read-only. Writes are batched, one transaction per macrotask (or per 512
  *   writes, store/sqliteWrites.ts); tool results,
  *   sub-tasks, reopened drafts and final failures are committed at once; pending spend is
