@@ -114,5 +114,10 @@ describe('a rejected answer in the journal', () => {
     const shown = await cli(['show', run.id, 'bad', '--store', file, '--json']);
     expect(shown.code).toBe(0);
     expect(JSON.parse(shown.stdout).tasks).toMatchObject([{ id: 'bad', status: 'failed', output: '{"title": 7}', error: { code: 'invalid_output' } }]);
+    // The table says why it failed; the task named shows the error, then the answer it kept.
+    const table = await cli(['show', run.id, '--store', file]);
+    expect(table.stdout).toMatch(/\nbad +failed +1 .* invalid_output: /);
+    const block = await cli(['show', run.id, 'bad', '--store', file]);
+    expect(block.stdout).toMatch(/^== bad  failed  1 attempt.*\nerror: invalid_output: .*\nrejected answer:\n\{"title": 7\}\n/);
   });
 });
