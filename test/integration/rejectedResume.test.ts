@@ -41,7 +41,7 @@ const planOf = (tasks: unknown[]) => ({
   tasks,
 });
 const options = { seed: 1, backoff: { baseMs: 1, maxMs: 2 } };
-const requestsOf = (taskId: string, from = 0) => proxy.requests.slice(from).filter((r: RecordedRequest) => r.call.split(';')[0] === taskId);
+const requestsOf = (taskId: string) => proxy.requests.filter((r: RecordedRequest) => r.call.split(';')[0] === taskId);
 
 type Failed = Extract<RunEvent, { type: 'task:failed' }>;
 
@@ -71,12 +71,13 @@ describe('a rejected answer in the journal', () => {
     expect(failures[0]).toMatchObject({ error: { code: 'invalid_output' }, willRetry: true });
     expect(failures[0]!.output).toContain('simulated invalid output 1 of 1');
 
-    const seen = proxy.requests.length;
     const again = createSwarm({ ...options, store: file });
     const result = await again.resume(run.id).result;
     await again.close();
     expect(result.tasks['resumed-task']).toMatchObject({ status: 'completed', output: { title: expect.any(String) } });
-    const resumed = requestsOf('resumed-task', seen);
+    // The resumed attempt's request (by its attempt number: a retry the cancel cut short may have reached the proxy too).
+    const last = result.tasks['resumed-task']!.attempts;
+    const resumed = requestsOf('resumed-task').filter((r) => r.call.split(';')[1] === String(last));
     expect(resumed).toHaveLength(1);
     const sent = JSON.stringify(resumed[0]!.body.messages);
     expect(sent).toContain('<rejected-answer>');
