@@ -2,7 +2,7 @@
  * Durable runs: what a run writes to its journal (src/store/) and how a resume reads it back.
  *
  * - The journal takes the run's events as they happen (task status changes, outputs, usage, each
- *   priced call's cost), the sub-tasks planners make, review rounds, and the results of tool calls
+ *   priced call's cost, a rejected answer with its problems), the sub-tasks planners make, review rounds, and the results of tool calls
  *   that are not read-only. Writes are batched, one transaction per macrotask (or per 512
  *   writes, store/sqliteWrites.ts); tool results,
  *   sub-tasks, reopened drafts and final failures are committed at once; pending spend is
@@ -29,7 +29,7 @@ import { fingerprint } from './keys.js';
 import { hasUrlSecrets, shownUrl, urlSecrets } from './tools/urls.js';
 import type { PlanExpander } from './planner.js';
 import type { TaskSpec } from './plan/index.js';
-import { Journal, StoreError, type AttemptRow, type PlannerExtra, type ReviewExtra, type Store, type StoredRunStatus, type TaskRow } from './store/index.js';
+import { Journal, StoreError, type AttemptRow, type PlannerExtra, type RejectedAnswer, type ReviewExtra, type Store, type StoredRunStatus, type TaskRow } from './store/index.js';
 
 const REDACTED = /^\[redacted ([0-9a-f]{8})\]$/;
 const redacted = (secret: string) => `[redacted ${fingerprint(secret)}]`;
@@ -431,11 +431,20 @@ export function restoreOf(
     if (row.error && !(retryBases.has(row.taskId) && task.status === 'pending')) task.error = row.error as ErrorInfo;
     if (extra.rounds !== undefined) task.rounds = extra.rounds;
     if (extra.approved !== undefined) task.approved = extra.approved;
-    if (extra.feedback && task.status === 'pending') {
+    // A rejected answer is cleared when its task completes or is reopened: one still there came
+    // after any review feedback, and replaced it, as in the run table.
+    if (row.rejected && task.status === 'pending') task.feedback = rejectedFeedback(row.rejected, row.output ?? '');
+    else if (extra.feedback && task.status === 'pending') {
       const feedback: Feedback = { kind: 'review', ...extra.feedback, draft: row.output ?? '' };
       task.feedback = feedback;
     }
     tasks.push(task);
   }
   return { tasks, expansions };
+}
+
+/** The retry's feedback of a journaled rejected answer, as `RunTable.settle` made it before the crash. */
+function rejectedFeedback(rejected: RejectedAnswer, draft: string): Feedback {
+  const code = rejected.code === 'rejected_output' ? 'rejected_output' : 'invalid_output';
+  return { kind: 'output', code, draft, problems: rejected.problems };
 }

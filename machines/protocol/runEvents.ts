@@ -34,7 +34,11 @@ export type RunEvent =
    * streams in, in order. A call retried within the attempt (`task:retry`) streams again from its start.
    */
   | { type: 'task:delta'; taskId: string; attempt: number; turn: number; text: string }
-  | { type: 'task:failed'; taskId: string; attempt: number; error: ErrorInfo; willRetry: boolean }
+  /**
+   * `output`: the attempt's answer when it was rejected (`invalid_output`, `rejected_output`): the
+   * journal keeps it, so a resumed retry's prompt shows it again and a task that failed for good keeps it.
+   */
+  | { type: 'task:failed'; taskId: string; attempt: number; error: ErrorInfo; willRetry: boolean; output?: string }
   | { type: 'task:skipped'; taskId: string; reason: string }
   | { type: 'task:fallback'; taskId: string; attempt: number; from: string; to: string; reason: string }
   | { type: 'dispatch:decision'; taskId: string; attempt: number; turn: number; model: string; decision: 'allow' | 'deny' | 'rewrite'; reason?: string; to?: string; maxTokens?: number; messages?: number }

@@ -1,6 +1,7 @@
 /** How an attempt's end moves the run: its task completes, retries, fails (skipping dependents) or is cancelled. */
 import type { AttemptReport, ErrorInfo, RunStatus } from '../protocol.js';
 import { enqueueReport } from '../kit.js';
+import { rejectedCode } from '../tasks/results.js';
 import type { ReviewOutcome, Settlement } from '../tasks/types.js';
 import type { Enqueue, PlanExpansionInput, SupervisorContext } from './types.js';
 
@@ -45,7 +46,16 @@ export function settleAttempt(context: SupervisorContext, enqueue: Enqueue, repo
       break;
     case 'retry':
     case 'failed':
-      return reportFailure(context, enqueue, report.taskId, report.attempt, report.error ?? { code: 'internal', message: 'failed', retryable: false }, settlement);
+      return reportFailure(
+        context,
+        enqueue,
+        report.taskId,
+        report.attempt,
+        report.error ?? { code: 'internal', message: 'failed', retryable: false },
+        settlement,
+        // A rejected answer rides on the event so the journal keeps it (the retry's feedback, a failed task's output).
+        report.output !== undefined && rejectedCode(report.error) ? report.output : undefined,
+      );
   }
   return false;
 }
@@ -58,8 +68,10 @@ export function reportFailure(
   attempt: number,
   error: ErrorInfo,
   settlement: Extract<Settlement, { kind: 'retry' | 'failed' }>,
+  output?: string,
 ): boolean {
-  enqueueReport(enqueue, { type: 'task:failed', taskId, attempt, error, willRetry: settlement.kind === 'retry' });
+  const willRetry = settlement.kind === 'retry';
+  enqueueReport(enqueue, output === undefined ? { type: 'task:failed', taskId, attempt, error, willRetry } : { type: 'task:failed', taskId, attempt, error, willRetry, output });
   if (settlement.kind === 'retry') {
     enqueueReport(enqueue, { type: 'task:queued', taskId });
     return false;

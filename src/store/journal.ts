@@ -6,7 +6,7 @@
  *
  *   task:started    -> taskStarted (route: the event's `<provider>/<model>`, else the plan model)
  *   task:completed  -> taskCompleted (batched)
- *   task:failed     -> taskFailed, final = !willRetry
+ *   task:failed     -> taskFailed, final = !willRetry; a rejected answer (`output`) with its problems
  *   task:skipped    -> taskFinal('skipped', reason)
  *   task:cancelled  -> taskFinal('cancelled', 'cancelled')
  *   model:response  -> recordSpend, when the call was priced (`costUsd`)
@@ -52,9 +52,14 @@ export class Journal {
           event.at ?? Date.now(),
         );
         return;
-      case 'task:failed':
-        this.store.taskFailed(this.runId, event.taskId, event.attempt, event.error, !event.willRetry, event.at ?? Date.now());
+      case 'task:failed': {
+        const at = event.at ?? Date.now();
+        if (event.output === undefined) return this.store.taskFailed(this.runId, event.taskId, event.attempt, event.error, !event.willRetry, at);
+        // A rejected answer: kept with its problems, as the run table keeps them for the retry's prompt.
+        const rejected = { output: event.output, code: event.error.code, problems: event.error.problems ?? [event.error.message] };
+        this.store.taskFailed(this.runId, event.taskId, event.attempt, event.error, !event.willRetry, at, rejected);
         return;
+      }
       case 'task:skipped':
         this.store.taskFinal(this.runId, event.taskId, 'skipped', event.reason, event.at ?? Date.now());
         return;

@@ -12,6 +12,7 @@ import {
   StoreError,
   type AttemptRow,
   type LockOwner,
+  type RejectedAnswer,
   type LockResult,
   type NewRun,
   type NewTask,
@@ -100,6 +101,7 @@ export class MemoryStore implements Store {
       if (task.status === 'completed') run.tasksDone -= 1;
       task.status = 'queued';
       task.extraJson = null;
+      task.rejectedJson = null;
       task.updatedAt = at;
     }
   }
@@ -138,6 +140,7 @@ export class MemoryStore implements Store {
       attempts: Math.max(task.attempts, attempt),
       output,
       errorJson: null,
+      rejectedJson: null,
       usageJson,
       costUsd,
       requests,
@@ -152,13 +155,17 @@ export class MemoryStore implements Store {
     }
   }
 
-  taskFailed(runId: string, taskId: string, attempt: number, error: unknown, final: boolean, at: number): void {
+  taskFailed(runId: string, taskId: string, attempt: number, error: unknown, final: boolean, at: number, rejected?: RejectedAnswer & { output: string }): void {
     this.open();
     const errorJson = toJson(error);
     const task = this.task(runId, taskId, at);
     task.status = final ? 'failed' : 'queued';
     task.attempts = Math.max(task.attempts, attempt);
     task.errorJson = errorJson;
+    if (rejected !== undefined) {
+      task.output = rejected.output;
+      task.rejectedJson = toJson({ code: rejected.code, problems: rejected.problems } satisfies RejectedAnswer);
+    }
     task.updatedAt = at;
     Object.assign(this.attempt(runId, taskId, attempt, at), { endedAt: at, status: 'failed' });
   }
@@ -220,6 +227,7 @@ export class MemoryStore implements Store {
     if (task.status === 'completed' && run) run.tasksDone -= 1;
     task.status = 'queued';
     task.extraJson = json;
+    task.rejectedJson = null;
     task.updatedAt = at;
   }
 

@@ -6,7 +6,7 @@
  */
 import type { Usage } from '../../machines/protocol.js';
 import { fromJson } from './shared.js';
-import type { AttemptRow, RunSummary, StoredRunStatus, StoredTaskStatus, TaskRow } from './types.js';
+import type { AttemptRow, RejectedAnswer, RunSummary, StoredRunStatus, StoredTaskStatus, TaskRow } from './types.js';
 
 export interface RunState {
   seq: number;
@@ -36,6 +36,7 @@ export interface TaskState {
   specJson: string | null;
   parent: string | null;
   extraJson: string | null;
+  rejectedJson: string | null;
   updatedAt: number;
 }
 
@@ -75,6 +76,7 @@ export function newTask(at: number): TaskState {
     specJson: null,
     parent: null,
     extraJson: null,
+    rejectedJson: null,
     updatedAt: at,
   };
 }
@@ -124,6 +126,7 @@ export function taskRowOf(taskId: string, t: TaskState): TaskRow {
     spec: fromJson(t.specJson),
     parent: t.parent,
     extra: fromJson(t.extraJson),
+    rejected: fromJson(t.rejectedJson) as RejectedAnswer | null,
     updatedAt: t.updatedAt,
   };
 }

@@ -32,6 +32,7 @@ import {
   type LockResult,
   type NewRun,
   type NewTask,
+  type RejectedAnswer,
   type RunRecord,
   type RunSummary,
   type Spent,
@@ -178,10 +179,13 @@ export class SqliteStore implements Store {
     });
   }
 
-  taskFailed(runId: string, taskId: string, attempt: number, error: unknown, final: boolean, at: number): void {
+  taskFailed(runId: string, taskId: string, attempt: number, error: unknown, final: boolean, at: number, rejected?: RejectedAnswer & { output: string }): void {
     const errorJson = toJson(error);
+    const rejectedJson = rejected === undefined ? null : toJson({ code: rejected.code, problems: rejected.problems } satisfies RejectedAnswer);
+    const status = final ? 'failed' : 'queued';
     const body = () => {
-      this.st.taskFail.run(runId, taskId, final ? 'failed' : 'queued', attempt, errorJson, at);
+      if (rejected === undefined) this.st.taskFail.run(runId, taskId, status, attempt, errorJson, at);
+      else this.st.taskFailRejected.run(runId, taskId, status, attempt, errorJson, rejected.output, rejectedJson, at);
       this.st.attemptFail.run(runId, taskId, attempt, at, at);
     };
     if (final) this.writes.durable('record task failure', body);
@@ -249,6 +253,7 @@ export class SqliteStore implements Store {
       spec: fromJson(row.spec_json),
       parent: row.parent,
       extra: fromJson(row.extra_json),
+      rejected: fromJson(row.rejected_json) as RejectedAnswer | null,
       updatedAt: row.updated_at,
     }));
   }

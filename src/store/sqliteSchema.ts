@@ -97,6 +97,12 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE runs DROP COLUMN plan_json;
   ALTER TABLE runs DROP COLUMN result_json;
   `,
+  // 2 -> 3: what was wrong with a task's last rejected answer (the answer is its output), so a
+  // resumed retry's prompt carries it as the uninterrupted run's would. A column added is O(1):
+  // SQLite reads it as NULL in the rows written before.
+  `
+  ALTER TABLE tasks ADD COLUMN rejected_json TEXT;
+  `,
 ];
 
 /** The oldest version a read-only store reads as it is (it cannot migrate): version 1 kept the plan and result in `runs`. */
@@ -106,6 +112,8 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
 
 const TASK_COLUMNS =
   'task_id, status, attempts, output, error_json, reason, usage_json, cost_usd, requests, retries, spec_json, parent, extra_json, updated_at';
+/** A file before version 3 has no rejected answers (a read-only store reads it as it is). */
+const rejectedColumn = (version: number) => (version >= 3 ? 'rejected_json' : 'NULL AS rejected_json');
 const ATTEMPT_COLUMNS = 'task_id, attempt, route, started_at, ended_at, status, requests, usage_json, cost_usd';
 const SUMMARY_COLUMNS = 'id, status, created_at, updated_at, source, options_json, tasks_total, tasks_done, cost_usd';
 
@@ -156,7 +164,7 @@ export function prepare(db: SqlDatabase, version: number, readOnly: boolean) {
     runUndone: w('UPDATE runs SET tasks_done = tasks_done - 1, updated_at = ? WHERE id = ?'),
     /** A batch's completions and spend, at once (sqliteCounters.ts). */
     runAdd: w('UPDATE runs SET tasks_done = tasks_done + ?, cost_usd = cost_usd + ?, updated_at = ? WHERE id = ?'),
-    taskReopen: w(`UPDATE tasks SET status = 'queued', extra_json = ?, updated_at = ? WHERE run_id = ? AND task_id = ?`),
+    taskReopen: w(`UPDATE tasks SET status = 'queued', extra_json = ?, rejected_json = NULL, updated_at = ? WHERE run_id = ? AND task_id = ?`),
     runTotal: w('UPDATE runs SET tasks_total = tasks_total + ?, updated_at = ? WHERE id = ?'),
 
     taskStatus: p('SELECT status FROM tasks WHERE run_id = ? AND task_id = ?').pluck(),
@@ -168,7 +176,7 @@ export function prepare(db: SqlDatabase, version: number, readOnly: boolean) {
       `INSERT INTO tasks (run_id, task_id, status, attempts, output, usage_json, cost_usd, requests, retries, updated_at)
        VALUES (?, ?, 'completed', ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (run_id, task_id) DO UPDATE SET status = 'completed', attempts = max(attempts, excluded.attempts),
-         output = excluded.output, error_json = NULL, usage_json = excluded.usage_json, cost_usd = excluded.cost_usd,
+         output = excluded.output, error_json = NULL, rejected_json = NULL, usage_json = excluded.usage_json, cost_usd = excluded.cost_usd,
          requests = excluded.requests, retries = excluded.retries, updated_at = excluded.updated_at`,
     ),
     /** A start and its completion in one batch (sqliteStarts.ts): the row taskStart then taskComplete leave. */
@@ -176,13 +184,19 @@ export function prepare(db: SqlDatabase, version: number, readOnly: boolean) {
       `INSERT INTO tasks (run_id, task_id, status, attempts, output, usage_json, cost_usd, requests, retries, updated_at)
        VALUES (?, ?, 'completed', ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (run_id, task_id) DO UPDATE SET status = 'completed', attempts = excluded.attempts,
-         output = excluded.output, error_json = NULL, usage_json = excluded.usage_json, cost_usd = excluded.cost_usd,
+         output = excluded.output, error_json = NULL, rejected_json = NULL, usage_json = excluded.usage_json, cost_usd = excluded.cost_usd,
          requests = excluded.requests, retries = excluded.retries, updated_at = excluded.updated_at`,
     ),
     taskFail: w(
       `INSERT INTO tasks (run_id, task_id, status, attempts, error_json, updated_at) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (run_id, task_id) DO UPDATE SET status = excluded.status, attempts = max(attempts, excluded.attempts),
          error_json = excluded.error_json, updated_at = excluded.updated_at`,
+    ),
+    /** taskFail of an attempt whose answer was rejected: the answer is kept as the output, with its problems. */
+    taskFailRejected: w(
+      `INSERT INTO tasks (run_id, task_id, status, attempts, error_json, output, rejected_json, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (run_id, task_id) DO UPDATE SET status = excluded.status, attempts = max(attempts, excluded.attempts),
+         error_json = excluded.error_json, output = excluded.output, rejected_json = excluded.rejected_json, updated_at = excluded.updated_at`,
     ),
     taskFinal: w(
       `INSERT INTO tasks (run_id, task_id, status, reason, updated_at) VALUES (?, ?, ?, ?, ?)
@@ -196,7 +210,7 @@ export function prepare(db: SqlDatabase, version: number, readOnly: boolean) {
       `INSERT INTO tasks (run_id, task_id, status, extra_json, updated_at) VALUES (?, ?, 'pending', ?, ?)
        ON CONFLICT (run_id, task_id) DO UPDATE SET extra_json = excluded.extra_json, updated_at = excluded.updated_at`,
     ),
-    loadTasks: p(`SELECT ${TASK_COLUMNS} FROM tasks WHERE run_id = ? ORDER BY rowid`),
+    loadTasks: p(`SELECT ${TASK_COLUMNS}, ${rejectedColumn(version)} FROM tasks WHERE run_id = ? ORDER BY rowid`),
 
     attemptStart: w(
       `INSERT INTO attempts (run_id, task_id, attempt, route, started_at) VALUES (?, ?, ?, ?, ?)
@@ -285,6 +299,7 @@ export interface TaskDbRow {
   parent: string | null;
   extra_json: string | null;
   updated_at: number;
+  rejected_json: string | null;
 }
 export interface AttemptDbRow {
   task_id: string;

@@ -116,7 +116,21 @@ export interface TaskRow {
   parent: string | null;
   /** Opaque state of the runtime (a review round, feedback): `setTaskExtra`. */
   extra: unknown;
+  /**
+   * What was wrong with the last answer rejected since the task last completed or was reopened
+   * (`taskFailed` with a rejected answer; the answer itself is `output`), else null.
+   */
+  rejected: RejectedAnswer | null;
   updatedAt: number;
+}
+
+/**
+ * A failed attempt's answer that its checks rejected (`invalid_output`, `rejected_output`): the
+ * task keeps it as its output, and a retry's prompt shows it with its problems.
+ */
+export interface RejectedAnswer {
+  code: string;
+  problems: string[];
 }
 
 /** One attempt of a task as `loadAttempts` gives it (in the order they started). */
@@ -194,7 +208,7 @@ export interface Store {
   setRunStatus(id: string, status: StoredRunStatus, result?: unknown): void;
   /**
    * A retry: the run goes back to `running` with these options (its retry sessions), and each of
-   * these tasks that has a row to `queued`, its extra cleared, no longer done (as `taskReopened`).
+   * these tasks that has a row to `queued`, its extra and `rejected` cleared, no longer done (as `taskReopened`).
    * One transaction, durable now: a crash leaves the run as it was or wholly reopened.
    */
   reopenRun(id: string, options: unknown, taskIds: readonly string[], at: number): void;
@@ -219,9 +233,12 @@ export interface Store {
   ): void;
   /**
    * The attempt ends `failed`; the task row keeps the error and goes to `failed` when `final`,
-   * else to `queued` (a retry comes). Durable now when final, else batched.
+   * else to `queued` (a retry comes). Durable now when final, else batched. With `rejected`, the
+   * attempt's answer failed its checks: the row keeps `output` as its output and `rejected` until
+   * the task completes again, is reopened or fails with another rejected answer (a failure
+   * without one leaves both as they were, as the run table does).
    */
-  taskFailed(runId: string, taskId: string, attempt: number, error: unknown, final: boolean, at: number): void;
+  taskFailed(runId: string, taskId: string, attempt: number, error: unknown, final: boolean, at: number, rejected?: RejectedAnswer & { output: string }): void;
   /** Task row -> `skipped` or `cancelled` with the reason; an attempt still open ends `cancelled`. Batched. */
   taskFinal(runId: string, taskId: string, status: 'skipped' | 'cancelled', reason: string, at: number): void;
   /**
@@ -233,7 +250,7 @@ export interface Store {
   setTaskExtra(runId: string, taskId: string, extra: unknown): void;
   /**
    * A completed task runs again (a reviewer sent it back): status `queued`, `extra` saved (its
-   * feedback), and it no longer counts as done. Durable now: a resume must not take the old
+   * feedback), `rejected` cleared, and it no longer counts as done. Durable now: a resume must not take the old
    * draft for the final one.
    */
   taskReopened(runId: string, taskId: string, extra: unknown, at: number): void;

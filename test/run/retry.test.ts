@@ -20,7 +20,7 @@ const plan = parsePlan({
 const sub = (id: string, deps: string[] = []): TaskSpec => ({ ...plan.tasks[0]!, id: `plan/${id}`, deps, prompt: id });
 const row = (taskId: string, status: StoredTaskStatus, extra: Partial<TaskRow> = {}): TaskRow => ({
   taskId, status, attempts: status === 'pending' ? 0 : 1, output: status === 'completed' ? 'out' : null, error: null, reason: null,
-  usage: null, costUsd: null, requests: 1, retries: 0, spec: null, parent: null, extra: null, updatedAt: 0, ...extra,
+  usage: null, costUsd: null, requests: 1, retries: 0, spec: null, parent: null, extra: null, rejected: null, updatedAt: 0, ...extra,
 });
 
 /** The planner completed with two sub-tasks, the second failed; the review failed. */

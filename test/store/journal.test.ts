@@ -68,6 +68,23 @@ describe.each(makers)('Journal on %s', (_name, make) => {
     store.close();
   });
 
+  it('keeps a rejected answer (task:failed with output) and its problems on the task row', () => {
+    const store = make();
+    store.createRun({ id: 'r', plan: {}, options: {}, tasksTotal: 2, createdAt: 1 });
+    const journal = new Journal(store, 'r');
+    const invalid = { code: 'invalid_output' as const, message: 'not JSON', retryable: true, problems: ['the answer is not valid JSON'] };
+    journal.record({ type: 'task:started', taskId: 'a', attempt: 1, model: 'fast', at: 10 });
+    journal.record({ type: 'task:failed', taskId: 'a', attempt: 1, error: invalid, willRetry: true, output: 'Here it is', at: 20 });
+    // An error without problems: its message stands for them, as in the run table's feedback.
+    journal.record({ type: 'task:started', taskId: 'b', attempt: 1, model: 'fast', at: 30 });
+    journal.record({ type: 'task:failed', taskId: 'b', attempt: 1, error: { code: 'rejected_output', message: 'score 2 < 7', retryable: true }, willRetry: false, output: 'meh', at: 40 });
+    store.flush();
+    const [a, b] = store.loadTasks('r');
+    expect(a).toMatchObject({ status: 'queued', output: 'Here it is', error: invalid, rejected: { code: 'invalid_output', problems: ['the answer is not valid JSON'] } });
+    expect(b).toMatchObject({ status: 'failed', output: 'meh', rejected: { code: 'rejected_output', problems: ['score 2 < 7'] } });
+    store.close();
+  });
+
   it('fills what the event leaves out: no cost is null, no requests or retries are 0, no time is now', () => {
     const store = make();
     const journal = new Journal(store, 'r');

@@ -2,6 +2,8 @@
  * Schema version 2: the plan and the result live in tables of their own (`run_plans`,
  * `run_results`), out of the `runs` row every batch updates, and out of each other's row. A file written by version 1 (built here with its own DDL, as that swarmstate left it)
  * is read as it is by a read-only listing, migrated by a store that writes, and resumed.
+ * Version 3: a task row keeps its last rejected answer's problems (`rejected_json`); a version-2
+ * file is read as it is (no rejected answers) and migrated by a store that writes.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -9,7 +11,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createScriptedProvider, createSwarm } from '../../src/index.js';
 import { SCHEMA_VERSION, SqliteStore } from '../../src/store/index.js';
-import { APPLICATION_ID } from '../../src/store/sqliteSchema.js';
+import { APPLICATION_ID, MIGRATIONS } from '../../src/store/sqliteSchema.js';
 import { tempDir, usage } from './helpers.js';
 import { DRIVERS, rawDb } from '../helpers/sqlite.js';
 
@@ -140,6 +142,36 @@ describe.each(DRIVERS)('on %s', (driver) => {
     } finally {
       await swarm.close();
     }
+  });
+
+  /** A version-2 journal: version 1's file taken to 2 by its migration, as that swarmstate did. */
+  function v2File(): string {
+    const file = v1File();
+    const db = rawDb(file, { driver });
+    db.exec(`BEGIN; ${MIGRATIONS[1]} COMMIT;`);
+    db.pragma('user_version = 2');
+    db.close();
+    return file;
+  }
+
+  it('a version-2 file is read as it is by a listing (no rejected answers), and migrated to 3 by a store that writes', () => {
+    const file = v2File();
+    const before = hash(file);
+    const reader = new SqliteStore(file, { readOnly: true, driver });
+    expect(reader.loadTasks('halfway')).toMatchObject([{ taskId: 'a', output: 'from version 1', rejected: null }]);
+    expect(reader.database.pragma('user_version')).toBe(2);
+    reader.close();
+    expect(hash(file)).toBe(before);
+
+    const store = new SqliteStore(file, { driver });
+    expect(store.database.pragma('user_version')).toBe(3);
+    expect(store.database.prepare("SELECT name FROM pragma_table_info('tasks')").pluck().all()).toContain('rejected_json');
+    expect(store.loadTasks('halfway')).toMatchObject([{ taskId: 'a', status: 'completed', output: 'from version 1', rejected: null }]);
+    store.taskStarted('halfway', 'b', 1, 'p/instant', 130);
+    store.taskFailed('halfway', 'b', 1, { code: 'invalid_output' }, false, 140, { output: 'not json', code: 'invalid_output', problems: ['not JSON'] });
+    expect(store.loadTasks('halfway')[1]).toMatchObject({ taskId: 'b', status: 'queued', output: 'not json', rejected: { code: 'invalid_output', problems: ['not JSON'] } });
+    expect(store.database.pragma('integrity_check')).toBe('ok');
+    store.close();
   });
 
   it("neither a batch's counter update nor the result rewrites the plan: the WAL grows by a few pages, not by the plan's size", () => {

@@ -149,6 +149,7 @@ describe.each(makers)('%s', (_name, make) => {
         spec: null,
         parent: null,
         extra: null,
+        rejected: null,
         updatedAt: 140,
       },
     ]);
@@ -161,6 +162,34 @@ describe.each(makers)('%s', (_name, make) => {
     store.taskCompleted('r1', 'a', 2, 'the answer', usage(10, 20), null, 3, 1, 150);
     expect(store.getRun('r1')?.tasksDone).toBe(1);
     expect(store.loadTasks('r1')[0].costUsd).toBeNull();
+    store.close();
+  });
+
+  it('keeps a rejected answer and its problems until the task completes or is reopened; a failure without one leaves them', () => {
+    const { store } = setup();
+    const invalid = { code: 'invalid_output', message: 'bad', retryable: true, problems: ['/title: must be string'] };
+    store.taskStarted('r1', 'a', 1, 'p/m', 110);
+    store.taskFailed('r1', 'a', 1, invalid, false, 120, { output: 'not json', code: 'invalid_output', problems: ['/title: must be string'] });
+    expect(store.loadTasks('r1')[0]).toMatchObject({ status: 'queued', output: 'not json', error: invalid, rejected: { code: 'invalid_output', problems: ['/title: must be string'] } });
+    // The run table keeps the feedback through a failure that rejected nothing: so does the row.
+    store.taskStarted('r1', 'a', 2, 'p/m', 130);
+    store.taskFailed('r1', 'a', 2, { code: 'task_timeout', message: 't', retryable: true }, false, 140);
+    expect(store.loadTasks('r1')[0]).toMatchObject({ output: 'not json', error: { code: 'task_timeout' }, rejected: { code: 'invalid_output' } });
+    store.taskStarted('r1', 'a', 3, 'p/m', 150);
+    store.taskFailed('r1', 'a', 3, { ...invalid, code: 'rejected_output' }, true, 160, { output: 'too short', code: 'rejected_output', problems: ['shorter than 40'] });
+    expect(store.loadTasks('r1')[0]).toMatchObject({ status: 'failed', output: 'too short', rejected: { code: 'rejected_output', problems: ['shorter than 40'] } });
+    // A retry reopens it clean.
+    store.reopenRun('r1', { seed: 7 }, ['a'], 170);
+    expect(store.loadTasks('r1')[0]).toMatchObject({ status: 'queued', rejected: null });
+    store.taskStarted('r1', 'a', 4, 'p/m', 180);
+    store.taskFailed('r1', 'a', 4, invalid, false, 190, { output: 'again', code: 'invalid_output', problems: ['x'] });
+    store.taskStarted('r1', 'a', 5, 'p/m', 200);
+    store.taskCompleted('r1', 'a', 5, '{"title":"t"}', usage(1, 1), null, 2, 1, 210);
+    expect(store.loadTasks('r1')[0]).toMatchObject({ status: 'completed', output: '{"title":"t"}', rejected: null });
+    store.taskStarted('r1', 'b', 1, 'p/m', 220);
+    store.taskFailed('r1', 'b', 1, invalid, false, 230, { output: 'nope', code: 'invalid_output', problems: ['x'] });
+    store.taskReopened('r1', 'b', { rounds: 1 }, 240);
+    expect(store.loadTasks('r1')[1]).toMatchObject({ taskId: 'b', status: 'queued', rejected: null });
     store.close();
   });
 

@@ -97,12 +97,24 @@ function widthOf(io: IO): number {
   return typeof cols === 'number' && cols >= 40 ? cols : 120;
 }
 
+/**
+ * A task not completed whose last answer was rejected: its output is that answer, kept for
+ * inspection, not a result; the error says what happened to the task.
+ */
+function rejectedAnswer(t: ShownTask): boolean {
+  const code = (t.error as { code?: unknown } | null)?.code;
+  return t.status !== 'completed' && t.output !== null && (code === 'invalid_output' || code === 'rejected_output');
+}
+
+function errorSummary(t: ShownTask): string | undefined {
+  const e = t.error as { code?: unknown; message?: unknown } | null;
+  return e && typeof e === 'object' ? `${String(e.code ?? 'error')}: ${String(e.message ?? '')}` : undefined;
+}
+
 /** What a task's one-line cell says: its output's first line, else why it failed or was skipped. */
 function summaryOf(t: ShownTask): string {
-  if (t.output !== null) return t.output.trim().split('\n')[0] ?? '';
-  const e = t.error as { code?: unknown; message?: unknown } | null;
-  if (e && typeof e === 'object') return `${String(e.code ?? 'error')}: ${String(e.message ?? '')}`;
-  return t.reason ?? '';
+  if (t.output !== null && !rejectedAnswer(t)) return t.output.trim().split('\n')[0] ?? '';
+  return errorSummary(t) ?? t.reason ?? '';
 }
 
 function table(head: { runId: string; status: string; costUsd: number; tasksTotal: number; tasksDone: number; source: string | null }, tasks: ShownTask[], width: number): string {
@@ -119,7 +131,8 @@ function table(head: { runId: string; status: string; costUsd: number; tasksTota
 function taskBlock(t: ShownTask): string {
   const cost = t.costUsd === null ? '' : `  ${formatUsd(t.costUsd)}`;
   const lines = [`== ${visible(t.id)}  ${t.status}  ${t.attempts} attempt${t.attempts === 1 ? '' : 's'}${cost}`];
-  if (t.output !== null) lines.push(visibleLines(t.output));
+  if (rejectedAnswer(t)) lines.push(`error: ${visible(errorSummary(t)!)}`, 'rejected answer:', visibleLines(t.output!));
+  else if (t.output !== null) lines.push(visibleLines(t.output));
   else if (t.error) lines.push(`error: ${visible(summaryOf(t))}`);
   else if (t.reason) lines.push(`reason: ${visible(t.reason)}`);
   return lines.join('\n');
