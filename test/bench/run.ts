@@ -234,6 +234,8 @@ benches.cache = () => {
     { name: 'no caching (`cache: false`)', arg: 'nocache' },
   ];
   const rows = modes.map((m) => ({ ...m, r: child('test/bench/cache.ts', [m.arg]) }));
+  const limited = child('test/bench/cache.ts', ['itpm']);
+  console.log(`cache itpm: ${limited.makespanMs!.toFixed(0)} ms (server's bound ${limited.boundMs!.toFixed(0)} ms), ${limited.rateLimited} 429`);
   for (const { arg, r } of rows) console.log(`cache ${arg}: $${r.inputUsd!.toFixed(4)} input (${r.ratio!.toFixed(3)}× minimum), ${r.makespanMs!.toFixed(0)} ms`);
   const [fan, once] = rows.map((x) => x.r) as [Record<string, number>, Record<string, number>];
   const growth = fan.makespanMs! - once.makespanMs!;
@@ -264,7 +266,18 @@ Sent all at once, the 20 requests reach the server before any response has start
 one of them writes the prefix: that costs more than not caching at all. With fan-out the leader
 goes first; when its response starts the other 19 go and read the prefix, and since a cached
 prefix needs no prompt processing their own time to first token is short, so the makespan grows
-by much less than one cold time to first token.`,
+by much less than one cold time to first token.
+
+**Under an input-token limit.** The same fan-out on one key with \`itpm\` ${limited.itpm!.toLocaleString('en')} (the key's and
+the server's: a bucket of one second, ${(limited.itpm! / 60).toLocaleString('en')} tokens): ${(limited.makespanMs! / 1000).toFixed(1)} s, ${limited.rateLimited} 429s. Anthropic does
+not count cache reads against ITPM, so a task of a warm group leases its key for its own tail
+only; charged its whole prompt, the 19 went one at a time (17.8 s on this machine before that
+change). The server's own bucket allows ${(limited.boundMs! / 1000).toFixed(1)} s at best: the leader's whole prompt
+(written to the cache) puts it in debt, the followers fit once that is repaid, then take one
+cached call each. The rest is the key's estimate of the leader's prompt (about 4 characters a
+token: a third over the simulator's count on this text), which a refund at the leader's end gives
+back only in part: the key cannot tell that the server's bucket, in debt too, lost nothing to its
+cap meanwhile.`,
   );
 };
 
