@@ -4,7 +4,7 @@
  * cloned for the journal). The run's result is redacted once, for its caller and the journal.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { hasRedactions, inlineSecretPaths, redactPlan, settingSecrets, unredactPlan } from '../src/durable.js';
+import { hasRedactions, inlineSecretPaths, redactPlan, settingSecrets, unredactPlan } from '../src/planSecrets.js';
 import { fingerprint, Redactor } from '../src/keys.js';
 import { createScriptedProvider, createSwarm, MemoryStore } from '../src/index.js';
 

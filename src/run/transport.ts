@@ -9,7 +9,7 @@ import type { ModelCallOutput, ToolResult } from '../../machines/protocol.js';
 import type { Keyring } from '../keys.js';
 import type { Provider, ProviderRequest } from '../providers/types.js';
 import type { RunTools } from '../tools/registry.js';
-import { inlineSecretPaths } from '../durable.js';
+import { inlineSecretPaths } from '../planSecrets.js';
 import { PlanValidationError, type Plan } from '../plan/index.js';
 import { unwrap, type Remote } from '../distributed/lazy.js';
 import type { BatchJob, ModelJob, RunConfig, ToolJob } from '../distributed/protocol.js';
