@@ -321,7 +321,8 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         // as this retry would (the tasks reopened, their earlier attempts not counted, its budget).
         const attempts = new Map(rows.map((r) => [r.taskId, r.attempts]));
         const session: RetrySession = { at: Date.now(), tasks, from: Object.fromEntries(tasks.map((id) => [id, attempts.get(id) ?? 0])) };
-        if (budget) session.budget = budget;
+        // As checked: the two caps, nothing else the caller's object had.
+        if (budget) session.budget = { ...(budget.usd !== undefined ? { usd: budget.usd } : {}), ...(budget.perModel !== undefined ? { perModel: budget.perModel } : {}) };
         const recorded = { ...(record.options as Record<string, unknown> | null), retries: [...retrySessionsOf(record.options), session] };
         durable.reopenRun(runId, recorded, tasks, session.at);
         return start(plan, runId, seed, { ...stateOf(durable, runId, recorded), retried: tasks.length }, retryOptions.deltas ?? options.deltas === true, baseDir);

@@ -200,6 +200,8 @@ export function withBudget(raw: unknown, budget: PlanBudget | undefined): unknow
   const own = plan.budget !== null && typeof plan.budget === 'object' ? (plan.budget as PlanBudget) : {};
   const next: PlanBudget = { ...own };
   if (budget.usd !== undefined) next.usd = budget.usd;
-  if (budget.perModel !== undefined) next.perModel = { ...own.perModel, ...budget.perModel };
+  // Not an object: left as given, for the plan's check to name it.
+  const perModel: unknown = budget.perModel;
+  if (perModel !== undefined) next.perModel = perModel !== null && typeof perModel === 'object' ? { ...own.perModel, ...(perModel as Record<string, number>) } : (perModel as never);
   return { ...plan, budget: next };
 }

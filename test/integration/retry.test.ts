@@ -200,6 +200,9 @@ describe('swarm.retry', () => {
     const invalid = refusal({ usd: -1, perModel: { nope: 1 } });
     expect(invalid).toBeInstanceOf(PlanValidationError);
     expect((invalid as PlanValidationError).issues.map((i) => i.path)).toEqual(expect.arrayContaining(['budget.usd', 'budget.perModel.nope']));
+    const shapeless = refusal({ perModel: 'lots' });
+    expect(shapeless).toBeInstanceOf(PlanValidationError);
+    expect((shapeless as PlanValidationError).issues.map((i) => i.path)).toEqual(['budget.perModel']);
 
     // A higher cap, cut short after one more task: the resume that finishes it keeps the cap.
     const retry = swarm.retry(first.runId, { budget: { usd: 10 } });
