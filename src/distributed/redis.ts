@@ -3,6 +3,7 @@
  * that is down for a while delays the run; it does not end it).
  */
 import type { RedisOptions } from 'ioredis';
+import { decodedOrAsIs, parseUrl } from '../tools/urls.js';
 
 export function redisOptions(url: string): RedisOptions {
   let parsed: URL;
@@ -55,22 +56,10 @@ export function redisForDisplay(url: string): string {
  */
 export function redactRedis(text: string, url: string): string {
   let out = text.split(url).join(redisForDisplay(url));
-  let password = '';
-  try {
-    password = new URL(url).password;
-  } catch {
-    return out;
-  }
-  for (const secret of new Set([password, safeDecode(password)])) if (secret !== '') out = out.split(secret).join('***');
+  const parsed = parseUrl(url);
+  if (!parsed) return out;
+  for (const secret of new Set([parsed.password, decodedOrAsIs(parsed.password)])) if (secret !== '') out = out.split(secret).join('***');
   return out;
-}
-
-function safeDecode(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
 }
 
 /** The connection errors of one source (a queue, a worker, a subscriber): how many, and the last one. */

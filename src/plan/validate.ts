@@ -17,6 +17,7 @@ import { findCycles } from './ranks.js';
 import { checkMapReduce } from './mapreduce.js';
 import { checkTasks } from './checkTasks.js';
 import { providerTypeOf } from '../providers/providerTypes.js';
+import { parseUrl } from '../tools/urls.js';
 
 /** One problem in a plan: where (`tasks[3].deps[0]`) and what. */
 export interface PlanIssue {
@@ -254,21 +255,14 @@ function checkToolEnv(tools: Record<string, unknown>, env: Record<string, string
 const CREDENTIALS_IN_URL = 'must not carry a user name or password (fetch refuses such a URL): send them in a header, e.g. "Authorization": {"env": "VAR_NAME"}';
 
 function hasCredentials(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return url.username !== '' || url.password !== '';
-  } catch {
-    return false;
-  }
+  const url = parseUrl(value);
+  return url !== undefined && (url.username !== '' || url.password !== '');
 }
 
 /** What the schema's `z.url({ protocol: /^https?$/ })` accepts of an inline URL. */
 function isHttpUrl(value: string): boolean {
-  try {
-    return /^https?:$/.test(new URL(value).protocol);
-  } catch {
-    return false;
-  }
+  const url = parseUrl(value);
+  return url !== undefined && /^https?:$/.test(url.protocol);
 }
 
 function isEmptyArray(x: unknown): boolean {

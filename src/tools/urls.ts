@@ -12,11 +12,11 @@ const UNPARSED = 'an invalid URL';
  * often given as either: `https://<token>@host`), and each query value. Empty ones are left out.
  */
 export function urlSecrets(url: string): string[] {
-  const parsed = parse(url);
+  const parsed = parseUrl(url);
   if (!parsed) return [];
   const found = [...parsed.searchParams.values()];
   // The server may echo them as written (percent-encoded) or decoded: both are looked for.
-  for (const part of [parsed.username, parsed.password]) if (part) found.push(decoded(part), part);
+  for (const part of [parsed.username, parsed.password]) if (part) found.push(decodedOrAsIs(part), part);
   return [...new Set(found.filter((s) => s !== ''))];
 }
 
@@ -27,7 +27,7 @@ export function hasUrlSecrets(url: string): boolean {
 
 /** A server's URL as a message may show it: no user or password, and the query's values replaced. */
 export function shownUrl(url: string): string {
-  const parsed = parse(url);
+  const parsed = parseUrl(url);
   if (!parsed) return UNPARSED;
   parsed.username = '';
   parsed.password = '';
@@ -35,7 +35,8 @@ export function shownUrl(url: string): string {
   return parsed.toString();
 }
 
-function parse(url: string): URL | undefined {
+/** The URL parsed, or undefined when it cannot be. */
+export function parseUrl(url: string): URL | undefined {
   try {
     return new URL(url);
   } catch {
@@ -43,11 +44,11 @@ function parse(url: string): URL | undefined {
   }
 }
 
-function decoded(part: string): string {
+/** A percent-encoded part decoded, or as written when it does not decode (a stray `%`). */
+export function decodedOrAsIs(part: string): string {
   try {
     return decodeURIComponent(part);
   } catch {
-    // A stray `%` the URL parser let through: the part is looked for as written only.
     return part;
   }
 }
