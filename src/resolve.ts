@@ -110,10 +110,11 @@ function modelFacts(plan: Plan, name: string, memo: Map<string, ModelFacts> | un
   if (known) return known;
   const model = plan.models[name]!;
   const provider = plan.providers[model.provider]!;
+  const protocol = PROVIDER_TYPES[provider.type].protocol(provider);
   const facts = {
     contextTokens: contextWindowOf(model.model, model.contextTokens),
-    cacheFanOut: cacheFanOutOf(provider),
-    cacheReadsFree: PROVIDER_TYPES[provider.type].protocol(provider) === 'anthropic',
+    cacheFanOut: cacheFanOutOf(provider, protocol),
+    cacheReadsFree: protocol === 'anthropic',
   };
   memo?.set(name, facts);
   return facts;
@@ -207,8 +208,7 @@ export function resolveTask(plan: Plan, spec: TaskSpec, rank: number, opts: Task
 const JUDGE_MAX_TOKENS = 256;
 
 /** Cache-aware fan-out: on by default where the wire has explicit cache breakpoints (Anthropic). */
-function cacheFanOutOf(provider: Plan['providers'][string]): boolean {
-  const protocol = PROVIDER_TYPES[provider.type].protocol(provider);
+function cacheFanOutOf(provider: Plan['providers'][string], protocol: string | undefined): boolean {
   // Without breakpoints there is nothing to wait for; OpenAI caches by itself, so fan-out is opt-in there.
   return provider.cache !== false && (provider.cacheFanOut ?? protocol === 'anthropic');
 }
