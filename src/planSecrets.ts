@@ -7,6 +7,7 @@
  */
 import { fingerprint } from './keys.js';
 import { hasUrlSecrets, shownUrl, urlSecrets } from './tools/urls.js';
+import { isRecord } from './plan/issues.js';
 
 const REDACTED = /^\[redacted ([0-9a-f]{8})\]$/;
 const redacted = (secret: string) => `[redacted ${fingerprint(secret)}]`;
@@ -149,10 +150,6 @@ function forEachUrl(plan: Record<string, unknown>, visit: (server: Record<string
   if (!isRecord(plan)) return;
   const servers = isRecord(plan.tools) && isRecord(plan.tools.servers) ? plan.tools.servers : {};
   for (const [name, server] of Object.entries(servers)) if (isRecord(server) && server.url !== undefined) visit(server, `tools.servers.${name}.url`);
-}
-
-function isRecord(x: unknown): x is Record<string, unknown> {
-  return typeof x === 'object' && x !== null && !Array.isArray(x);
 }
 
 /** The values of the plan's tool server settings (`env`, `headers`, `url`; inline or from `env`), with their paths. */

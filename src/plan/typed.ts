@@ -10,6 +10,7 @@
  */
 import { z } from 'zod';
 import type { RunResult, TaskResult } from '../../machines/tasks/results.js';
+import { isRecord } from './issues.js';
 
 /**
  * The output type of one task as written in a plan: a zod schema's output type, `unknown` for a
@@ -50,8 +51,4 @@ export function withJsonSchemas(raw: unknown): unknown {
 
 function isZod(x: unknown): x is z.ZodType {
   return x instanceof z.ZodType || (isRecord(x) && '_zod' in x);
-}
-
-function isRecord(x: unknown): x is Record<string, unknown> {
-  return typeof x === 'object' && x !== null && !Array.isArray(x);
 }

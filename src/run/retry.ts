@@ -16,6 +16,7 @@
  * again from scratch.
  */
 import type { TaskSpec } from '../plan/index.js';
+import { isRecord } from '../plan/issues.js';
 import type { PlanBudget } from '../plan/planTypes.js';
 import type { Spent } from '../store/index.js';
 import type { PlannerExtra, TaskRow } from '../store/index.js';
@@ -197,11 +198,11 @@ export function checkBudgetAboveSpent(runId: string, budget: PlanBudget, spent: 
 export function withBudget(raw: unknown, budget: PlanBudget | undefined): unknown {
   if (budget === undefined || raw === null || typeof raw !== 'object') return raw;
   const plan = raw as { budget?: unknown };
-  const own = plan.budget !== null && typeof plan.budget === 'object' ? (plan.budget as PlanBudget) : {};
+  const own: PlanBudget = isRecord(plan.budget) ? plan.budget : {};
   const next: PlanBudget = { ...own };
   if (budget.usd !== undefined) next.usd = budget.usd;
   // Not an object: left as given, for the plan's check to name it.
   const perModel: unknown = budget.perModel;
-  if (perModel !== undefined) next.perModel = perModel !== null && typeof perModel === 'object' ? { ...own.perModel, ...(perModel as Record<string, number>) } : (perModel as never);
+  if (perModel !== undefined) next.perModel = isRecord(perModel) ? { ...own.perModel, ...(perModel as Record<string, number>) } : (perModel as never);
   return { ...plan, budget: next };
 }
