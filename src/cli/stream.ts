@@ -7,7 +7,7 @@
  * (its turn, attempt or task ends). Pure apart from `write`: no clock, no stream.
  */
 import type { RunEvent } from '../../machines/protocol.js';
-import { visible } from './terminal.js';
+import { visible, visibleWithTabs } from './terminal.js';
 
 export interface TextLines {
   /** Never throws: the text is a view, it must not take the run down. */
@@ -25,14 +25,6 @@ interface Held {
   said: boolean;
   /** The text starts again (an in-attempt retry of the call, or a new attempt): said before the next line. */
   restart: string | undefined;
-}
-
-/** Control characters but the tab (a tab cannot move the cursor back over printed text). */
-const CONTROL_BUT_TAB = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g;
-
-/** A model's line for a terminal: its control characters shown, not obeyed (see terminal.ts). */
-function shown(text: string): string {
-  return text.replace(CONTROL_BUT_TAB, (c) => visible(c));
 }
 
 /**
@@ -57,7 +49,7 @@ export function createTextLines(write: (text: string) => void): TextLines {
   };
   const prefix = (taskId: string) => `[${visible(taskId)}]`;
   const lineOf = (taskId: string, text: string) => {
-    const body = shown(text.endsWith('\r') ? text.slice(0, -1) : text);
+    const body = visibleWithTabs(text.endsWith('\r') ? text.slice(0, -1) : text);
     return body === '' ? `${prefix(taskId)}\n` : `${prefix(taskId)} ${body}\n`;
   };
   /** The held line goes out on its own (the text it belonged to stopped there). */

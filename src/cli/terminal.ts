@@ -9,6 +9,7 @@
 
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
 const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g;
+const CONTROL_BUT_TAB = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g;
 const NAMED: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t', '\u001b': '\\e' };
 
 function escapeControl(c: string): string {
@@ -28,6 +29,11 @@ export function visible(text: string): string {
 /** Like `visible`, for text whose line breaks are meant (the CLI's own multi-line messages). */
 export function visibleLines(text: string): string {
   return text.replace(CONTROL_BUT_NEWLINE, escapeControl);
+}
+
+/** Like `visible`, keeping tabs (a tab cannot move the cursor back over printed text): a model's line of text. */
+export function visibleWithTabs(text: string): string {
+  return text.replace(CONTROL_BUT_TAB, escapeControl);
 }
 
 /**
