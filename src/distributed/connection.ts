@@ -53,3 +53,12 @@ export function connectionsIn(into: ClosableConnection[]): typeof RedisConnectio
     }
   };
 }
+
+/** Whether `promise` settles within `ms` (it is not cancelled when it does not). */
+export function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  const settled = promise.then(
+    () => true,
+    () => true,
+  );
+  return Promise.race([settled, new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref())]);
+}

@@ -11,7 +11,7 @@
 import { Job, Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { ProviderError } from '../providers/errors.js';
-import { connectionsIn, type ClosableConnection } from './connection.js';
+import { connectionsIn, within, type ClosableConnection } from './connection.js';
 import { CALL_QUEUE, CANCEL_CHANNEL, callKeyOf, type CallJob, type CallOutcome } from './protocol.js';
 import { RedisErrors, redisOptions, type RedisErrorCount } from './redis.js';
 
@@ -118,14 +118,13 @@ export class RemoteCalls {
 
   async close(): Promise<void> {
     this.closed = true;
-    const grace = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
-    await Promise.race([Promise.allSettled([...this.cancelling]), grace(1000)]);
+    await within(Promise.allSettled([...this.cancelling]), 1000);
     this.errors.ownerClosing();
     this.publisher?.disconnect();
     const answering = this.connections.every((c) => c.answering());
     const polite = Promise.allSettled([this.events.close(), this.queue.close()]);
     // A Redis that answers is told goodbye (QUIT); one that is gone would be waited for for ever.
-    if (answering) await Promise.race([polite, grace(2000)]);
+    if (answering) await within(polite, 2000);
     // What still waits on Redis (a QUIT, a start never finished) is ended: nothing of this queue
     // reconnects after close, or holds the process open.
     for (const connection of this.connections) connection.cut();

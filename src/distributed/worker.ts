@@ -14,7 +14,7 @@ import type { Provider } from '../providers/types.js';
 import type { Plan } from '../plan/index.js';
 import { RunTools } from '../tools/registry.js';
 import { Redis } from 'ioredis';
-import { connectionsIn, endClient, type ClosableConnection } from './connection.js';
+import { connectionsIn, endClient, within, type ClosableConnection } from './connection.js';
 import { CALL_QUEUE, CANCEL_CHANNEL, type CallJob, type CallOutcome, type RunConfig } from './protocol.js';
 import { RedisErrors, redisOptions, type RedisErrorCount } from './redis.js';
 
@@ -206,13 +206,4 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       await registry.close();
     },
   };
-}
-
-/** Whether `promise` settles within `ms` (it is not cancelled when it does not). */
-function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  const settled = promise.then(
-    () => true,
-    () => true,
-  );
-  return Promise.race([settled, new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref())]);
 }
