@@ -2,6 +2,7 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import { createScriptedProvider, createSwarm, definePlan, validatePlan } from '../../src/index.js';
+import { refused } from './definePlan.typecheck.js';
 
 describe('definePlan', () => {
   it('returns the plan unchanged; it validates and runs', async () => {
@@ -53,5 +54,13 @@ describe('definePlan', () => {
     expectTypeOf(result.tasks.total.output).toEqualTypeOf<{ total: number } | undefined>();
     expect(result.tasks.total.output).toEqual({ total: 3 });
     expect(result.tasks['total/L2/0']).toBeDefined();
+  });
+
+  it('each plan whose shape the types refuse is refused by validate, with the message named', () => {
+    expect(refused.length).toBe(20);
+    for (const { says, plan } of refused) {
+      const result = validatePlan(plan, { env: {} });
+      expect(result.ok ? [] : result.issues.map((i) => `${i.path}: ${i.message}`), says).toEqual([says]);
+    }
   });
 });
