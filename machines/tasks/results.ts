@@ -15,7 +15,9 @@ export interface TaskResult {
   status: FinalTaskStatus;
   /**
    * The answer's text; for a task with `output.schema`, the parsed value (src: `parsedOutput`).
-   * A task that failed with `invalid_output` or `rejected_output` keeps its last answer here.
+   * A map's is the array of its items' outputs in item order (each parsed when it is JSON, else
+   * its text); a reduce's is its root's output. A task that failed with `invalid_output` or
+   * `rejected_output` keeps its last answer here. Typed per task id by `TypedRunResult` (src/plan/typed.ts).
    */
   output?: unknown;
   error?: ErrorInfo;

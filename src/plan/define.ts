@@ -1,31 +1,72 @@
 /**
  * `definePlan()`: a plan written in TypeScript, checked as it is typed. It returns the plan as
  * given (validation still happens when it runs: `parsePlan`, `swarm.run`); what it adds is the
- * type: fields and defaults as a plan file writes them, and each task's own type kept, so a
- * task's literal id (`"summary"`) survives for code that reads `result.tasks`.
+ * type: fields and defaults as a plan file writes them, each task's fields those of its kind,
+ * and each task's own type kept, so a task's literal id (`"summary"`) survives for code that
+ * reads `result.tasks`.
  */
-import type { PlanInput } from './schema.js';
+import type { z } from 'zod';
+import type { PlanInput, PlainTaskInput, TaskInput, TaskInputs } from './planTypes.js';
+
+export type { TaskInput } from './planTypes.js';
 
 /** Arrays anywhere inside may be readonly: a plan written `as const` is accepted as it is. */
-type Loose<T> = T extends readonly (infer E)[]
-  ? readonly Loose<E>[]
-  : T extends (...args: never[]) => unknown
-    ? T
-    : T extends object
-      ? { [K in keyof T]: Loose<T[K]> }
-      : T;
+type Loose<T> = T extends z.ZodType
+  ? T
+  : T extends readonly unknown[]
+    ? { readonly [I in keyof T]: Loose<T[I]> }
+    : T extends (...args: never[]) => unknown
+      ? T
+      : T extends object
+        ? { [K in keyof T]: Loose<T[K]> }
+        : T;
 
-/** One task as a plan writes it: only `id`, `model` and `prompt` are required. */
-export type TaskInput = Loose<PlanInput['tasks'][number]>;
+/** One task as definePlan takes it: a `TaskInput` whose arrays may be readonly. */
+type LooseTask = Loose<TaskInput>;
 
-/** A task with a field the plan format does not have is refused (the field's type becomes `never`). */
-type Exact<T, Shape> = T & { [K in Exclude<keyof T, keyof Shape>]: never };
-
-/** A plan as written (defaults optional), its tasks typed as given. */
-export type DefinedPlan<Tasks extends readonly TaskInput[] = readonly TaskInput[]> = Loose<Omit<PlanInput, 'tasks'>> & { tasks: Tasks };
+/** The shape a task is checked against: its kind's (no `kind`, or one that is none: a plain task's). */
+type ShapeOf<T> = T extends { kind: infer K extends keyof TaskInputs } ? TaskInputs[K] : PlainTaskInput;
 
 /**
- * Types a plan written in code; returns it unchanged.
+ * `T` with every field that `Shape` does not have typed `never`, at every depth: an unknown
+ * field in a task, its `output`, `items`, `accept` or `accept.judge` is refused (a generic
+ * argument escapes TypeScript's own excess-property check). Where `Shape` is a union (`items`),
+ * `T` is held to the members that have all its fields; a zod schema or a free-form object (a
+ * JSON Schema, an item's value) is taken as it is.
+ */
+type Exact<T, Shape> = unknown extends Shape
+  ? T
+  : T extends z.ZodType | ((...args: never[]) => unknown)
+    ? T
+    : T extends readonly unknown[]
+      ? { [I in keyof T]: Exact<T[I], ElementOf<Shape>> }
+      : T extends object
+        ? string extends KeysOf<Shape>
+          ? T
+          : ExactObject<T, Having<NonNullable<Shape>, keyof T>, KeysOf<Shape>>
+        : T;
+
+type ExactObject<T, Members, Known> = [Members] extends [never]
+  ? { [K in keyof T]: K extends Known ? T[K] : never }
+  : { [K in keyof T]: Exact<T[K], FieldOf<Members, K>> };
+
+/** Every field of any member of a union. */
+type KeysOf<U> = U extends unknown ? keyof U : never;
+/** The members of the union `Shape` that have every field in `Keys`. */
+type Having<Shape, Keys> = Shape extends unknown ? ([Exclude<Keys, keyof Shape>] extends [never] ? Shape : never) : never;
+type FieldOf<Members, K> = Members extends unknown ? (K extends keyof Members ? Members[K] : never) : never;
+type ElementOf<S> = S extends readonly (infer E)[] ? E : never;
+
+/** What an empty `tasks: []` is told: a plan has at least one task (a list of unknown length may be empty: validation says). */
+type NonEmpty = PlanInput['tasks'];
+
+/** A plan as written (defaults optional), its tasks typed as given. */
+export type DefinedPlan<Tasks extends readonly LooseTask[] = readonly LooseTask[]> = Loose<Omit<PlanInput, 'tasks'>> & { tasks: Tasks };
+
+/**
+ * Types a plan written in code; returns it unchanged. A field the plan format does not have, a
+ * field of another task kind, a map without `items` (a reduce without `over`, a review without
+ * `reviews`) or an empty `tasks` is a compile error.
  *
  * @example
  * const plan = definePlan({
@@ -35,6 +76,8 @@ export type DefinedPlan<Tasks extends readonly TaskInput[] = readonly TaskInput[
  * });
  * const result = await swarm.run(plan).result; // plan.tasks[0].id is the type "hello"
  */
-export function definePlan<const Tasks extends readonly TaskInput[]>(plan: DefinedPlan<Tasks> & { tasks: { [I in keyof Tasks]: Exact<Tasks[I], TaskInput> } }): DefinedPlan<Tasks> {
+export function definePlan<const Tasks extends readonly LooseTask[]>(
+  plan: DefinedPlan<Tasks> & { tasks: Tasks extends readonly [] ? NonEmpty : { [I in keyof Tasks]: Exact<Tasks[I], ShapeOf<Tasks[I]>> } },
+): DefinedPlan<Tasks> {
   return plan;
 }

@@ -321,9 +321,6 @@ export const PlanSchema = z.strictObject({
     .min(1, { error: 'a plan needs at least one task' }),
 });
 
-/** The plan as written (defaults not yet applied). */
-export type PlanInput = z.input<typeof PlanSchema>;
-
 // The hand-written types above are the documentation; this keeps them equal to the schema's output.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const _planMatchesSchema: Same<z.output<typeof PlanSchema>, Plan> = true;

@@ -1,7 +1,8 @@
 /**
- * Types for plans written in code: a task whose `output.schema` is a zod schema gets its output
- * typed in the result (`result.tasks.extract.output` is `z.output<typeof schema>`). At run time
- * the zod schema becomes a JSON Schema (`z.toJSONSchema`) before the plan is validated.
+ * Types for plans written in code: each task's output is typed in the result by its kind and
+ * schema (`OutputOf`): `result.tasks.extract.output` is `z.output<typeof schema>` for a zod
+ * `output.schema`, an array of those for a map. At run time the zod schema becomes a JSON Schema
+ * (`z.toJSONSchema`) before the plan is validated.
  *
  * @example
  * const Product = z.object({ name: z.string(), price: z.number() });
@@ -13,17 +14,29 @@ import type { RunResult, TaskResult } from '../../machines/tasks/results.js';
 import { isRecord } from './issues.js';
 
 /**
- * The output type of one task as written in a plan: a zod schema's output type, `unknown` for a
- * JSON Schema (parsed, but not typed) or a task type that may have one, the text otherwise.
+ * The output type of one task as written in a plan, as the result holds it:
+ * - a map (`kind: "map"`): the array of its items' outputs, in item order. Each item answers with
+ *   the map's `output.schema` (its items inherit it): typed by a zod schema, else `unknown` (an
+ *   item's answer is parsed when it is JSON, else kept as text);
+ * - a reduce (`kind: "reduce"`): its root's output, one call's answer like any task's;
+ * - any other task: a zod `output.schema`'s output type, `unknown` for a JSON Schema, the text
+ *   (`string`) without a schema.
+ * A task type that may or may not have an `output` (e.g. `TaskInput`) gives `unknown`.
  */
-export type OutputOf<T> = T extends { output: { schema: infer S } }
+export type OutputOf<T> = T extends { kind: 'map' } ? ItemOutputOf<T>[] : AnswerOf<T>;
+
+/** What one call of the task answers: its schema's type, or its text. */
+type AnswerOf<T> = T extends { output: { schema: infer S } }
   ? S extends z.ZodType
     ? z.output<S>
     : unknown
-  : // A task type whose output may or may not be given (e.g. PlanInput's): it may be a parsed value.
+  : // A task type whose output may or may not be given (e.g. TaskInput's): it may be a parsed value.
     'output' extends keyof T
     ? unknown
     : string;
+
+/** One item's output in a map's array: parsed JSON, so `unknown` unless a zod schema types it. */
+type ItemOutputOf<T> = T extends { output: { schema: infer S extends z.ZodType } } ? z.output<S> : unknown;
 
 /** Output types by task id, from a plan's tasks. */
 export type OutputsOf<Tasks> = Tasks extends readonly (infer T)[] ? { [K in T as K extends { id: infer Id extends string } ? Id : never]: OutputOf<K> } : never;

@@ -1,7 +1,8 @@
 /**
- * Compiled by `npm run typecheck` (not run): what `definePlan` accepts and refuses, and the types
- * it keeps. Each `@ts-expect-error` line is a wrong input the compiler must refuse; if the type
- * ever lets it through, the directive itself becomes the error.
+ * Compiled by `npm run typecheck`: what `definePlan` accepts and refuses, and the types it keeps.
+ * Each `@ts-expect-error` line is a wrong input the compiler must refuse; if the type ever lets
+ * it through, the directive itself becomes the error. `refused` is also run by define.test.ts,
+ * which checks that `validate` refuses each of those plans with the message its comment names.
  */
 import { definePlan, type PlanInput, type TaskInput } from '../../src/index.js';
 
@@ -53,7 +54,7 @@ definePlan({
 });
 definePlan({
   ...base,
-  // @ts-expect-error kind is "task", "plan" or "review"
+  // @ts-expect-error kind is "task", "plan", "review", "map" or "reduce"
   tasks: [{ id: 'x', model: 'fast', prompt: 'p', kind: 'map-ish' }],
 });
 definePlan({
@@ -72,3 +73,210 @@ definePlan({
 definePlan({ ...base });
 
 void [first, second, wrong, b, asInput, oneTask];
+
+// Each kind of task as a plan writes it; these compile.
+const kinds = definePlan({
+  ...base,
+  tasks: [
+    { id: 'list', model: 'fast', prompt: 'List products', output: { schema: { type: 'array' } } },
+    { id: 'plan', kind: 'plan', model: 'fast', prompt: 'Plan the work' },
+    { id: 'review', kind: 'review', reviews: 'list', maxRounds: 2, model: 'fast', prompt: 'Review {{list}}' },
+    { id: 'each', kind: 'map', items: { from: 'list' }, as: 'row', maxItems: 10, key: 'sku', dedupe: 'text', model: 'fast', prompt: 'Describe {{row}}' },
+    { id: 'file', kind: 'map', items: { file: 'items.jsonl' }, model: 'fast', prompt: 'Describe {{item}}' },
+    { id: 'sum', kind: 'reduce', over: 'each', fanIn: 4, model: 'fast', prompt: 'Merge {{inputs}}' },
+    { id: 'both', kind: 'reduce', over: ['sum', 'review'], model: 'fast', prompt: 'Merge {{inputs}}', accept: { minChars: 10, judge: { model: 'fast', prompt: 'Good?' } } },
+  ],
+});
+const each: 'each' = kinds.tasks[3].id;
+
+// Tasks built by code, of any kind, as TaskInput values: accepted (a list of unknown length may be empty: validate says).
+const built: TaskInput[] = ['a', 'b'].map((id): TaskInput => ({ id, kind: 'map', items: { values: [id] }, model: 'fast', prompt: '{{item}}' }));
+const fromCode = definePlan({ ...base, tasks: built });
+void [each, fromCode];
+
+/** A model with a price, so a plan with `budgetUsd` has no other problem than the one refused. */
+const priced = {
+  providers: { sim: { type: 'sim' } },
+  models: { fast: { provider: 'sim', model: 'sim-fast', price: { input: 1, output: 1 } } },
+} as const;
+const other = { id: 'a', model: 'fast', prompt: 'A' } as const;
+
+/**
+ * Plans `validate` refuses for their shape, each a compile error: `says` is validate's message
+ * (checked by define.test.ts), the directive's comment the rule.
+ */
+export const refused: { says: string; plan: unknown }[] = [
+  {
+    says: 'tasks: a plan needs at least one task',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error a plan has at least one task
+      tasks: [],
+    }),
+  },
+  {
+    says: 'tasks[0].output.strict: unknown field',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error output has only `schema`
+      tasks: [{ id: 'x', model: 'fast', prompt: 'p', output: { schema: { type: 'string' }, strict: true } }],
+    }),
+  },
+  {
+    says: 'tasks[0].items.limit: unknown field',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error items is {file}, {from} or {values}, nothing else
+      tasks: [{ id: 'x', kind: 'map', model: 'fast', prompt: 'p', items: { values: [1], limit: 2 } }],
+    }),
+  },
+  {
+    says: 'tasks[0].items: items is {"file": "items.jsonl"}, {"from": "<task id>"} or {"values": [...]}',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error items comes from one source only
+      tasks: [{ id: 'x', kind: 'map', model: 'fast', prompt: 'p', items: { values: [1], from: 'a' } }, other],
+    }),
+  },
+  {
+    says: 'tasks[0].items: required: {"file": "items.jsonl"}, {"from": "<task id>"} or {"values": [...]}',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error a map needs items
+      tasks: [{ id: 'x', kind: 'map', model: 'fast', prompt: 'p' }],
+    }),
+  },
+  {
+    says: 'tasks[0].over: required: the map (or task with a JSON array output, or list of tasks) whose outputs this reduce merges',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error a reduce needs over
+      tasks: [{ id: 'x', kind: 'reduce', model: 'fast', prompt: 'p' }],
+    }),
+  },
+  {
+    says: 'tasks[0].over: a reduce over nothing: name a map, a task with a JSON array output, or at least one task',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error a reduce over a list names at least one task
+      tasks: [{ id: 'x', kind: 'reduce', model: 'fast', prompt: 'p', over: [] }],
+    }),
+  },
+  {
+    says: 'tasks[0].reviews: required: the id of the task this review task reviews',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error a review needs reviews
+      tasks: [{ id: 'x', kind: 'review', model: 'fast', prompt: 'p' }],
+    }),
+  },
+  {
+    says: 'tasks[0].items: only a task with "kind": "map" has this field',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error items on a plain task (no kind)
+      tasks: [{ id: 'x', model: 'fast', prompt: 'p', items: { values: [1] } }],
+    }),
+  },
+  {
+    says: 'tasks[0].items: only a task with "kind": "map" has this field',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error items on kind "task"
+      tasks: [{ id: 'x', kind: 'task', model: 'fast', prompt: 'p', items: { values: [1] } }],
+    }),
+  },
+  {
+    says: 'tasks[0].reviews: only a task with "kind": "review" reviews another task',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error reviews on a map
+      tasks: [{ id: 'x', kind: 'map', model: 'fast', prompt: 'p', items: { values: [1] }, reviews: 'a' }, other],
+    }),
+  },
+  {
+    says: 'tasks[0].maxRounds: only a task with "kind": "review" has rounds',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error maxRounds on a plain task
+      tasks: [{ id: 'x', model: 'fast', prompt: 'p', maxRounds: 2 }],
+    }),
+  },
+  {
+    says: 'tasks[0].fanIn: only a task with "kind": "reduce" has this field',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error fanIn on a map
+      tasks: [{ id: 'x', kind: 'map', model: 'fast', prompt: 'p', items: { values: [1] }, fanIn: 2 }],
+    }),
+  },
+  {
+    says: 'tasks[0].dedupe: only a task with "kind": "map" has this field',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error dedupe on a reduce
+      tasks: [{ id: 'x', kind: 'reduce', model: 'fast', prompt: 'p', over: ['a'], dedupe: 'text' }, other],
+    }),
+  },
+  {
+    says: 'tasks[0].over: only a task with "kind": "reduce" has this field',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error over on a planner
+      tasks: [{ id: 'x', kind: 'plan', model: 'fast', prompt: 'p', over: 'a' }, other],
+    }),
+  },
+  {
+    says: 'tasks[0].as: only a task with "kind": "map" has this field',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error as on a review
+      tasks: [{ id: 'x', kind: 'review', reviews: 'a', model: 'fast', prompt: 'p', as: 'row' }, other],
+    }),
+  },
+  {
+    says: "tasks[0].budgetUsd: a map calls no model itself: its sub-tasks' calls count against the run's and the models' budgets",
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error budgetUsd on a map
+      tasks: [{ id: 'x', kind: 'map', model: 'fast', prompt: 'p', items: { values: [1] }, budgetUsd: 1 }],
+    }),
+  },
+  {
+    says: "tasks[0].budgetUsd: a reduce calls no model itself: its sub-tasks' calls count against the run's and the models' budgets",
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error budgetUsd on a reduce
+      tasks: [{ id: 'x', kind: 'reduce', model: 'fast', prompt: 'p', over: ['a'], budgetUsd: 1 }, other],
+    }),
+  },
+  {
+    says: 'tasks[0].accept.regex: unknown field',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error accept has minChars, pattern and judge
+      tasks: [{ id: 'x', model: 'fast', prompt: 'p', accept: { minChars: 3, regex: 'x' } }],
+    }),
+  },
+  {
+    says: 'tasks[0].accept.judge.min: unknown field',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error a judge has model, prompt and threshold
+      tasks: [{ id: 'x', model: 'fast', prompt: 'p', accept: { judge: { model: 'fast', prompt: 'ok?', min: 0.5 } } }],
+    }),
+  },
+];
+
+// The same refusals where a plan or a task is annotated with the exported types.
+// @ts-expect-error a map needs items
+const noItems: TaskInput = { id: 'x', kind: 'map', model: 'fast', prompt: 'p' };
+// @ts-expect-error items on a plain task
+const plainItems: TaskInput = { id: 'y', model: 'fast', prompt: 'p', items: { values: [1] } };
+// @ts-expect-error reviews on a map
+const mapReviews: TaskInput = { id: 'z', kind: 'map', model: 'fast', prompt: 'p', items: { values: [1] }, reviews: 'x' };
+// @ts-expect-error items comes from one source only
+const twoSources: TaskInput = { id: 'w', kind: 'map', model: 'fast', prompt: 'p', items: { file: 'a.jsonl', values: [1] } };
+// @ts-expect-error a plan has at least one task
+const noTasks: PlanInput = { ...base, tasks: [] };
+void [noItems, plainItems, mapReviews, twoSources, noTasks];
