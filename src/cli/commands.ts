@@ -3,6 +3,7 @@
  * distributed run and a worker make before they start.
  */
 import { createSwarm } from '../swarm.js';
+import type { RunSummary } from '../store/index.js';
 import { redisForDisplay } from '../distributed/redis.js';
 import { DISTRIBUTED_PACKAGES } from '../distributed/lazy.js';
 import { importOptional } from '../util/optional.js';
@@ -123,11 +124,21 @@ export async function listRuns(store: string | undefined, json: boolean, io: { o
     io.out.write('no runs yet\n');
     return EXIT.ok;
   }
-  const rows = runs.map((r) => [r.id, r.status, `${r.tasksDone}/${r.tasksTotal}`, `$${r.costUsd.toFixed(4)}`, new Date(r.createdAt).toISOString().replace('T', ' ').slice(0, 19), visible(r.source ?? '')] as const);
+  const rows = runs.map(runRow);
   const head = ['run', 'status', 'done', 'cost', 'started (UTC)', 'plan'] as const;
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
-  io.out.write([line(head), ...rows.map(line)].join('\n') + '\n');
+  // A run whose row cannot be read is listed with the others, and what is wrong with it below them.
+  const damaged = runs.filter((r) => r.damaged !== undefined).map((r) => visible(`${r.id}: ${r.damaged!.message}`));
+  io.out.write([line(head), ...rows.map(line), ...(damaged.length > 0 ? ['', ...damaged] : [])].join('\n') + '\n');
   return EXIT.ok;
 }
 
+
+/** A run's cells in the `runs` table; of a damaged row, only what it could be read for. */
+function runRow(r: RunSummary): readonly string[] {
+  const started = new Date(r.createdAt).toISOString().replace('T', ' ').slice(0, 19);
+  if (r.damaged === undefined) return [visible(r.id), r.status, `${r.tasksDone}/${r.tasksTotal}`, `$${r.costUsd.toFixed(4)}`, started, visible(r.source ?? '')];
+  const bad = r.damaged.column;
+  return [visible(r.id), 'unreadable', '-', '-', bad === 'created_at' ? '-' : started, bad === 'source' ? '-' : visible(r.source ?? '')];
+}

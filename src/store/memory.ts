@@ -6,7 +6,8 @@
  * `flush()` has nothing to do; after `close()` every call throws, like the file store.
  */
 import type { Usage } from '../../machines/protocol.js';
-import { fromJson, mayTake, toJson, type HeldLock } from './shared.js';
+import { mayTake, toJson, type HeldLock } from './shared.js';
+import { checkedJson } from './rows.js';
 import { attemptOf, attemptRowOf, newRunData, newTask, summaryOf, taskOf, taskRowOf, type AttemptState, type RunData, type RunState, type TaskState } from './memoryRows.js';
 import {
   StoreError,
@@ -66,7 +67,7 @@ export class MemoryStore implements Store {
     this.open();
     const run = this.runs.get(id);
     if (run === undefined) return undefined;
-    return { ...summaryOf(run), plan: fromJson(run.planJson), result: fromJson(run.resultJson) };
+    return { ...summaryOf(this.path, run), plan: checkedJson(this.path, id, 'run_plans', 'plan_json', run.planJson), result: checkedJson(this.path, id, 'run_results', 'result_json', run.resultJson) };
   }
 
   listRuns(limit = 50): RunSummary[] {
@@ -74,7 +75,7 @@ export class MemoryStore implements Store {
     return [...this.runs.values()]
       .sort((a, b) => b.createdAt - a.createdAt || b.seq - a.seq)
       .slice(0, Math.max(0, limit))
-      .map(summaryOf);
+      .map((run) => summaryOf(this.path, run, true));
   }
 
   setRunStatus(id: string, status: StoredRunStatus, result?: unknown): void {
@@ -233,7 +234,7 @@ export class MemoryStore implements Store {
 
   loadTasks(runId: string): TaskRow[] {
     this.open();
-    return [...(this.data.get(runId)?.tasks ?? new Map<string, TaskState>())].map(([taskId, t]) => taskRowOf(taskId, t));
+    return [...(this.data.get(runId)?.tasks ?? new Map<string, TaskState>())].map(([taskId, t]) => taskRowOf(this.path, runId, taskId, t));
   }
 
   loadAttempts(runId: string, taskId?: string): AttemptRow[] {
@@ -241,7 +242,7 @@ export class MemoryStore implements Store {
     const rows = this.data.get(runId)?.attempts ?? [];
     return rows
       .filter((row) => taskId === undefined || row.taskId === taskId)
-      .map(attemptRowOf);
+      .map((row) => attemptRowOf(this.path, runId, row));
   }
 
   // -------------------------------------------------------------------------------------------

@@ -4,9 +4,8 @@
  * (opaque values through JSON, as the file store stores them). Apart so memory.ts holds the
  * store's writes only.
  */
-import type { Usage } from '../../machines/protocol.js';
-import { fromJson } from './shared.js';
-import type { AttemptRow, RejectedAnswer, RunSummary, StoredRunStatus, StoredTaskStatus, TaskRow } from './types.js';
+import { checkedSummary, listedSummary, readAttempt, readTask } from './rows.js';
+import type { AttemptRow, RunSummary, StoredRunStatus, StoredTaskStatus, TaskRow } from './types.js';
 
 export interface RunState {
   seq: number;
@@ -111,50 +110,15 @@ export function attemptOf(data: RunData, taskId: string, attempt: number, at: nu
   return row;
 }
 
-export function taskRowOf(taskId: string, t: TaskState): TaskRow {
-  return {
-    taskId,
-    status: t.status,
-    attempts: t.attempts,
-    output: t.output,
-    error: fromJson(t.errorJson),
-    reason: t.reason,
-    usage: fromJson(t.usageJson) as Usage | null,
-    costUsd: t.costUsd,
-    requests: t.requests,
-    retries: t.retries,
-    spec: fromJson(t.specJson),
-    parent: t.parent,
-    extra: fromJson(t.extraJson),
-    rejected: fromJson(t.rejectedJson) as RejectedAnswer | null,
-    updatedAt: t.updatedAt,
-  };
+/** The rows the contract returns, read as the file store reads its own (rows.ts): the same checks, the same errors. */
+export function taskRowOf(path: string, runId: string, taskId: string, t: TaskState): TaskRow {
+  return readTask(path, runId, taskId, t);
 }
 
-export function attemptRowOf(row: AttemptState): AttemptRow {
-  return {
-    taskId: row.taskId,
-    attempt: row.attempt,
-    route: row.route,
-    startedAt: row.startedAt,
-    endedAt: row.endedAt,
-    status: row.status,
-    requests: row.requests,
-    usage: fromJson(row.usageJson) as Usage | null,
-    costUsd: row.costUsd,
-  };
+export function attemptRowOf(path: string, runId: string, row: AttemptState): AttemptRow {
+  return readAttempt(path, runId, row);
 }
 
-export function summaryOf(run: RunState): RunSummary {
-  return {
-    id: run.id,
-    status: run.status,
-    createdAt: run.createdAt,
-    updatedAt: run.updatedAt,
-    source: run.source,
-    options: fromJson(run.optionsJson),
-    tasksTotal: run.tasksTotal,
-    tasksDone: run.tasksDone,
-    costUsd: run.costUsd,
-  };
+export function summaryOf(path: string, run: RunState, listing = false): RunSummary {
+  return listing ? listedSummary(path, run) : checkedSummary(path, run);
 }

@@ -86,6 +86,22 @@ export interface RunSummary {
   tasksDone: number;
   /** The sum of `recordSpend` for this run. */
   costUsd: number;
+  /**
+   * A listing only: the run's row has a column that is not what swarmstate wrote (the file was
+   * edited or damaged). The fields that could not be read hold 0, null or `failed`: not to be
+   * trusted. Reading the run itself (`getRun`) throws the same problem as a StoreError.
+   */
+  damaged?: RowDamage;
+}
+
+/** Which column of which row of a run could not be read back, and why (never its value). */
+export interface RowDamage {
+  table: string;
+  column: string;
+  /** The task the row belongs to (tasks, attempts, spend). */
+  taskId?: string;
+  /** `tasks.error_json of task a is not valid JSON (4 characters): ...` */
+  message: string;
 }
 
 /** One run as `getRun` gives it. */
@@ -289,12 +305,13 @@ export interface Store {
 
 /**
  * The store could not do its job: a write was refused, the file cannot be opened (or is another
- * program's database: `foreign`), the store is closed. `message` names the database path and the
- * SQLite error code; it never holds data.
+ * program's database: `foreign`), the store is closed, a row read back is not what swarmstate
+ * wrote (`bad-row`: a `JournalRowError` naming the run, table and column). `message` names the
+ * database path and the SQLite error code (or the row); it never holds data.
  */
 export class StoreError extends Error {
   readonly code = 'STORE_FAILED' as const;
-  /** The SQLite error code (SQLITE_FULL...), or a code of ours (`closed`, `exists`...). */
+  /** The SQLite error code (SQLITE_FULL...), or a code of ours (`closed`, `exists`, `bad-row`...). */
   readonly sqliteCode: string;
   readonly path: string;
 
@@ -311,6 +328,7 @@ export class StoreError extends Error {
       return 'other processes kept the journal busy (runs sharing the file); try again when fewer run at once, or give this run a journal of its own (--store)';
     }
     if (this.sqliteCode === 'foreign') return 'give the journal a file of its own (--store)';
+    if (this.sqliteCode === 'bad-row') return "this run's rows cannot be read back as they are (the other runs can); restore the file from a copy, or remove the run (swarmstate runs prune)";
     if (this.sqliteCode === 'SQLITE_DRIVER_MISSING') return 'npm install better-sqlite3, or use Node >= 22.13, or run without a journal (--store memory)';
     return 'fix the disk (space, permissions)';
   }
