@@ -61,7 +61,11 @@ export interface SwarmOptions {
   clock?: TimedClock;
   /** Seed of every random choice (retry jitter). Default 0. */
   seed?: number;
-  /** Where `{ "env": NAME }` keys are read. Default `process.env`. */
+  /**
+   * Where `{ "env": NAME }` keys are read. Default `process.env`. The swarm's own settings
+   * (`SWARMSTATE_STORE`) are read here when this object names them, else from `process.env`:
+   * an `env` given for the plan's keys does not move the journal.
+   */
   env?: Record<string, string | undefined>;
   /** Retry backoff: full jitter over base * 2^retry, capped. Default 500 ms / 30 s. */
   backoff?: { baseMs: number; maxMs: number };
@@ -195,6 +199,10 @@ export interface Swarm {
  */
 export function createSwarm(options: SwarmOptions = {}): Swarm {
   const env = options.env ?? process.env;
+  /** A SWARMSTATE_* setting: from `env` when it names it, else from the process's environment. */
+  const setting = (name: string): string | undefined => (options.env !== undefined && options.env[name] !== undefined ? options.env[name] : process.env[name]);
+  /** The journal's file (or `memory`) when the swarm opens its own: the option, else SWARMSTATE_STORE, else the default. */
+  const storeSpec = (): string | undefined => (typeof options.store === 'string' ? options.store : setting('SWARMSTATE_STORE') || undefined);
   const clock = options.clock ?? realClock;
   const tools = new Map((options.tools ?? []).map((t) => [t.name, t]));
   const registry = new ProviderRegistry({ now: () => clock.now(), seed: options.seed ?? 0, ...(options.providers ? { overrides: options.providers } : {}) });
@@ -206,7 +214,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   const storeOf = (): Store | undefined => {
     if (options.store === false) return undefined;
     if (typeof options.store === 'object') return options.store;
-    store ??= openStore(options.store ?? (env.SWARMSTATE_STORE || undefined), { onError: (e) => journals.forEach((j) => j.failWith(e)) });
+    store ??= openStore(storeSpec(), { onError: (e) => journals.forEach((j) => j.failWith(e)) });
     return store;
   };
   const shared: SwarmShared = {
@@ -339,7 +347,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         const durable = storeOf()!;
         return withLiveness(durable, durable.listRuns(limit));
       }
-      const reader = openStoreToRead(options.store ?? (env.SWARMSTATE_STORE || undefined));
+      const reader = openStoreToRead(storeSpec());
       if (!reader) return [];
       try {
         return withLiveness(reader, reader.listRuns(limit));
