@@ -8,7 +8,8 @@
 import type { Usage } from '../../machines/protocol.js';
 import { mayTake, toJson, type HeldLock } from './shared.js';
 import { checkedJson } from './rows.js';
-import { attemptOf, attemptRowOf, newRunData, newTask, summaryOf, taskOf, taskRowOf, type AttemptState, type RunData, type RunState, type TaskState } from './memoryRows.js';
+import { checkPruneRule, pickPrunable, prunedRun } from './prune.js';
+import { attemptOf, attemptRowOf, newRunData, newTask, runBytes, summaryOf, taskOf, taskRowOf, type AttemptState, type RunData, type RunState, type TaskState } from './memoryRows.js';
 import {
   StoreError,
   type AttemptRow,
@@ -17,6 +18,8 @@ import {
   type LockResult,
   type NewRun,
   type NewTask,
+  type PruneResult,
+  type PruneRule,
   type RunRecord,
   type RunSummary,
   type Spent,
@@ -324,6 +327,32 @@ export class MemoryStore implements Store {
   releaseLock(runId: string, ownerId: string): void {
     this.open();
     if (this.locks.get(runId)?.owner === ownerId) this.locks.delete(runId);
+  }
+
+  pruneRuns(rule: PruneRule, options: { dryRun?: boolean; staleMs?: number } = {}): PruneResult {
+    checkPruneRule(rule);
+    this.open();
+    const now = this.now();
+    const newestFirst = [...this.runs.values()].sort((a, b) => b.createdAt - a.createdAt || b.seq - a.seq);
+    const isHeld = (id: string) => {
+      const held = this.locks.get(id);
+      return held !== undefined && !mayTake(held, '', now, options.staleMs ?? 30_000);
+    };
+    const picked = pickPrunable(newestFirst, rule, now, isHeld);
+    const removed = picked.remove.map((run) => prunedRun(run, runBytes(this.runs.get(run.id)!, this.data.get(run.id), this.locks.get(run.id))));
+    if (!options.dryRun) {
+      for (const { id } of picked.remove) {
+        this.runs.delete(id);
+        this.data.delete(id);
+        this.locks.delete(id);
+      }
+    }
+    return { removed, bytes: removed.reduce((sum, r) => sum + r.bytes, 0), live: picked.live, interrupted: picked.interrupted };
+  }
+
+  /** Nothing to give back: removed runs are garbage for the collector. */
+  compact(): void {
+    this.open();
   }
 
   flush(): void {

@@ -5,6 +5,8 @@
  * store's writes only.
  */
 import { checkedSummary, listedSummary, readAttempt, readTask } from './rows.js';
+import { rowBytes } from './prune.js';
+import type { HeldLock } from './shared.js';
 import type { AttemptRow, RunSummary, StoredRunStatus, StoredTaskStatus, TaskRow } from './types.js';
 
 export interface RunState {
@@ -121,4 +123,19 @@ export function attemptRowOf(path: string, runId: string, row: AttemptState): At
 
 export function summaryOf(path: string, run: RunState, listing = false): RunSummary {
   return listing ? listedSummary(path, run) : checkedSummary(path, run);
+}
+
+/** A run's rows in bytes, as the file store counts its own (prune.ts RUN_TABLES, table by table). */
+export function runBytes(run: RunState, data: RunData | undefined, lock: HeldLock | undefined): number {
+  const id = run.id;
+  let bytes = rowBytes([id, run.status, run.source, run.optionsJson], 5) + rowBytes([id, run.planJson], 0);
+  if (run.resultJson !== null) bytes += rowBytes([id, run.resultJson], 0);
+  for (const [taskId, t] of data?.tasks ?? []) {
+    bytes += rowBytes([id, taskId, t.status, t.output, t.errorJson, t.reason, t.usageJson, t.specJson, t.parent, t.extraJson, t.rejectedJson], 5);
+  }
+  for (const a of data?.attempts ?? []) bytes += rowBytes([id, a.taskId, a.route, a.status, a.usageJson], 5);
+  for (const [key, tool] of data?.tools ?? []) bytes += rowBytes([id, key, tool.content], 2);
+  for (const spend of data?.spend.values() ?? []) bytes += rowBytes([id, spend.taskId, spend.model], 1);
+  if (lock !== undefined) bytes += rowBytes([id, lock.owner, lock.host], 3);
+  return bytes;
 }

@@ -19,12 +19,14 @@ import { resolve } from 'node:path';
 import type { SqlDatabase, SqliteDriverName } from './driver.js';
 import type { Usage } from '../../machines/protocol.js';
 import { mayTake, toJson, type HeldLock } from './shared.js';
-import { checkedJson, checkedSummary, listedSummary, readAttempt, readSpend, readTask, readToolResult, type RawSummary } from './rows.js';
+import { checkedJson, checkedSummary, listedSummary, readAttempt, readSpend, readTask, readToolResult } from './rows.js';
+import { rawAttempt, rawSummary, rawTask } from './sqliteRows.js';
 import { BUSY_LIMIT_MS } from './busy.js';
 import { SqliteWrites } from './sqliteWrites.js';
 import { RunCounters } from './sqliteCounters.js';
 import { PendingStarts, StartWrite } from './sqliteStarts.js';
 import { openJournal } from './sqliteOpen.js';
+import { compactSqlite, pruneSqlite } from './sqlitePrune.js';
 import type { AttemptDbRow, RunRow, Statements, SummaryRow, TaskDbRow } from './sqliteSchema.js';
 import {
   StoreError,
@@ -33,6 +35,8 @@ import {
   type LockResult,
   type NewRun,
   type NewTask,
+  type PruneResult,
+  type PruneRule,
   type RejectedAnswer,
   type RunRecord,
   type RunSummary,
@@ -48,21 +52,6 @@ export const DEFAULT_DB_PATH = '.swarmstate/runs.db';
 
 export { SCHEMA_VERSION } from './sqliteSchema.js';
 
-/** A runs row by the names both stores read (rows.ts). */
-function rawSummary(row: SummaryRow): RawSummary {
-  return {
-    id: String(row.id),
-    status: row.status,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    source: row.source,
-    optionsJson: row.options_json,
-    tasksTotal: row.tasks_total,
-    tasksDone: row.tasks_done,
-    costUsd: row.cost_usd,
-  };
-}
-
 export class SqliteStore implements Store {
   readonly path: string;
   /** The SQLite driver this store runs on. */
@@ -73,6 +62,7 @@ export class SqliteStore implements Store {
   private readonly writes: SqliteWrites;
   private readonly counters: RunCounters;
   private readonly starts = new PendingStarts();
+  private readonly busyLimitMs: number;
   /** Schema version 2 and later keep the plan and the result in tables of their own (a bad one is named there). */
   private readonly runTables: boolean;
 
@@ -81,6 +71,7 @@ export class SqliteStore implements Store {
     this.now = options.now ?? Date.now;
     const readOnly = options.readOnly === true;
     const busyLimitMs = options.busyLimitMs ?? BUSY_LIMIT_MS;
+    this.busyLimitMs = busyLimitMs;
     const { db, st, version } = openJournal(this.path, { readOnly, busyLimitMs, driver: options.driver });
     this.runTables = version >= 2;
     this.st = st;
@@ -249,43 +240,14 @@ export class SqliteStore implements Store {
 
   loadTasks(runId: string): TaskRow[] {
     const rows = this.writes.read(() => this.st.loadTasks.all(runId) as TaskDbRow[]);
-    return rows.map((row) =>
-      readTask(this.path, runId, row.task_id, {
-        status: row.status,
-        attempts: row.attempts,
-        output: row.output,
-        errorJson: row.error_json,
-        reason: row.reason,
-        usageJson: row.usage_json,
-        costUsd: row.cost_usd,
-        requests: row.requests,
-        retries: row.retries,
-        specJson: row.spec_json,
-        parent: row.parent,
-        extraJson: row.extra_json,
-        rejectedJson: row.rejected_json,
-        updatedAt: row.updated_at,
-      }),
-    );
+    return rows.map((row) => readTask(this.path, runId, row.task_id, rawTask(row)));
   }
 
   loadAttempts(runId: string, taskId?: string): AttemptRow[] {
     const rows = this.writes.read(
       () => (taskId === undefined ? this.st.loadAttempts.all(runId) : this.st.loadAttemptsOf.all(runId, taskId)) as AttemptDbRow[],
     );
-    return rows.map((row) =>
-      readAttempt(this.path, runId, {
-        taskId: row.task_id,
-        attempt: row.attempt,
-        route: row.route,
-        startedAt: row.started_at,
-        endedAt: row.ended_at,
-        status: row.status,
-        requests: row.requests,
-        usageJson: row.usage_json,
-        costUsd: row.cost_usd,
-      }),
-    );
+    return rows.map((row) => readAttempt(this.path, runId, rawAttempt(row)));
   }
 
   // -------------------------------------------------------------------------------------------
@@ -367,6 +329,20 @@ export class SqliteStore implements Store {
     this.writes.durable('release lock', () => {
       this.st.lockDel.run(runId, ownerId);
     });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Upkeep (sqlitePrune.ts)
+  // -------------------------------------------------------------------------------------------
+
+  pruneRuns(rule: PruneRule, options?: { dryRun?: boolean; staleMs?: number }): PruneResult {
+    return pruneSqlite({ db: this.db, writes: this.writes, now: this.now }, rule, options);
+  }
+
+  compact(): void {
+    // Refuses as a write would (read-only, closed, failed), after committing what is pending.
+    this.writes.flush();
+    compactSqlite(this.db, this.path, this.busyLimitMs);
   }
 
   // -------------------------------------------------------------------------------------------

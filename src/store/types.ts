@@ -182,6 +182,37 @@ export type LockResult =
   | { ok: true }
   | { ok: false; holder: { owner: string; pid: number; host: string; since: number; heartbeatAt: number } };
 
+/**
+ * Which runs `pruneRuns` removes: those started more than `olderThanMs` ago, those beyond the
+ * `keep` newest, or (both given) those that are both. Never a run a live process holds, nor one
+ * journaled as running that none holds (interrupted midway: a resume continues it).
+ */
+export interface PruneRule {
+  olderThanMs?: number;
+  keep?: number;
+}
+
+/** A run `pruneRuns` removed (or would remove). */
+export interface PrunedRun {
+  id: string;
+  status: string;
+  /** null when the row's start time cannot be read. */
+  createdAt: number | null;
+  /** About how many bytes its rows held: each text column's UTF-8 length, 8 per number column. */
+  bytes: number;
+}
+
+export interface PruneResult {
+  /** Newest first. */
+  removed: PrunedRun[];
+  /** The sum of their `bytes`: what a `compact()` can give back to the file system. */
+  bytes: number;
+  /** Runs the rule picked but kept: a live process holds them. */
+  live: string[];
+  /** Runs the rule picked but kept: interrupted midway (`swarmstate resume` continues them). */
+  interrupted: string[];
+}
+
 /** A planner sub-task joining a run. */
 export interface NewTask {
   id: string;
@@ -296,6 +327,20 @@ export interface Store {
   isHeld(runId: string, staleMs?: number): boolean;
   /** Lets go of the lock if `ownerId` holds it. Durable now. */
   releaseLock(runId: string, ownerId: string): void;
+
+  /**
+   * Removes the runs `rule` picks (PruneRule), with every row they have in every table (tasks,
+   * attempts, spend, tool results, plan, result, lock): one transaction, durable now, the live
+   * check made inside it. `dryRun`: removes nothing, says the same (a read-only store can). The
+   * file keeps its size until `compact()`. Throws a TypeError for a rule that is not one.
+   */
+  pruneRuns(rule: PruneRule, options?: { dryRun?: boolean; staleMs?: number }): PruneResult;
+  /**
+   * Gives the space of removed rows back to the file system (SQLite: VACUUM, then a WAL
+   * checkpoint); nothing to do in memory. Takes as long as writing the whole file once. A failure
+   * (a full disk: VACUUM needs room for a copy) is a StoreError that leaves the store usable.
+   */
+  compact(): void;
 
   /** Commits the pending batch. Throws the StoreError of an earlier failure. */
   flush(): void;
