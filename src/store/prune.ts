@@ -3,7 +3,7 @@
  * (pure: the stores give their runs newest first and say which are held), and how many bytes a
  * row counts for. Each store removes what is picked in one write (sqlitePrune.ts, memory.ts).
  */
-import type { PruneRule, PrunedRun } from './types.js';
+import type { PruneResult, PruneRule, PrunedRun, Store } from './types.js';
 
 /** Throws a TypeError naming the field for a rule that is not one (or picks nothing). */
 export function checkPruneRule(rule: PruneRule): void {
@@ -89,3 +89,19 @@ export const RUN_TABLES: ReadonlyArray<{ table: string; runColumn: string; texts
   { table: 'spend', runColumn: 'run_id', texts: ['run_id', 'task_id', 'model'], numbers: 1 },
   { table: 'locks', runColumn: 'run_id', texts: ['run_id', 'owner', 'host'], numbers: 3 },
 ];
+
+/**
+ * `createSwarm({ retention })`: the journal pruned by `rule`, then compacted when a run was
+ * removed. Upkeep must not stop the run that asked for it: a failure is a process warning (code
+ * SWARMSTATE_RETENTION); a journal that failed stops the run through its next write anyway.
+ */
+export function applyRetention(store: Store, rule: PruneRule): PruneResult | undefined {
+  try {
+    const result = store.pruneRuns(rule);
+    if (result.removed.length > 0) store.compact();
+    return result;
+  } catch (error) {
+    process.emitWarning(`journal retention failed: ${error instanceof Error ? error.message : String(error)}`, { code: 'SWARMSTATE_RETENTION' });
+    return undefined;
+  }
+}
