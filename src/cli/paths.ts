@@ -75,3 +75,15 @@ export function journalBytes(file: string): number {
   for (const end of ['', '-wal']) bytes += statSync(file + end, { throwIfNoEntry: false })?.size ?? 0;
   return bytes;
 }
+
+/**
+ * What a run says once on a terminal (stderr a TTY) about the default journal, which grows with
+ * every run: where it is, its size, and how to make it smaller. Nothing for a journal named on
+ * purpose (--store, $SWARMSTATE_STORE) or when there is none.
+ */
+export function journalLine(spec: string | undefined, stderr: { isTTY?: boolean }, cwd: string = process.cwd()): string | undefined {
+  if (spec !== undefined || stderr.isTTY !== true) return undefined;
+  const file = resolve(cwd, DEFAULT_DB_PATH);
+  if (!existsSync(file)) return undefined;
+  return `journal: ${DEFAULT_DB_PATH} (${formatBytes(journalBytes(file))}; swarmstate runs prune --help)\n`;
+}
