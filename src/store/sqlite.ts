@@ -8,7 +8,8 @@
  *
  * Several processes may share the file (runs started side by side): batches, durable-now writes
  * and the wait for a write lock another process holds are in sqliteWrites.ts. Opening the file
- * (checks, schema, every statement prepared once) is sqliteOpen.ts.
+ * (checks, schema, every statement prepared once) is sqliteOpen.ts; rows read back are checked by
+ * rows.ts; pruning runs and VACUUM are sqlitePrune.ts.
  *
  * The schema (sqliteSchema.ts) is versioned with `PRAGMA user_version` and marked with
  * `PRAGMA application_id`, brought up to date inside one write transaction, so two processes

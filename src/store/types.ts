@@ -14,7 +14,7 @@
  * Each method says which kind it is:
  *
  *   durable now: createRun, setRunStatus, reopenRun, taskFailed with final = true, addTasks, taskReopened,
- *                recordToolResult, acquireLock, heartbeat, releaseLock
+ *                recordToolResult, acquireLock, heartbeat, releaseLock, pruneRuns (not a dry run)
  *   batched:     taskStarted, taskCompleted, taskFailed with final = false, taskFinal,
  *                setTaskExtra, recordSpend
  *
@@ -38,7 +38,9 @@
  * opened again. Reads keep working on what was committed.
  *
  * Opaque values (plans, options, results, errors, specs, extras, usage) are stored as JSON: what
- * comes back is what `JSON.parse(JSON.stringify(value))` gives. The caller redacts secrets before
+ * comes back is what `JSON.parse(JSON.stringify(value))` gives. Every row read back is checked
+ * column by column (rows.ts): a row changed outside swarmstate is a StoreError (`bad-row`) naming
+ * its run, table and column, never a bare JSON error; a listing lists it as `damaged`. The caller redacts secrets before
  * writing; the store never adds any to its messages.
  */
 import type { TaskStatus, Usage } from '../../machines/protocol.js';
