@@ -11,5 +11,7 @@ export default defineConfig({
     // Runs journal in memory unless a test gives a store: tests run in parallel processes and must
     // not share (or leave behind) the working directory's .swarmstate/runs.db.
     env: { SWARMSTATE_STORE: 'memory' },
+    // Fails the run when a test wrote the clone's own .swarmstate/ journal (tests leave nothing behind).
+    globalSetup: ['test/globalSetup/journalUnchanged.ts'],
   },
 });

@@ -30,7 +30,8 @@ import type { Hooks } from './hooks.js';
 import type { ToolDefinition } from './tools/local.js';
 import { refusalOf } from './durable.js';
 import { hasRedactions, redactPlan, unredactPlan } from './planSecrets.js';
-import { openStore, openStoreToRead, type RunRecord, type RunSummary, type Store, type StoreError } from './store/index.js';
+import { openStore, openStoreToRead, type PruneRule, type RunRecord, type RunSummary, type Store, type StoreError } from './store/index.js';
+import { applyRetention, checkPruneRule } from './store/prune.js';
 import { lazyRemote } from './distributed/lazy.js';
 import { checkBudgetAboveSpent, RetryError, retrySessionsOf, tasksToRetry, withBudget, type RetrySession } from './run/retry.js';
 import { FINISHED, finishedHandle, readPlanFile, stateOf, type JournaledState } from './run/journaled.js';
@@ -61,7 +62,11 @@ export interface SwarmOptions {
   clock?: TimedClock;
   /** Seed of every random choice (retry jitter). Default 0. */
   seed?: number;
-  /** Where `{ "env": NAME }` keys are read. Default `process.env`. */
+  /**
+   * Where `{ "env": NAME }` keys are read. Default `process.env`. The swarm's own settings
+   * (`SWARMSTATE_STORE`) are read here when this object names them, else from `process.env`:
+   * an `env` given for the plan's keys does not move the journal.
+   */
   env?: Record<string, string | undefined>;
   /** Retry backoff: full jitter over base * 2^retry, capped. Default 500 ms / 30 s. */
   backoff?: { baseMs: number; maxMs: number };
@@ -80,6 +85,15 @@ export interface SwarmOptions {
    * `.swarmstate/runs.db` in the working directory (SQLite, WAL).
    */
   store?: Store | string | false;
+  /**
+   * Journal upkeep: once per swarm, when its first run (or resume, or retry) has started and holds
+   * its lock, the journal's runs this rule picks are removed (`olderThanMs`: started longer ago;
+   * `keep`: all but the n newest, that run among them; both: what both pick), then VACUUM. Never
+   * a run a live process holds, nor an interrupted one (a resume continues it). What
+   * `swarmstate runs prune` does. A failure is a process warning (SWARMSTATE_RETENTION), not the
+   * run's. Default: none (the journal only grows).
+   */
+  retention?: PruneRule;
   /**
    * Distributed runs: this process coordinates (the DAG, the journal, the budget, the key and
    * breaker actors) and every model and tool call goes to `swarmstate worker` processes through
@@ -195,7 +209,23 @@ export interface Swarm {
  */
 export function createSwarm(options: SwarmOptions = {}): Swarm {
   const env = options.env ?? process.env;
+  /** A SWARMSTATE_* setting: from `env` when it names it, else from the process's environment. */
+  const setting = (name: string): string | undefined => (options.env !== undefined && options.env[name] !== undefined ? options.env[name] : process.env[name]);
+  /** The journal's file (or `memory`) when the swarm opens its own: the option, else SWARMSTATE_STORE, else the default. */
+  const storeSpec = (): string | undefined => (typeof options.store === 'string' ? options.store : setting('SWARMSTATE_STORE') || undefined);
   const clock = options.clock ?? realClock;
+  if (options.retention !== undefined) {
+    try {
+      checkPruneRule(options.retention);
+    } catch (error) {
+      throw new TypeError(`createSwarm({ retention }): ${(error as Error).message}`);
+    }
+  }
+  /** Retention, once: called with the journal as soon as a run holds its lock in it. */
+  let retain = (durable: Store): void => {
+    retain = () => {};
+    if (options.retention !== undefined) applyRetention(durable, options.retention);
+  };
   const tools = new Map((options.tools ?? []).map((t) => [t.name, t]));
   const registry = new ProviderRegistry({ now: () => clock.now(), seed: options.seed ?? 0, ...(options.providers ? { overrides: options.providers } : {}) });
 
@@ -206,7 +236,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
   const storeOf = (): Store | undefined => {
     if (options.store === false) return undefined;
     if (typeof options.store === 'object') return options.store;
-    store ??= openStore(options.store ?? (env.SWARMSTATE_STORE || undefined), { onError: (e) => journals.forEach((j) => j.failWith(e)) });
+    store ??= openStore(storeSpec(), { onError: (e) => journals.forEach((j) => j.failWith(e)) });
     return store;
   };
   const shared: SwarmShared = {
@@ -285,6 +315,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
           createdAt: Date.now(),
         });
         takeLock(durable, runId, owner);
+        retain(durable);
       }
       // The result's outputs are typed from the plan as written (structured ones are parsed values).
       return start(plan, runId, options.seed ?? 0, undefined, runOptions.deltas ?? options.deltas === true, baseDir) as RunHandle<never>;
@@ -296,6 +327,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       const { plan, seed, baseDir } = planOf(record, resumeOptions.plan);
       takeLock(durable, runId, owner);
       try {
+        retain(durable);
         return start(plan, runId, seed, stateOf(durable, runId, record.options), resumeOptions.deltas ?? options.deltas === true, baseDir);
       } catch (error) {
         durable.releaseLock(runId, owner.id);
@@ -314,6 +346,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       // Taken first: a run that is running is refused for that, whatever else it is.
       takeLock(durable, runId, owner);
       try {
+        retain(durable);
         if (budget) checkBudgetAboveSpent(runId, budget, durable.spent(runId));
         const rows = durable.loadTasks(runId);
         const tasks = tasksToRetry(runId, plan.tasks, rows, retryOptions.tasks);
@@ -339,7 +372,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         const durable = storeOf()!;
         return withLiveness(durable, durable.listRuns(limit));
       }
-      const reader = openStoreToRead(options.store ?? (env.SWARMSTATE_STORE || undefined));
+      const reader = openStoreToRead(storeSpec());
       if (!reader) return [];
       try {
         return withLiveness(reader, reader.listRuns(limit));

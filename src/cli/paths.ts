@@ -1,5 +1,5 @@
 /**
- * The files a command reads and writes: which journal `--store` means, and the checks that keep
+ * The files a command reads and writes: which journal `--store` means and how big it is, and the checks that keep
  * an output flag from destroying an input (`--events plan.json` would empty the plan before the
  * run read it again on a resume) and a read-only command from creating a journal.
  */
@@ -54,4 +54,36 @@ export function outputConflict(outputs: { flag: string; path: string | undefined
 export function missingJournal(spec: string | undefined): string | undefined {
   const file = storeFileOf(spec);
   return file !== undefined && !existsSync(file) ? file : undefined;
+}
+
+/** A size in bytes for people: `31.2 MB` (decimal units, one decimal). */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1000) return `${bytes} B`;
+  const units = ['KB', 'MB', 'GB', 'TB'];
+  let value = bytes / 1000;
+  let unit = 0;
+  while (value >= 999.95 && unit < units.length - 1) {
+    value /= 1000;
+    unit += 1;
+  }
+  return `${value.toFixed(1)} ${units[unit]}`;
+}
+
+/** The journal file's size on disk with its WAL (where SQLite keeps the latest commits until a checkpoint). */
+export function journalBytes(file: string): number {
+  let bytes = 0;
+  for (const end of ['', '-wal']) bytes += statSync(file + end, { throwIfNoEntry: false })?.size ?? 0;
+  return bytes;
+}
+
+/**
+ * What a run says once on a terminal (stderr a TTY) about the default journal, which grows with
+ * every run: where it is, its size, and how to make it smaller. Nothing for a journal named on
+ * purpose (--store, $SWARMSTATE_STORE) or when there is none.
+ */
+export function journalLine(spec: string | undefined, stderr: { isTTY?: boolean }, cwd: string = process.cwd()): string | undefined {
+  if (spec !== undefined || stderr.isTTY !== true) return undefined;
+  const file = resolve(cwd, DEFAULT_DB_PATH);
+  if (!existsSync(file)) return undefined;
+  return `journal: ${DEFAULT_DB_PATH} (${formatBytes(journalBytes(file))}; swarmstate runs prune --help)\n`;
 }

@@ -18,7 +18,7 @@ import { formatSummaryTable } from './summary.js';
 import { planJson, withPlanFolder } from './demo.js';
 import { errorText, jsonForTerminal, visible } from './terminal.js';
 import { importOptional } from '../util/optional.js';
-import { missingJournal, outputConflict, storeFileOf, storeSpecOf } from './paths.js';
+import { journalLine, missingJournal, outputConflict, storeFileOf, storeSpecOf } from './paths.js';
 import { redisForDisplay } from '../distributed/redis.js';
 import { formatElapsed, formatEventLine, formatUsd } from './format.js';
 import { EXIT } from './exit.js';
@@ -240,6 +240,8 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
       io.err.write(`swarmstate: cannot write --report ${flags.report}: ${reasonOf(error)}\n`);
     }
   }
+  const journalNote = flags.quiet ? undefined : journalLine(storeSpec, io.err as { isTTY?: boolean });
+  if (journalNote) io.err.write(journalNote);
   if (flags.json && !flags.quiet) io.err.write(`${endLine(result)}\n`);
   if (flags.json) io.out.write(jsonForTerminal(result) + '\n');
   else io.out.write(formatSummaryTable(result, seen) + '\n');

@@ -36,5 +36,6 @@ export function openStoreToRead(spec: string | undefined): Store | undefined {
 
 export { Journal, type JournalEvent } from './journal.js';
 export { MemoryStore } from './memory.js';
+export { JournalRowError } from './rows.js';
 export { DEFAULT_DB_PATH, SCHEMA_VERSION, SqliteStore } from './sqlite.js';
 export * from './types.js';

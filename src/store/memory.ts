@@ -6,8 +6,10 @@
  * `flush()` has nothing to do; after `close()` every call throws, like the file store.
  */
 import type { Usage } from '../../machines/protocol.js';
-import { fromJson, mayTake, toJson, type HeldLock } from './shared.js';
-import { attemptOf, attemptRowOf, newRunData, newTask, summaryOf, taskOf, taskRowOf, type AttemptState, type RunData, type RunState, type TaskState } from './memoryRows.js';
+import { mayTake, toJson, type HeldLock } from './shared.js';
+import { checkedJson } from './rows.js';
+import { checkPruneRule, pickPrunable, prunedRun } from './prune.js';
+import { attemptOf, attemptRowOf, newRunData, newTask, runBytes, summaryOf, taskOf, taskRowOf, type AttemptState, type RunData, type RunState, type TaskState } from './memoryRows.js';
 import {
   StoreError,
   type AttemptRow,
@@ -16,6 +18,8 @@ import {
   type LockResult,
   type NewRun,
   type NewTask,
+  type PruneResult,
+  type PruneRule,
   type RunRecord,
   type RunSummary,
   type Spent,
@@ -66,7 +70,7 @@ export class MemoryStore implements Store {
     this.open();
     const run = this.runs.get(id);
     if (run === undefined) return undefined;
-    return { ...summaryOf(run), plan: fromJson(run.planJson), result: fromJson(run.resultJson) };
+    return { ...summaryOf(this.path, run), plan: checkedJson(this.path, id, 'run_plans', 'plan_json', run.planJson), result: checkedJson(this.path, id, 'run_results', 'result_json', run.resultJson) };
   }
 
   listRuns(limit = 50): RunSummary[] {
@@ -74,7 +78,7 @@ export class MemoryStore implements Store {
     return [...this.runs.values()]
       .sort((a, b) => b.createdAt - a.createdAt || b.seq - a.seq)
       .slice(0, Math.max(0, limit))
-      .map(summaryOf);
+      .map((run) => summaryOf(this.path, run, true));
   }
 
   setRunStatus(id: string, status: StoredRunStatus, result?: unknown): void {
@@ -233,7 +237,7 @@ export class MemoryStore implements Store {
 
   loadTasks(runId: string): TaskRow[] {
     this.open();
-    return [...(this.data.get(runId)?.tasks ?? new Map<string, TaskState>())].map(([taskId, t]) => taskRowOf(taskId, t));
+    return [...(this.data.get(runId)?.tasks ?? new Map<string, TaskState>())].map(([taskId, t]) => taskRowOf(this.path, runId, taskId, t));
   }
 
   loadAttempts(runId: string, taskId?: string): AttemptRow[] {
@@ -241,7 +245,7 @@ export class MemoryStore implements Store {
     const rows = this.data.get(runId)?.attempts ?? [];
     return rows
       .filter((row) => taskId === undefined || row.taskId === taskId)
-      .map(attemptRowOf);
+      .map((row) => attemptRowOf(this.path, runId, row));
   }
 
   // -------------------------------------------------------------------------------------------
@@ -323,6 +327,32 @@ export class MemoryStore implements Store {
   releaseLock(runId: string, ownerId: string): void {
     this.open();
     if (this.locks.get(runId)?.owner === ownerId) this.locks.delete(runId);
+  }
+
+  pruneRuns(rule: PruneRule, options: { dryRun?: boolean; staleMs?: number } = {}): PruneResult {
+    checkPruneRule(rule);
+    this.open();
+    const now = this.now();
+    const newestFirst = [...this.runs.values()].sort((a, b) => b.createdAt - a.createdAt || b.seq - a.seq);
+    const isHeld = (id: string) => {
+      const held = this.locks.get(id);
+      return held !== undefined && !mayTake(held, '', now, options.staleMs ?? 30_000);
+    };
+    const picked = pickPrunable(newestFirst, rule, now, isHeld);
+    const removed = picked.remove.map((run) => prunedRun(run, runBytes(this.runs.get(run.id)!, this.data.get(run.id), this.locks.get(run.id))));
+    if (!options.dryRun) {
+      for (const { id } of picked.remove) {
+        this.runs.delete(id);
+        this.data.delete(id);
+        this.locks.delete(id);
+      }
+    }
+    return { removed, bytes: removed.reduce((sum, r) => sum + r.bytes, 0), live: picked.live, interrupted: picked.interrupted };
+  }
+
+  /** Nothing to give back: removed runs are garbage for the collector. */
+  compact(): void {
+    this.open();
   }
 
   flush(): void {

@@ -4,9 +4,10 @@
  * (opaque values through JSON, as the file store stores them). Apart so memory.ts holds the
  * store's writes only.
  */
-import type { Usage } from '../../machines/protocol.js';
-import { fromJson } from './shared.js';
-import type { AttemptRow, RejectedAnswer, RunSummary, StoredRunStatus, StoredTaskStatus, TaskRow } from './types.js';
+import { checkedSummary, listedSummary, readAttempt, readTask } from './rows.js';
+import { rowBytes } from './prune.js';
+import type { HeldLock } from './shared.js';
+import type { AttemptRow, RunSummary, StoredRunStatus, StoredTaskStatus, TaskRow } from './types.js';
 
 export interface RunState {
   seq: number;
@@ -111,50 +112,30 @@ export function attemptOf(data: RunData, taskId: string, attempt: number, at: nu
   return row;
 }
 
-export function taskRowOf(taskId: string, t: TaskState): TaskRow {
-  return {
-    taskId,
-    status: t.status,
-    attempts: t.attempts,
-    output: t.output,
-    error: fromJson(t.errorJson),
-    reason: t.reason,
-    usage: fromJson(t.usageJson) as Usage | null,
-    costUsd: t.costUsd,
-    requests: t.requests,
-    retries: t.retries,
-    spec: fromJson(t.specJson),
-    parent: t.parent,
-    extra: fromJson(t.extraJson),
-    rejected: fromJson(t.rejectedJson) as RejectedAnswer | null,
-    updatedAt: t.updatedAt,
-  };
+/** The rows the contract returns, read as the file store reads its own (rows.ts): the same checks, the same errors. */
+export function taskRowOf(path: string, runId: string, taskId: string, t: TaskState): TaskRow {
+  return readTask(path, runId, taskId, t);
 }
 
-export function attemptRowOf(row: AttemptState): AttemptRow {
-  return {
-    taskId: row.taskId,
-    attempt: row.attempt,
-    route: row.route,
-    startedAt: row.startedAt,
-    endedAt: row.endedAt,
-    status: row.status,
-    requests: row.requests,
-    usage: fromJson(row.usageJson) as Usage | null,
-    costUsd: row.costUsd,
-  };
+export function attemptRowOf(path: string, runId: string, row: AttemptState): AttemptRow {
+  return readAttempt(path, runId, row);
 }
 
-export function summaryOf(run: RunState): RunSummary {
-  return {
-    id: run.id,
-    status: run.status,
-    createdAt: run.createdAt,
-    updatedAt: run.updatedAt,
-    source: run.source,
-    options: fromJson(run.optionsJson),
-    tasksTotal: run.tasksTotal,
-    tasksDone: run.tasksDone,
-    costUsd: run.costUsd,
-  };
+export function summaryOf(path: string, run: RunState, listing = false): RunSummary {
+  return listing ? listedSummary(path, run) : checkedSummary(path, run);
+}
+
+/** A run's rows in bytes, as the file store counts its own (prune.ts RUN_TABLES, table by table). */
+export function runBytes(run: RunState, data: RunData | undefined, lock: HeldLock | undefined): number {
+  const id = run.id;
+  let bytes = rowBytes([id, run.status, run.source, run.optionsJson], 5) + rowBytes([id, run.planJson], 0);
+  if (run.resultJson !== null) bytes += rowBytes([id, run.resultJson], 0);
+  for (const [taskId, t] of data?.tasks ?? []) {
+    bytes += rowBytes([id, taskId, t.status, t.output, t.errorJson, t.reason, t.usageJson, t.specJson, t.parent, t.extraJson, t.rejectedJson], 5);
+  }
+  for (const a of data?.attempts ?? []) bytes += rowBytes([id, a.taskId, a.route, a.status, a.usageJson], 5);
+  for (const [key, tool] of data?.tools ?? []) bytes += rowBytes([id, key, tool.content], 2);
+  for (const spend of data?.spend.values() ?? []) bytes += rowBytes([id, spend.taskId, spend.model], 1);
+  if (lock !== undefined) bytes += rowBytes([id, lock.owner, lock.host], 3);
+  return bytes;
 }

@@ -1,6 +1,6 @@
 /**
  * What both stores share, so `SqliteStore` and `MemoryStore` agree to the byte: how an opaque
- * value is stored (JSON, undefined as null), and the rule for taking a run's lock from its holder
+ * value is stored (JSON, undefined as null; read back by rows.ts), and the rule for taking a run's lock from its holder
  * (a holder that stopped heart-beating, or that ran on this host and whose process is gone, has
  * lost the lock).
  */
@@ -38,9 +38,4 @@ export function mayTake(held: HeldLock, ownerId: string, now: number, staleMs: n
 /** An opaque value as stored: JSON, or null for undefined. */
 export function toJson(value: unknown): string | null {
   return value === undefined ? null : (JSON.stringify(value) ?? null);
-}
-
-/** The value `toJson` stored. */
-export function fromJson(text: string | null): unknown {
-  return text === null ? null : JSON.parse(text);
 }

@@ -8,7 +8,8 @@
  *
  * Several processes may share the file (runs started side by side): batches, durable-now writes
  * and the wait for a write lock another process holds are in sqliteWrites.ts. Opening the file
- * (checks, schema, every statement prepared once) is sqliteOpen.ts.
+ * (checks, schema, every statement prepared once) is sqliteOpen.ts; rows read back are checked by
+ * rows.ts; pruning runs and VACUUM are sqlitePrune.ts.
  *
  * The schema (sqliteSchema.ts) is versioned with `PRAGMA user_version` and marked with
  * `PRAGMA application_id`, brought up to date inside one write transaction, so two processes
@@ -18,12 +19,15 @@
 import { resolve } from 'node:path';
 import type { SqlDatabase, SqliteDriverName } from './driver.js';
 import type { Usage } from '../../machines/protocol.js';
-import { fromJson, mayTake, toJson, type HeldLock } from './shared.js';
+import { mayTake, toJson, type HeldLock } from './shared.js';
+import { checkedJson, checkedSummary, listedSummary, readAttempt, readSpend, readTask, readToolResult } from './rows.js';
+import { rawAttempt, rawSummary, rawTask } from './sqliteRows.js';
 import { BUSY_LIMIT_MS } from './busy.js';
 import { SqliteWrites } from './sqliteWrites.js';
 import { RunCounters } from './sqliteCounters.js';
 import { PendingStarts, StartWrite } from './sqliteStarts.js';
 import { openJournal } from './sqliteOpen.js';
+import { compactSqlite, pruneSqlite } from './sqlitePrune.js';
 import type { AttemptDbRow, RunRow, Statements, SummaryRow, TaskDbRow } from './sqliteSchema.js';
 import {
   StoreError,
@@ -32,6 +36,8 @@ import {
   type LockResult,
   type NewRun,
   type NewTask,
+  type PruneResult,
+  type PruneRule,
   type RejectedAnswer,
   type RunRecord,
   type RunSummary,
@@ -47,20 +53,6 @@ export const DEFAULT_DB_PATH = '.swarmstate/runs.db';
 
 export { SCHEMA_VERSION } from './sqliteSchema.js';
 
-function summaryOf(row: SummaryRow): RunSummary {
-  return {
-    id: row.id,
-    status: row.status,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    source: row.source,
-    options: fromJson(row.options_json),
-    tasksTotal: row.tasks_total,
-    tasksDone: row.tasks_done,
-    costUsd: row.cost_usd,
-  };
-}
-
 export class SqliteStore implements Store {
   readonly path: string;
   /** The SQLite driver this store runs on. */
@@ -71,13 +63,18 @@ export class SqliteStore implements Store {
   private readonly writes: SqliteWrites;
   private readonly counters: RunCounters;
   private readonly starts = new PendingStarts();
+  private readonly busyLimitMs: number;
+  /** Schema version 2 and later keep the plan and the result in tables of their own (a bad one is named there). */
+  private readonly runTables: boolean;
 
   constructor(file: string = DEFAULT_DB_PATH, options: StoreOptions = {}) {
     this.path = file === ':memory:' ? file : resolve(file);
     this.now = options.now ?? Date.now;
     const readOnly = options.readOnly === true;
     const busyLimitMs = options.busyLimitMs ?? BUSY_LIMIT_MS;
-    const { db, st } = openJournal(this.path, { readOnly, busyLimitMs, driver: options.driver });
+    this.busyLimitMs = busyLimitMs;
+    const { db, st, version } = openJournal(this.path, { readOnly, busyLimitMs, driver: options.driver });
+    this.runTables = version >= 2;
     this.st = st;
     this.db = db;
     this.driver = db.driver;
@@ -117,11 +114,16 @@ export class SqliteStore implements Store {
   getRun(id: string): RunRecord | undefined {
     const row = this.writes.read(() => this.st.getRun.get(id) as RunRow | undefined);
     if (row === undefined) return undefined;
-    return { ...summaryOf(row), plan: fromJson(row.plan_json), result: fromJson(row.result_json) };
+    return {
+      ...checkedSummary(this.path, rawSummary(row)),
+      plan: checkedJson(this.path, id, this.runTables ? 'run_plans' : 'runs', 'plan_json', row.plan_json),
+      result: checkedJson(this.path, id, this.runTables ? 'run_results' : 'runs', 'result_json', row.result_json),
+    };
   }
 
   listRuns(limit = 50): RunSummary[] {
-    return this.writes.read(() => (this.st.listRuns.all(Math.max(0, limit)) as SummaryRow[]).map(summaryOf));
+    const rows = this.writes.read(() => this.st.listRuns.all(Math.max(0, limit)) as SummaryRow[]);
+    return rows.map((row) => listedSummary(this.path, rawSummary(row)));
   }
 
   setRunStatus(id: string, status: StoredRunStatus, result?: unknown): void {
@@ -239,40 +241,14 @@ export class SqliteStore implements Store {
 
   loadTasks(runId: string): TaskRow[] {
     const rows = this.writes.read(() => this.st.loadTasks.all(runId) as TaskDbRow[]);
-    return rows.map((row) => ({
-      taskId: row.task_id,
-      status: row.status,
-      attempts: row.attempts,
-      output: row.output,
-      error: fromJson(row.error_json),
-      reason: row.reason,
-      usage: fromJson(row.usage_json) as Usage | null,
-      costUsd: row.cost_usd,
-      requests: row.requests,
-      retries: row.retries,
-      spec: fromJson(row.spec_json),
-      parent: row.parent,
-      extra: fromJson(row.extra_json),
-      rejected: fromJson(row.rejected_json) as RejectedAnswer | null,
-      updatedAt: row.updated_at,
-    }));
+    return rows.map((row) => readTask(this.path, runId, row.task_id, rawTask(row)));
   }
 
   loadAttempts(runId: string, taskId?: string): AttemptRow[] {
     const rows = this.writes.read(
       () => (taskId === undefined ? this.st.loadAttempts.all(runId) : this.st.loadAttemptsOf.all(runId, taskId)) as AttemptDbRow[],
     );
-    return rows.map((row) => ({
-      taskId: row.task_id,
-      attempt: row.attempt,
-      route: row.route,
-      startedAt: row.started_at,
-      endedAt: row.ended_at,
-      status: row.status,
-      requests: row.requests,
-      usage: fromJson(row.usage_json) as Usage | null,
-      costUsd: row.cost_usd,
-    }));
+    return rows.map((row) => readAttempt(this.path, runId, rawAttempt(row)));
   }
 
   // -------------------------------------------------------------------------------------------
@@ -289,12 +265,13 @@ export class SqliteStore implements Store {
   }
 
   spent(runId: string): Spent {
-    const rows = this.writes.read(() => this.st.spent.all(runId) as Array<{ task_id: string; model: string; usd: number }>);
+    const raw = this.writes.read(() => this.st.spent.all(runId) as Array<{ task_id: unknown; model: unknown; usd: unknown }>);
+    const rows = raw.map((row) => readSpend(this.path, runId, { taskId: row.task_id, model: row.model, usd: row.usd }));
     // Keyed by names from the plan: no prototype, so a task or model named `constructor` or `__proto__` is an ordinary key.
     const spent: Spent = { total: 0, byTask: Object.create(null) as Spent['byTask'], byModel: Object.create(null) as Spent['byModel'] };
     for (const row of rows) {
       spent.total += row.usd;
-      spent.byTask[row.task_id] = (spent.byTask[row.task_id] ?? 0) + row.usd;
+      spent.byTask[row.taskId] = (spent.byTask[row.taskId] ?? 0) + row.usd;
       spent.byModel[row.model] = (spent.byModel[row.model] ?? 0) + row.usd;
     }
     return spent;
@@ -308,8 +285,8 @@ export class SqliteStore implements Store {
   }
 
   toolResult(runId: string, key: string): { content: string; isError: boolean } | undefined {
-    const row = this.writes.read(() => this.st.toolGet.get(runId, key) as { content: string; is_error: number } | undefined);
-    return row === undefined ? undefined : { content: row.content, isError: row.is_error !== 0 };
+    const row = this.writes.read(() => this.st.toolGet.get(runId, key) as { content: unknown; is_error: unknown } | undefined);
+    return row === undefined ? undefined : readToolResult(this.path, runId, { content: row.content, isError: row.is_error });
   }
 
   // -------------------------------------------------------------------------------------------
@@ -353,6 +330,20 @@ export class SqliteStore implements Store {
     this.writes.durable('release lock', () => {
       this.st.lockDel.run(runId, ownerId);
     });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Upkeep (sqlitePrune.ts)
+  // -------------------------------------------------------------------------------------------
+
+  pruneRuns(rule: PruneRule, options?: { dryRun?: boolean; staleMs?: number }): PruneResult {
+    return pruneSqlite({ db: this.db, writes: this.writes, now: this.now }, rule, options);
+  }
+
+  compact(): void {
+    // Refuses as a write would (read-only, closed, failed), after committing what is pending.
+    this.writes.flush();
+    compactSqlite(this.db, this.path, this.busyLimitMs);
   }
 
   // -------------------------------------------------------------------------------------------

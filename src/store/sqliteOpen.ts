@@ -21,7 +21,7 @@ export interface OpenOptions {
 }
 
 /** The open connection and its prepared statements. `path` is resolved already (or `:memory:`). */
-export function openJournal(path: string, { readOnly, busyLimitMs, driver }: OpenOptions): { db: SqlDatabase; st: Statements } {
+export function openJournal(path: string, { readOnly, busyLimitMs, driver }: OpenOptions): { db: SqlDatabase; st: Statements; version: number } {
   let db: SqlDatabase | undefined;
   try {
     if (path !== ':memory:' && !readOnly) {
@@ -45,7 +45,7 @@ export function openJournal(path: string, { readOnly, busyLimitMs, driver }: Ope
       opened.pragma('synchronous = NORMAL');
       retryBusy(() => migrate(opened, path), busyLimitMs);
     }
-    return { db, st: prepare(db, version, readOnly) };
+    return { db, st: prepare(db, version, readOnly), version };
   } catch (error) {
     try {
       db?.close();

@@ -14,7 +14,7 @@
  * Each method says which kind it is:
  *
  *   durable now: createRun, setRunStatus, reopenRun, taskFailed with final = true, addTasks, taskReopened,
- *                recordToolResult, acquireLock, heartbeat, releaseLock
+ *                recordToolResult, acquireLock, heartbeat, releaseLock, pruneRuns (not a dry run)
  *   batched:     taskStarted, taskCompleted, taskFailed with final = false, taskFinal,
  *                setTaskExtra, recordSpend
  *
@@ -38,7 +38,9 @@
  * opened again. Reads keep working on what was committed.
  *
  * Opaque values (plans, options, results, errors, specs, extras, usage) are stored as JSON: what
- * comes back is what `JSON.parse(JSON.stringify(value))` gives. The caller redacts secrets before
+ * comes back is what `JSON.parse(JSON.stringify(value))` gives. Every row read back is checked
+ * column by column (rows.ts): a row changed outside swarmstate is a StoreError (`bad-row`) naming
+ * its run, table and column, never a bare JSON error; a listing lists it as `damaged`. The caller redacts secrets before
  * writing; the store never adds any to its messages.
  */
 import type { TaskStatus, Usage } from '../../machines/protocol.js';
@@ -86,6 +88,22 @@ export interface RunSummary {
   tasksDone: number;
   /** The sum of `recordSpend` for this run. */
   costUsd: number;
+  /**
+   * A listing only: the run's row has a column that is not what swarmstate wrote (the file was
+   * edited or damaged). The fields that could not be read hold 0, null or `failed`: not to be
+   * trusted. Reading the run itself (`getRun`) throws the same problem as a StoreError.
+   */
+  damaged?: RowDamage;
+}
+
+/** Which column of which row of a run could not be read back, and why (never its value). */
+export interface RowDamage {
+  table: string;
+  column: string;
+  /** The task the row belongs to (tasks, attempts, spend). */
+  taskId?: string;
+  /** `tasks.error_json of task a is not valid JSON (4 characters): ...` */
+  message: string;
 }
 
 /** One run as `getRun` gives it. */
@@ -165,6 +183,37 @@ export interface LockOwner {
 export type LockResult =
   | { ok: true }
   | { ok: false; holder: { owner: string; pid: number; host: string; since: number; heartbeatAt: number } };
+
+/**
+ * Which runs `pruneRuns` removes: those started more than `olderThanMs` ago, those beyond the
+ * `keep` newest, or (both given) those that are both. Never a run a live process holds, nor one
+ * journaled as running that none holds (interrupted midway: a resume continues it).
+ */
+export interface PruneRule {
+  olderThanMs?: number;
+  keep?: number;
+}
+
+/** A run `pruneRuns` removed (or would remove). */
+export interface PrunedRun {
+  id: string;
+  status: string;
+  /** null when the row's start time cannot be read. */
+  createdAt: number | null;
+  /** About how many bytes its rows held: each text column's UTF-8 length, 8 per number column. */
+  bytes: number;
+}
+
+export interface PruneResult {
+  /** Newest first. */
+  removed: PrunedRun[];
+  /** The sum of their `bytes`: what a `compact()` can give back to the file system. */
+  bytes: number;
+  /** Runs the rule picked but kept: a live process holds them. */
+  live: string[];
+  /** Runs the rule picked but kept: interrupted midway (`swarmstate resume` continues them). */
+  interrupted: string[];
+}
 
 /** A planner sub-task joining a run. */
 export interface NewTask {
@@ -281,6 +330,20 @@ export interface Store {
   /** Lets go of the lock if `ownerId` holds it. Durable now. */
   releaseLock(runId: string, ownerId: string): void;
 
+  /**
+   * Removes the runs `rule` picks (PruneRule), with every row they have in every table (tasks,
+   * attempts, spend, tool results, plan, result, lock): one transaction, durable now, the live
+   * check made inside it. `dryRun`: removes nothing, says the same (a read-only store can). The
+   * file keeps its size until `compact()`. Throws a TypeError for a rule that is not one.
+   */
+  pruneRuns(rule: PruneRule, options?: { dryRun?: boolean; staleMs?: number }): PruneResult;
+  /**
+   * Gives the space of removed rows back to the file system (SQLite: VACUUM, then a WAL
+   * checkpoint); nothing to do in memory. Takes as long as writing the whole file once. A failure
+   * (a full disk: VACUUM needs room for a copy) is a StoreError that leaves the store usable.
+   */
+  compact(): void;
+
   /** Commits the pending batch. Throws the StoreError of an earlier failure. */
   flush(): void;
   /** Commits what is pending (unless the store failed) and closes. Idempotent. Releases no lock. */
@@ -289,12 +352,13 @@ export interface Store {
 
 /**
  * The store could not do its job: a write was refused, the file cannot be opened (or is another
- * program's database: `foreign`), the store is closed. `message` names the database path and the
- * SQLite error code; it never holds data.
+ * program's database: `foreign`), the store is closed, a row read back is not what swarmstate
+ * wrote (`bad-row`: a `JournalRowError` naming the run, table and column). `message` names the
+ * database path and the SQLite error code (or the row); it never holds data.
  */
 export class StoreError extends Error {
   readonly code = 'STORE_FAILED' as const;
-  /** The SQLite error code (SQLITE_FULL...), or a code of ours (`closed`, `exists`...). */
+  /** The SQLite error code (SQLITE_FULL...), or a code of ours (`closed`, `exists`, `bad-row`...). */
   readonly sqliteCode: string;
   readonly path: string;
 
@@ -311,6 +375,7 @@ export class StoreError extends Error {
       return 'other processes kept the journal busy (runs sharing the file); try again when fewer run at once, or give this run a journal of its own (--store)';
     }
     if (this.sqliteCode === 'foreign') return 'give the journal a file of its own (--store)';
+    if (this.sqliteCode === 'bad-row') return "this run's rows cannot be read back as they are (the other runs can); restore the file from a copy, or remove the run (swarmstate runs prune)";
     if (this.sqliteCode === 'SQLITE_DRIVER_MISSING') return 'npm install better-sqlite3, or use Node >= 22.13, or run without a journal (--store memory)';
     return 'fix the disk (space, permissions)';
   }
