@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createScriptedProvider, createSwarm, ProviderError } from '../../src/index.js';
+import { MemoryStore } from '../../src/store/index.js';
 import type { TimedRunEvent } from '../../src/swarm.js';
 import { journalOracle, jsonSurface, reportCards, showSurface, summarySurface } from '../helpers/surfaces.js';
 
@@ -81,6 +82,29 @@ describe('a retry', () => {
     expect(usd).toBeGreaterThan(0);
     expect(again.result.totals.costUsd).toBeCloseTo(usd, 8);
     expect(shown.totals.costUsd).toBeCloseTo(usd, 8);
+  });
+});
+
+describe('the in-memory journal', () => {
+  it('keeps a failed attempt\'s requests as the SQLite one does: a retry adds to them', async () => {
+    const store = new MemoryStore();
+    let life = 1;
+    const provider = createScriptedProvider({
+      reply: (req) => {
+        if (req.meta.taskId === 'b' && life === 1) throw new ProviderError('bad_request', 'refused once', { status: 400 });
+        return 'fine';
+      },
+    });
+    const swarm = createSwarm({ env, providers: { p: provider }, store });
+    const plan = { ...base, tasks: [{ id: 'a', model: 'm', prompt: 'first' }, { id: 'b', model: 'm', prompt: 'second' }] };
+    const first = await swarm.run(plan).result;
+    expect(store.loadTasks(first.runId).find((r) => r.taskId === 'b')).toMatchObject({ status: 'failed', requests: 1, retries: 0 });
+    life = 2;
+    const again = await swarm.retry(first.runId).result;
+    await swarm.close();
+    expect(store.loadTasks(first.runId).find((r) => r.taskId === 'b')).toMatchObject({ status: 'completed', requests: 2 });
+    expect(again.tasks.b).toMatchObject({ attempts: 2, requests: 2 });
+    expect(again.totals).toMatchObject({ tasks: 2, attempts: 3, requests: 3 });
   });
 });
 
