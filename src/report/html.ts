@@ -170,8 +170,11 @@ function costTables(m: ReportModel): string {
 A task's stage is its id without the first dot-separated segment (<code>kettle.translate.fr</code> → <code>translate.fr</code>); an id without a dot is a stage of its own.</p></section>`;
 }
 
-const outcomeColumns = (OUTCOMES.filter((o) => o !== 'ok') as Outcome[]).map((o) => ({ label: OUTCOME_STYLE[o].label.split(' ')[0]!, num: true, title: OUTCOME_STYLE[o].label }));
-const outcomeCells = (o: Record<Outcome, number>): Cell[] => OUTCOMES.filter((x) => x !== 'ok').map((x) => (o[x] ? int(o[x]) : raw('<span class="zero">0</span>')));
+/** The outcomes a table has a column for: every one but ok, and `in flight` only while the run goes. */
+const tableOutcomes = (m: ReportModel): Outcome[] => OUTCOMES.filter((o) => o !== 'ok' && (o !== 'inflight' || m.live));
+const outcomeColumns = (m: ReportModel) =>
+  tableOutcomes(m).map((o) => ({ label: o === 'inflight' ? 'in flight' : OUTCOME_STYLE[o].label.split(' ')[0]!, num: true, title: OUTCOME_STYLE[o].label }));
+const outcomeCells = (m: ReportModel, o: Record<Outcome, number>): Cell[] => tableOutcomes(m).map((x) => (o[x] ? int(o[x]) : raw('<span class="zero">0</span>')));
 
 function meter(value: number, limit: number | undefined): Cell {
   if (!limit) return raw('<span class="zero">no limit known</span>');
@@ -197,7 +200,7 @@ function keySection(m: ReportModel): string {
     const shortSpan = Math.min(60_000, span);
     return [
       k.keyId + (k.revokedAt !== undefined ? ' (revoked)' : ''),
-      int(k.calls.length), int(k.outcomes.ok), ...outcomeCells(k.outcomes),
+      int(k.calls.length), int(k.outcomes.ok), ...outcomeCells(m, k.outcomes),
       k.backoffs || backoffMs ? `${int(k.backoffs)} · ${duration(backoffMs)}` : raw('<span class="zero">0</span>'),
       pct(saturatedMs, span), pct(k.busyMs, span),
       `${k.tracks}${k.limits.concurrency ? ` / ${k.limits.concurrency}` : ''}`,
@@ -209,7 +212,7 @@ function keySection(m: ReportModel): string {
   });
   return `<section><h2>Keys</h2>${table(
     [
-      { label: 'key', id: true }, { label: 'requests', num: true }, { label: 'ok', num: true }, ...outcomeColumns,
+      { label: 'key', id: true }, { label: 'requests', num: true }, { label: 'ok', num: true }, ...outcomeColumns(m),
       { label: 'backoffs · time', num: true }, { label: 'saturated', num: true, title: 'share of the run the key was at a limit' },
       { label: 'busy', num: true, title: 'share of the run with at least one call in flight' },
       { label: 'in flight max / limit', num: true },
@@ -231,10 +234,10 @@ function routeSection(m: ReportModel): string {
       : raw(`<ul class="tr">${shown.map((t) => `<li>${at(t.at)} → <b>${t.to === 'halfOpen' ? 'half-open' : t.to}</b>${t.to === 'open' ? ` after ${esc(t.failures)} failures, cool-down ${duration(t.cooldownMs ?? 0)}` : ''}</li>`).join('')}${
         r.transitions.length > shown.length ? `<li>and ${r.transitions.length - shown.length} more</li>` : ''
       }</ul>`);
-    return [r.route, r.models.join(', '), int(r.requests), int(r.outcomes.ok), ...outcomeCells(r.outcomes), int(r.transitions.filter((t) => t.to === 'open').length), duration(openMs), list] as Cell[];
+    return [r.route, r.models.join(', '), int(r.requests), int(r.outcomes.ok), ...outcomeCells(m, r.outcomes), int(r.transitions.filter((t) => t.to === 'open').length), duration(openMs), list] as Cell[];
   });
   return `<section><h2>Routes and breakers</h2>${table(
-    [{ label: 'route', id: true }, { label: 'models' }, { label: 'requests', num: true }, { label: 'ok', num: true }, ...outcomeColumns, { label: 'opened', num: true }, { label: 'time open', num: true }, { label: 'breaker transitions' }],
+    [{ label: 'route', id: true }, { label: 'models' }, { label: 'requests', num: true }, { label: 'ok', num: true }, ...outcomeColumns(m), { label: 'opened', num: true }, { label: 'time open', num: true }, { label: 'breaker transitions' }],
     rows,
   )}</section>`;
 }

@@ -45,6 +45,8 @@ describe('the cards of a run in progress', () => {
     const model = analyze(events);
     expect(model.calls.map((c) => c.outcome)).toEqual(['inflight', 'ok', 'inflight']);
     expect(model.keys[0]!.outcomes).toMatchObject({ ok: 1, other: 0, inflight: 2 });
+    // The key and route tables count them in a column of their own.
+    expect(main).toMatch(/>in flight<\/th>/);
   });
 
   it('the same stream saved and read back (the run was cut short): unfinished, and the calls had no reply', () => {
@@ -54,5 +56,6 @@ describe('the cards of a run in progress', () => {
     expect(cards.status).toBe('unfinished');
     const model = analyze(events, undefined, undefined, { ended: true });
     expect(model.calls.map((c) => c.outcome)).toEqual(['other', 'ok', 'other']);
+    expect(buildReport({ events })).not.toMatch(/>in flight<\/th>/);
   });
 });
