@@ -162,6 +162,11 @@ export class CountBook {
   }
 }
 
+/** One task's cost as the counts see it: its priced calls' (to 1e-8), or null when a call of it had no price. */
+export function tallyCost(t: Readonly<TaskTally>): number | null {
+  return t.unpriced > 0 ? null : Math.round(Math.round(t.costUsd * 1e9) / 10) / 1e8;
+}
+
 /** The counts of these tasks (by id): one book, filled once. */
 export function countTasks(tallies: Iterable<readonly [string, TaskTally]>): RunCounts {
   const book = new CountBook();

@@ -4,7 +4,7 @@
  * cards, the tables and the totals are the same numbers the summary, `--json` and `show` give.
  */
 import type { ErrorInfo } from '../../machines/protocol.js';
-import { countTasks, type CountBook, type RunCounts, type TaskTally } from '../../machines/tasks/counts.js';
+import { countTasks, tallyCost, type CountBook, type RunCounts, type TaskTally } from '../../machines/tasks/counts.js';
 import { isFinal } from '../../machines/tasks/lifecycle.js';
 import type { ShownStatus, Spend, StageReport, TaskReport } from './types.js';
 
@@ -56,8 +56,8 @@ export function taskViews(book: CountBook, facts: ReadonlyMap<string, TaskFacts>
     const t = book.get(id)!;
     const f = facts.get(id) ?? {};
     const status: ShownStatus = isFinal(t.status) ? (t.status as ShownStatus) : !live ? 'unfinished' : t.status === 'running' ? 'running' : 'waiting';
-    const own = countTasks([[id, { ...t, container: false }]]);
-    const task: TaskReport = { id, stage: stage(id, f.modelName), status, container: t.container, attempts: t.attempts, retries: t.retries, requests: t.requests, spend: spendOf(own) };
+    const spend: Spend = { requests: t.requests, usage: t.usage, costUsd: tallyCost(t), unpriced: t.unpriced };
+    const task: TaskReport = { id, stage: stage(id, f.modelName), status, container: t.container, attempts: t.attempts, retries: t.retries, requests: t.requests, spend };
     if (f.modelName !== undefined) task.modelName = f.modelName;
     if (f.firstStart !== undefined) task.firstStart = f.firstStart;
     if (f.lastEnd !== undefined) task.lastEnd = f.lastEnd;

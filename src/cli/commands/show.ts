@@ -3,7 +3,7 @@
  * running: status, attempts, requests, cost and output (one line each in the table, whole for
  * named tasks). The counts are added up as every surface adds them (machines/tasks/counts.ts).
  */
-import { countTasks, type RunCounts, type TaskTally } from '../../../machines/tasks/counts.js';
+import { countTasks, tallyCost, type RunCounts, type TaskTally } from '../../../machines/tasks/counts.js';
 import { journalTallies } from '../../run/journaled.js';
 import { openStoreToRead, type Store, type TaskRow } from '../../store/index.js';
 import { EXIT } from '../exit.js';
@@ -101,7 +101,7 @@ function tasksOf(rows: TaskRow[], tallies: ReadonlyMap<string, TaskTally>): Show
   return [...tallies].map(([id, t]) => {
     const r = byId.get(id);
     // Nothing sent, nothing to price; a call without a price, an unknown cost.
-    const cost = t.unpriced > 0 || t.requests === 0 ? null : t.costUsd;
+    const cost = t.requests === 0 ? null : tallyCost(t);
     const task: ShownTask = { id, status: t.status, attempts: t.attempts, requests: t.requests, retries: t.retries, costUsd: cost, output: r?.output ?? null, error: r?.error ?? null, reason: r?.reason ?? null, parent: r?.parent ?? null };
     if (t.container) task.container = true;
     return task;
