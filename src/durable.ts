@@ -206,7 +206,10 @@ export function restoreOf(
   // those a crash interrupted. Both count against its retries (those since its last retry only).
   const interrupted = new Map<string, number>();
   const failed = new Map<string, number>();
+  // Attempts an agent started (a route journaled; a map's or reduce's own steps have none): what the task reports.
+  const started = new Map<string, number>();
   for (const a of attempts) {
+    if (a.route !== '') started.set(a.taskId, (started.get(a.taskId) ?? 0) + 1);
     if (a.attempt <= (retryBases.get(a.taskId) ?? 0)) continue;
     if (a.endedAt === null) interrupted.set(a.taskId, (interrupted.get(a.taskId) ?? 0) + 1);
     else if (a.status === 'failed') failed.set(a.taskId, (failed.get(a.taskId) ?? 0) + 1);
@@ -242,9 +245,13 @@ export function restoreOf(
       id: row.taskId,
       status: restoredStatus(row.status),
       attempts: row.attempts,
-      // Attempts a crash interrupted count against the task's retries: a task that takes the
-      // process down each time it runs is not dispatched forever.
-      retries:
+      started: started.get(row.taskId) ?? 0,
+      // What it reports: the journal keeps the task's retries as each attempt ends.
+      retries: row.retries,
+      // What counts against its maxRetries: since its last retry session only (a fresh budget).
+      // Attempts a crash interrupted count: a task that takes the process down each time it runs
+      // is not dispatched forever.
+      retriesCounted:
         row.status === 'completed'
           ? row.retries
           : (retryBases.has(row.taskId) ? (failed.get(row.taskId) ?? 0) : Math.max(row.retries, failed.get(row.taskId) ?? 0)) + (interrupted.get(row.taskId) ?? 0),

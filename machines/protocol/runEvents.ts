@@ -23,12 +23,19 @@ export type RunEvent =
       alreadyCompleted?: number;
       /** A retry (`swarm.retry`): the tasks it sent back to pending (failed, skipped, cancelled, and what depends on them). */
       retried?: number;
+      /**
+       * A resume or a retry: what earlier lives of the run counted for each task that had counted
+       * something (attempts, requests, retries, tokens, cost), so the views count the whole run.
+       */
+      restored?: Record<string, { model?: string; attempts: number; requests: number; retries: number; usage: Usage; costUsd: number }>;
+      /** A resume or a retry: the maps and reduces that had expanded (containers, not tasks). */
+      containers?: string[];
     }
   | { type: 'task:queued'; taskId: string }
   | { type: 'task:started'; taskId: string; attempt: number; model: string; route?: string }
   | { type: 'task:retry'; taskId: string; attempt: number; retry: number; delayMs: number; error: ErrorInfo }
-  /** `usage`: this attempt's. `requests`, `retries`: the task's, over all its attempts. */
-  | { type: 'task:completed'; taskId: string; attempt: number; output: string; usage: Usage; requests?: number; retries?: number }
+  /** `usage`: this attempt's. `requests`, `retries`, `taskUsage`: the task's, over all its attempts (what the journal keeps). */
+  | ({ type: 'task:completed'; taskId: string; attempt: number; output: string; usage: Usage } & Partial<TaskCounters>)
   /**
    * Opt-in (`createSwarm({ deltas: true })`), never journaled: a piece of a turn's text as it
    * streams in, in order. A call retried within the attempt (`task:retry`) streams again from its start.
@@ -38,21 +45,28 @@ export type RunEvent =
    * `output`: the attempt's answer when it was rejected (`invalid_output`, `rejected_output`): the
    * journal keeps it, so a resumed retry's prompt shows it again and a task that failed for good keeps it.
    */
-  | { type: 'task:failed'; taskId: string; attempt: number; error: ErrorInfo; willRetry: boolean; output?: string }
+  | ({ type: 'task:failed'; taskId: string; attempt: number; error: ErrorInfo; willRetry: boolean; output?: string } & Partial<TaskCounters>)
   | { type: 'task:skipped'; taskId: string; reason: string }
   | { type: 'task:fallback'; taskId: string; attempt: number; from: string; to: string; reason: string }
   | { type: 'dispatch:decision'; taskId: string; attempt: number; turn: number; model: string; decision: 'allow' | 'deny' | 'rewrite'; reason?: string; to?: string; maxTokens?: number; messages?: number }
   | { type: 'tool:decision'; taskId: string; attempt: number; turn: number; callId: string; tool: string; decision: 'allow' | 'deny' | 'rewrite'; reason?: string }
   | { type: 'task:compacted'; taskId: string; attempt: number; mode: 'summary' | 'truncation'; removed: number; tokensBefore: number; tokensAfter: number }
-  | { type: 'task:cancelled'; taskId: string }
-  /** A planner task's sub-tasks joined the run (ids as they run: `<planner>/<id>`). */
-  | { type: 'task:planned'; taskId: string; attempt: number; subtasks: string[]; depth: number }
+  /** The counters: when an attempt of it was in flight (its requests count). */
+  | ({ type: 'task:cancelled'; taskId: string } & Partial<TaskCounters>)
+  /**
+   * A planner task's sub-tasks joined the run (ids as they run: `<planner>/<id>`). `container`: a
+   * map's items or a reduce's groups: the task runs none of its own and is a container from now on.
+   */
+  | { type: 'task:planned'; taskId: string; attempt: number; subtasks: string[]; depth: number; container?: boolean }
   /** A map with `dedupe` completed: of its items' outputs, `dropped` were duplicates. */
   | { type: 'task:deduped'; taskId: string; items: number; kept: number; dropped: number }
   /** A planner's output was not a valid list of sub-tasks: the attempt failed with these problems. */
   | { type: 'task:plan-rejected'; taskId: string; attempt: number; issues: string[] }
-  /** A review task's verdict on the task it reviews (`revise` sends it back for one more round). */
-  | { type: 'task:reviewed'; taskId: string; attempt: number; target: string; round: number; maxRounds: number; verdict: 'approve' | 'revise'; findings?: string; final: boolean }
+  /**
+   * A review task's verdict on the task it reviews (`revise` sends it back for one more round).
+   * The reviewer's counters come with a verdict that is not final (its attempt ends here).
+   */
+  | ({ type: 'task:reviewed'; taskId: string; attempt: number; target: string; round: number; maxRounds: number; verdict: 'approve' | 'revise'; findings?: string; final: boolean } & Partial<TaskCounters>)
   /** Cache-aware fan-out: this task goes first; `held` tasks sharing its prompt prefix wait for its response to start. */
   | { type: 'cache:lead'; taskId: string; group: string }
   /** The leader's response started (or it ended): the held tasks go out and read the cache. */
@@ -87,6 +101,13 @@ export type RunEvent =
     }
   | { type: 'run:cancelled'; reason: string }
   | { type: 'run:completed'; status: RunStatus };
+
+/** A task's counters over all its attempts, every life of the run: what an event that ends an attempt carries for the journal. */
+export interface TaskCounters {
+  requests: number;
+  retries: number;
+  taskUsage: Usage;
+}
 
 export type KeyState = 'ready' | 'saturated' | 'backoff' | 'revoked';
 export type RunStatus = 'completed' | 'partial' | 'failed' | 'cancelled' | 'budget_exceeded';

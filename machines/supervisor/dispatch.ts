@@ -56,6 +56,7 @@ export function dispatchReady(context: SupervisorContext, enqueue: Enqueue, now:
     if (crew.spawned > spawned) enqueue.spawnChild('group', { id, input: { group } });
     enqueue.sendTo(id, { type: 'SPAWN', input });
     enqueueReport(enqueue, { type: 'task:started', taskId: spec.id, attempt, model: spec.modelName, route: routeName(context.infra.routeNames, input.provider, input.model) });
+    table.agentStarted(spec.id);
     crew.inFlight += 1;
   }
 }

@@ -22,7 +22,7 @@ export function applyExpansion(context: SupervisorContext, q: Enqueue, event: { 
   if (expansion.ok && context.stop === null && aggregator) {
     const settlement = table.expandInPlace(taskId, attempt, expansion.tasks);
     if (settlement.kind !== 'expanded') return;
-    enqueueReport(q, { type: 'task:planned', taskId, attempt, subtasks: expansion.tasks.map((t) => t.id), depth: (spec.depth ?? 0) + 1 });
+    enqueueReport(q, { type: 'task:planned', taskId, attempt, subtasks: expansion.tasks.map((t) => t.id), depth: (spec.depth ?? 0) + 1, container: true });
     for (const id of settlement.unlocked) enqueueReport(q, { type: 'task:queued', taskId: id });
     return;
   }
@@ -37,7 +37,7 @@ export function applyExpansion(context: SupervisorContext, q: Enqueue, event: { 
   if (context.stop !== null) {
     // The run is stopping: the planner's answer is not judged, the task is cancelled.
     const settlement = table.settle({ taskId, attempt, status: 'cancelled', usage: ZERO_USAGE, requests: 0, retries: 0, turns: 0, messages: [] }, { retry: false });
-    if (settlement.kind === 'cancelled') enqueueReport(q, { type: 'task:cancelled', taskId });
+    if (settlement.kind === 'cancelled') enqueueReport(q, { type: 'task:cancelled', taskId, ...table.countersOf(taskId) });
     return;
   }
   const issues = expansion.ok ? [] : expansion.issues;

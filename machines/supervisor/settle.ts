@@ -31,18 +31,20 @@ export function settleAttempt(context: SupervisorContext, enqueue: Enqueue, repo
       break;
     }
     case 'revise':
-      reportReview(enqueue, report.taskId, report.attempt, settlement.review);
+      // The reviewer's attempt ends here (it waits for the new draft): its counters go with the verdict.
+      reportReview(enqueue, report.taskId, report.attempt, settlement.review, table);
       enqueueReport(enqueue, { type: 'task:queued', taskId: settlement.review.target });
       break;
     case 'completed':
       if (settlement.review) reportReview(enqueue, report.taskId, report.attempt, settlement.review);
-      // usage: this attempt's; requests and retries: the task's, over all its attempts (what the journal keeps).
-      const { requests, retries } = table.countersNow(report.taskId);
-      enqueueReport(enqueue, { type: 'task:completed', taskId: report.taskId, attempt: report.attempt, output: report.output ?? '', usage: report.usage, requests, retries });
+      // usage: this attempt's; requests, retries and taskUsage: the task's, over all its attempts (what the journal keeps).
+      const { requests, retries, usage } = table.countersNow(report.taskId);
+      enqueueReport(enqueue, { type: 'task:completed', taskId: report.taskId, attempt: report.attempt, output: report.output ?? '', usage: report.usage, requests, retries, taskUsage: usage });
       for (const id of settlement.unlocked) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
       break;
     case 'cancelled':
-      enqueueReport(enqueue, { type: 'task:cancelled', taskId: report.taskId });
+      // Its requests so far count: the journal keeps them for a resume.
+      enqueueReport(enqueue, { type: 'task:cancelled', taskId: report.taskId, ...table.countersOf(report.taskId) });
       break;
     case 'retry':
     case 'failed':
@@ -71,7 +73,9 @@ export function reportFailure(
   output?: string,
 ): boolean {
   const willRetry = settlement.kind === 'retry';
-  enqueueReport(enqueue, output === undefined ? { type: 'task:failed', taskId, attempt, error, willRetry } : { type: 'task:failed', taskId, attempt, error, willRetry, output });
+  // The task's counters so far ride on every failed attempt: the journal keeps them for a retry or a resume.
+  const counters = context.table.countersOf(taskId);
+  enqueueReport(enqueue, output === undefined ? { type: 'task:failed', taskId, attempt, error, willRetry, ...counters } : { type: 'task:failed', taskId, attempt, error, willRetry, output, ...counters });
   if (settlement.kind === 'retry') {
     enqueueReport(enqueue, { type: 'task:queued', taskId });
     return false;
@@ -90,8 +94,9 @@ export function failAggregate(context: SupervisorContext, enqueue: Enqueue, task
   if (settlement.kind === 'failed') reportFailure(context, enqueue, taskId, attempt, error, settlement);
 }
 
-export function reportReview(enqueue: Enqueue, taskId: string, attempt: number, review: ReviewOutcome): void {
-  enqueueReport(enqueue, { type: 'task:reviewed', taskId, attempt, ...review });
+/** A reviewer's verdict; with the table, its counters too (a verdict that ends its attempt but not its task). */
+export function reportReview(enqueue: Enqueue, taskId: string, attempt: number, review: ReviewOutcome, table?: SupervisorContext['table']): void {
+  enqueueReport(enqueue, table ? { type: 'task:reviewed', taskId, attempt, ...review, ...table.countersOf(taskId) } : { type: 'task:reviewed', taskId, attempt, ...review });
 }
 
 /** Releases the tasks held behind a cache leader, if `taskId` leads a group. */

@@ -28,8 +28,14 @@ export interface RestoredTask {
   id: string;
   /** Anything unfinished (running, queued, cancelled) comes back pending. */
   status: RestoredStatus;
+  /** Attempt numbers taken: the next attempt is numbered after them. */
   attempts: number;
+  /** Agents started for it (default `attempts`): the attempts it reports. */
+  started?: number;
+  /** Every retry it took (what it reports). */
   retries: number;
+  /** The retries that count against its `maxRetries` (default `retries`): see TaskRecord. */
+  retriesCounted?: number;
   requests: number;
   usage: Usage;
   costUsd: number;
@@ -92,7 +98,9 @@ export function restoreGraph(graph: TaskGraph, moves: GraphMoves, tasks: readonl
 /** A restored task's state (its record is still pending, fresh from `create`). */
 function apply(record: TaskRecord, saved: RestoredTask, moves: GraphMoves): void {
   record.attempts = saved.attempts;
+  record.started = saved.started ?? saved.attempts;
   record.retries = saved.retries;
+  record.retriesCounted = saved.retriesCounted ?? saved.retries;
   record.requests = saved.requests;
   record.usage = saved.usage;
   record.costUsd = saved.costUsd;
@@ -102,9 +110,9 @@ function apply(record: TaskRecord, saved: RestoredTask, moves: GraphMoves): void
   if (saved.output !== undefined) record.output = saved.output;
   if (saved.error) record.error = saved.error;
   if (saved.status !== 'pending') moves.move(record, RESTORE_EVENTS[saved.status]);
-  else if (saved.retries > record.spec.maxRetries) {
+  else if (record.retriesCounted > record.spec.maxRetries) {
     // Interrupted by crashes more often than its retries allow: it is not dispatched yet again.
-    record.error = { code: 'internal', message: `task "${saved.id}" was in flight at ${saved.retries} crashes, more than its ${record.spec.maxRetries} retries allow`, retryable: false };
+    record.error = { code: 'internal', message: `task "${saved.id}" was in flight at ${record.retriesCounted} crashes, more than its ${record.spec.maxRetries} retries allow`, retryable: false };
     moves.move(record, 'RESTORE_FAILED');
   }
 }

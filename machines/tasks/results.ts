@@ -3,10 +3,11 @@
  * the run table builds it: each attempt's spend tallied as it ends, the result once, at the end.
  */
 import type { ToolBusStats } from '../toolBusBook.js';
-import type { AttemptReport, ErrorInfo, Message, RunStatus, TaskStatus, Usage } from '../protocol.js';
-import { addUsage, ZERO_USAGE } from '../protocol.js';
+import type { AttemptReport, ErrorInfo, Message, RunStatus, Usage } from '../protocol.js';
+import { addUsage } from '../protocol.js';
+import { countTasks, type RunCounts, type TaskTally } from './counts.js';
 import { isFinal, type FinalTaskStatus } from './lifecycle.js';
-import type { TaskRecord } from './types.js';
+import { isAggregator, type TaskRecord } from './types.js';
 
 export type { FinalTaskStatus };
 
@@ -21,12 +22,21 @@ export interface TaskResult {
    */
   output?: unknown;
   error?: ErrorInfo;
+  /** Agents started for it, over every life of the run (a resume, a retry); 0 for a container. */
   attempts: number;
   /** The plan's model name. */
   model: string;
+  /** Over all its attempts, every life of the run. */
   usage: Usage;
+  /** Model calls sent, failed ones and 429s included, over all its attempts, every life of the run. */
   requests: number;
+  /** Calls sent again within an attempt, and new attempts after a retryable failure. */
   retries: number;
+  /**
+   * A map, or a reduce that split its inputs into groups: its items or groups are the tasks, it
+   * runs no attempt of its own (attempts, requests and cost 0) and is counted in `totals.containers`.
+   */
+  container?: true;
   /** The conversation of the last attempt, kept when the task failed. */
   transcript?: Message[];
   /** The fallback model that served it, when its own model's route was down or overloaded. */
@@ -45,12 +55,18 @@ export interface TaskResult {
   dropped?: number;
 }
 
+/** The run's counts (machines/tasks/counts.ts adds them up, for every surface alike). */
 export interface RunTotals {
+  /** Tasks, containers left out: completed + failed + skipped + cancelled. */
   tasks: number;
   completed: number;
   failed: number;
   skipped: number;
   cancelled: number;
+  /** Maps and reduces that expanded (their items and groups are among the tasks). */
+  containers: number;
+  /** Agents started, over every life of the run. */
+  attempts: number;
   requests: number;
   retries: number;
   usage: Usage;
@@ -136,12 +152,13 @@ function taskResultOf(r: TaskRecord): TaskResult {
   const task: TaskResult = {
     id: r.spec.id,
     status,
-    attempts: r.attempts,
+    attempts: r.started,
     model: r.spec.modelName,
     usage: r.usage,
     requests: r.requests,
     retries: r.retries,
   };
+  if (isContainer(r)) task.container = true;
   if (r.output !== undefined && (status === 'completed' || (status === 'failed' && rejectedCode(r.error)))) task.output = r.output;
   if (r.error !== undefined && status !== 'completed') task.error = r.error;
   if (r.transcript !== undefined && status === 'failed') task.transcript = r.transcript;
@@ -156,33 +173,60 @@ function taskResultOf(r: TaskRecord): TaskResult {
   return task;
 }
 
+/** An aggregator that expanded: a container. */
+const isContainer = (r: TaskRecord) => r.collect !== undefined && isAggregator(r.spec);
+
+/**
+ * What a task of a result adds to the counts (its cost as the result has it: null is unknown).
+ * `rateLimited`: its 429s, which only the event stream knows.
+ */
+export function tallyOfResult(task: TaskResult, rateLimited = 0): TaskTally {
+  const cost = task.costUsd;
+  return {
+    status: task.status,
+    container: task.container === true,
+    attempts: task.attempts,
+    requests: task.requests,
+    retries: task.retries,
+    rateLimited,
+    // A result read from a file may lack a field: counted as 0, not NaN.
+    usage: { inputTokens: task.usage?.inputTokens ?? 0, outputTokens: task.usage?.outputTokens ?? 0, cacheReadTokens: task.usage?.cacheReadTokens ?? 0, cacheWriteTokens: task.usage?.cacheWriteTokens ?? 0 },
+    costUsd: cost ?? 0,
+    // A result from elsewhere may carry no cost: a task that sent nothing cost nothing.
+    unpriced: cost === null || (cost === undefined && task.requests > 0) ? 1 : 0,
+  };
+}
+
+/** A result's counts: its tasks' tallies added up (`rateLimited`: 429s per task, from the events). */
+export function countsOfResult(result: Pick<RunResult, 'tasks'>, rateLimited: ReadonlyMap<string, number> = new Map()): RunCounts {
+  return countTasks(Object.values(result.tasks).map((t) => [t.id, tallyOfResult(t, rateLimited.get(t.id) ?? 0)] as const));
+}
+
+/** The totals of a result from its counts. */
+export function totalsOf(counts: RunCounts, durationMs: number): RunTotals {
+  const totals: RunTotals = {
+    tasks: counts.tasks,
+    completed: counts.byStatus.completed,
+    failed: counts.byStatus.failed,
+    skipped: counts.byStatus.skipped,
+    cancelled: counts.byStatus.cancelled,
+    containers: counts.containers,
+    attempts: counts.attempts,
+    requests: counts.requests,
+    retries: counts.retries,
+    usage: { ...counts.usage },
+    durationMs,
+  };
+  return totals;
+}
+
 /** The run's result from its records: O(tasks), built once at the end. */
-export function resultOf(
-  run: { runId: string; status: RunStatus; durationMs: number },
-  records: Iterable<TaskRecord>,
-  counts: Readonly<Record<TaskStatus, number>>,
-  spend: SpendTally,
-): RunResult {
+export function resultOf(run: { runId: string; status: RunStatus; durationMs: number }, records: Iterable<TaskRecord>, spend: SpendTally): RunResult {
   // Keyed by the plan's task ids: `__proto__` or `constructor` must be a task like any other.
   const tasks = Object.create(null) as Record<string, TaskResult>;
-  const totals: RunTotals = {
-    tasks: 0,
-    completed: counts.completed,
-    failed: counts.failed,
-    skipped: counts.skipped,
-    cancelled: counts.cancelled,
-    requests: 0,
-    retries: 0,
-    usage: ZERO_USAGE,
-    durationMs: run.durationMs,
-  };
-  for (const r of records) {
-    tasks[r.spec.id] = taskResultOf(r);
-    totals.tasks += 1;
-    totals.requests += r.requests;
-    totals.retries += r.retries;
-    totals.usage = addUsage(totals.usage, r.usage);
-  }
+  for (const r of records) tasks[r.spec.id] = taskResultOf(r);
+  // The cost is priced by src (src/run/result.ts), which adds the totals' costUsd with the same counts.
+  const totals = totalsOf(countsOfResult({ tasks }), run.durationMs);
   const result: RunResult = { runId: run.runId, status: run.status, tasks, totals };
   const stats = spend.routeStats();
   if (stats) result.routes = stats;

@@ -8,7 +8,7 @@
  * status changes exist, lifecycle.ts), the graph (graph.ts), the ready queue (queue.ts), a
  * resume (restore.ts) and the result (results.ts).
  */
-import type { AttemptReport, ErrorInfo, RunStatus, TaskStatus } from '../protocol.js';
+import type { AttemptReport, ErrorInfo, RunStatus, TaskStatus, Usage } from '../protocol.js';
 import { verdictOf } from '../review.js';
 import { TaskStates, type TaskEvent } from './lifecycle.js';
 import { TaskGraph, type GraphMoves } from './graph.js';
@@ -97,14 +97,17 @@ export class RunTable {
   /** A dep's output for a prompt ('' before it has one): one function for the run, not a closure per dispatch. */
   readonly outputText = (id: string): string => this.graph.get(id)?.output ?? '';
 
-  /** A task's counters over all its attempts so far. */
-  countersOf(id: string): { requests: number; retries: number } {
+  /**
+   * A task's counters over all its attempts so far (every life of the run): what the events that
+   * end an attempt carry, for the journal to keep.
+   */
+  countersOf(id: string): { requests: number; retries: number; taskUsage: Usage } {
     const r = this.graph.record(id);
-    return { requests: r.requests, retries: r.retries };
+    return { requests: r.requests, retries: r.retries, taskUsage: r.usage };
   }
 
   /** The same counters read in place (no object per call): read them at once, they change with the task. */
-  countersNow(id: string): Readonly<{ requests: number; retries: number }> {
+  countersNow(id: string): Readonly<{ requests: number; retries: number; usage: Usage }> {
     return this.graph.record(id);
   }
 
@@ -129,8 +132,13 @@ export class RunTable {
     if (!record) return undefined;
     this.move(record, 'START');
     record.attempts += 1;
-    const next = { spec: record.spec, attempt: record.attempts, retriesLeft: Math.max(0, record.spec.maxRetries - record.retries) };
+    const next = { spec: record.spec, attempt: record.attempts, retriesLeft: Math.max(0, record.spec.maxRetries - record.retriesCounted) };
     return record.feedback ? { ...next, feedback: record.feedback } : next;
+  }
+
+  /** An agent was started for the task's attempt in flight (`task:started`): an attempt it reports. */
+  agentStarted(id: string): void {
+    this.graph.record(id).started += 1;
   }
 
   /** Cache-aware fan-out holds back a task just started: it is queued again, outside the heap. */
@@ -228,8 +236,9 @@ export class RunTable {
     const planner = this.current(plannerId, attempt);
     if (!planner) return { kind: 'stale' };
     planner.error = error;
-    if (opts.retry && error.retryable && planner.retries < planner.spec.maxRetries) {
+    if (opts.retry && error.retryable && planner.retriesCounted < planner.spec.maxRetries) {
       planner.retries += 1;
+      planner.retriesCounted += 1;
       planner.feedback = { kind: 'plan', issues };
       this.enqueue(planner, 'RETRY');
       return { kind: 'retry' };
@@ -267,9 +276,10 @@ export class RunTable {
       this.move(record, 'CANCEL');
       return { kind: 'cancelled' };
     }
-    const retryable = report.error?.retryable === true && record.retries < record.spec.maxRetries;
+    const retryable = report.error?.retryable === true && record.retriesCounted < record.spec.maxRetries;
     if (opts.retry && retryable) {
       record.retries += 1;
+      record.retriesCounted += 1;
       if (rejected) record.feedback = { kind: 'output', code: rejected, draft: report.output ?? '', problems: report.error?.problems ?? [report.error?.message ?? ''] };
       this.enqueue(record, 'RETRY');
       return { kind: 'retry' };
@@ -329,7 +339,7 @@ export class RunTable {
 
   /** Builds the result once, at the end: O(tasks). */
   result(runId: string, status: RunStatus, durationMs: number): RunResult {
-    return resultOf({ runId, status, durationMs }, this.graph.records.values(), this.states.counts, this.spend);
+    return resultOf({ runId, status, durationMs }, this.graph.records.values(), this.spend);
   }
 
   /** A summary for inspectors and logs, instead of the whole table. */

@@ -95,8 +95,17 @@ export interface TaskRecord {
   dependents: TaskRecord[];
   /** FIFO tie-break: when it became ready. */
   readySeq: number;
+  /** Attempt numbers taken (a map's or reduce's own steps take one too): what the next attempt is numbered after. */
   attempts: number;
+  /** Agents started for it: the attempts it reports (over every life of the run). */
+  started: number;
+  /** Every retry it took, over every life of the run: what it reports. */
   retries: number;
+  /**
+   * The retries that count against its `maxRetries`: those since its last `retry` session (which
+   * gives it a fresh budget), and attempts a crash cut short.
+   */
+  retriesCounted: number;
   usage: Usage;
   requests: number;
   output?: string;
@@ -145,7 +154,9 @@ export function newRecord(spec: SupervisedTask): TaskRecord {
     dependents: [],
     readySeq: 0,
     attempts: 0,
+    started: 0,
     retries: 0,
+    retriesCounted: 0,
     usage: ZERO_USAGE,
     requests: 0,
     costUsd: 0,

@@ -3,8 +3,8 @@
  * I/O, no clock (the time is the event's `at`), so tests need no timers. progress.ts writes it.
  */
 import type { KeyLimits, KeyState, RunEvent, RunStatus, TaskStatus, Usage } from '../../machines/protocol.js';
-import { addUsage, ZERO_USAGE } from '../../machines/protocol.js';
-import { costOf } from '../cost/price.js';
+import { ZERO_USAGE } from '../../machines/protocol.js';
+import { StreamCounts } from '../../machines/tasks/eventCounts.js';
 import type { ModelPrice } from '../plan/index.js';
 import type { TimedRunEvent } from '../swarm.js';
 
@@ -47,7 +47,12 @@ export interface ToolTally {
  */
 export interface ProgressState {
   runId?: string;
-  /** Tasks in the plan. */
+  /**
+   * The run's counts from the stream, as every surface adds them up (machines/tasks/counts.ts):
+   * the fields below that say "counts" are copied from it after each event.
+   */
+  stream: StreamCounts;
+  /** Tasks (counts): the plan's, and those planners, maps and reduces made; containers left out. */
   total: number;
   maxInFlight?: number;
   /** The run's budget in USD, as its run:started stated it (a resume states it too). */
@@ -62,21 +67,24 @@ export interface ProgressState {
   cancelReason?: string;
   /** The plan's models: name to route and price. */
   models: Record<string, { provider: string; model: string; price?: ModelPrice }>;
-  /** Each task's latest status; tasks never mentioned are pending. */
-  tasks: Map<string, TaskStatus>;
+  /** Tasks per status (counts; containers left out). */
   counts: Record<TaskStatus, number>;
-  /** Retries inside attempts (task:retry) and new attempts (task:failed with willRetry). */
+  /** Agents started (counts). */
+  attempts: number;
+  /** Retries inside attempts (task:retry) and new attempts (task:failed with willRetry) (counts). */
   retries: number;
+  /** Model calls sent (counts). */
   requests: number;
   responses: number;
   errors: number;
-  /** Model calls answered 429. */
+  /** Model calls answered 429 (counts). */
   rateLimited: number;
   compactions: number;
+  /** Tokens (counts). */
   usage: Usage;
-  /** USD of the responses whose route has a price. */
+  /** USD of the tasks whose cost is known (counts). */
   costUsd: number;
-  /** Responses on a route without a price: their cost is unknown, not zero. */
+  /** Responses without a price: their cost is unknown, not zero (counts). */
   unpriced: number;
   keys: Map<string, KeyView>;
   /** Only routes whose breaker left closed at least once. */
@@ -86,11 +94,13 @@ export interface ProgressState {
 
 /** A state before any event: no tasks, nothing sent, nothing spent. */
 export function progressState(): ProgressState {
+  const stream = new StreamCounts();
   return {
+    stream,
     total: 0,
     models: Object.create(null) as ProgressState['models'],
-    tasks: new Map(),
-    counts: { pending: 0, queued: 0, running: 0, completed: 0, failed: 0, skipped: 0, cancelled: 0 },
+    counts: stream.counts.byStatus,
+    attempts: 0,
     retries: 0,
     requests: 0,
     responses: 0,
@@ -116,50 +126,30 @@ export function reduce(state: ProgressState, event: TimedRunEvent | RunEvent): P
     state.startedAt ??= at;
     state.lastAt = at;
   }
+  // The counts: tasks by status (a resume's earlier lives included), attempts, requests, retries, 429s, cost.
+  state.stream.add(event);
+  const c = state.stream.counts;
+  state.total = c.tasks;
+  state.attempts = c.attempts;
+  state.retries = c.retries;
+  state.requests = c.requests;
+  state.rateLimited = c.rateLimited;
+  state.usage = c.usage;
+  state.costUsd = c.costUsd ?? 0;
+  state.unpriced = c.unpriced;
   switch (event.type) {
-    case 'task:planned':
-      // A planner's sub-tasks join the run: the total grows with them.
-      state.total += event.subtasks.length;
-      break;
     case 'run:started':
       state.runId = event.runId;
-      state.total = event.tasks;
-      // A resume: what had completed before counts as done (those tasks send no events).
-      if (event.alreadyCompleted) state.counts.completed += event.alreadyCompleted;
       if (typeof at === 'number' && Number.isFinite(at)) state.startedAt = at;
       if (event.maxInFlight !== undefined) state.maxInFlight = event.maxInFlight;
       if (typeof event.budgetUsd === 'number' && event.budgetUsd > 0) state.budgetUsd = event.budgetUsd;
       state.models = Object.assign(Object.create(null) as ProgressState['models'], event.models);
       for (const [keyId, limits] of Object.entries(event.keys ?? {})) keyOf(state, keyId).limits = limits ?? {};
       break;
-    case 'task:queued':
-      setTask(state, event.taskId, 'queued');
-      break;
-    case 'task:started':
-      setTask(state, event.taskId, 'running');
-      break;
-    case 'task:completed':
-      setTask(state, event.taskId, 'completed');
-      break;
-    case 'task:failed':
-      // A failed attempt that will be retried stays running until its task:queued.
-      if (event.willRetry) state.retries += 1;
-      else setTask(state, event.taskId, 'failed');
-      break;
-    case 'task:skipped':
-      setTask(state, event.taskId, 'skipped');
-      break;
-    case 'task:cancelled':
-      setTask(state, event.taskId, 'cancelled');
-      break;
-    case 'task:retry':
-      state.retries += 1;
-      break;
     case 'task:compacted':
       state.compactions += 1;
       break;
     case 'model:request': {
-      state.requests += 1;
       const key = keyOf(state, event.keyId);
       key.requests += 1;
       key.active += 1;
@@ -169,22 +159,13 @@ export function reduce(state: ProgressState, event: TimedRunEvent | RunEvent): P
       state.responses += 1;
       const key = keyOf(state, event.keyId);
       key.active = Math.max(0, key.active - 1);
-      if (event.usage) {
-        state.usage = addUsage(state.usage, event.usage);
-        const usd = costOf(event.usage, priceOf(state, event.provider, event.model));
-        if (usd === null) state.unpriced += 1;
-        else state.costUsd += usd;
-      }
       break;
     }
     case 'model:error': {
       state.errors += 1;
       const key = keyOf(state, event.keyId);
       key.active = Math.max(0, key.active - 1);
-      if (event.error?.code === 'rate_limited') {
-        state.rateLimited += 1;
-        key.rateLimited += 1;
-      }
+      if (event.error?.code === 'rate_limited') key.rateLimited += 1;
       break;
     }
     case 'tool:called':
@@ -236,13 +217,6 @@ export function reduce(state: ProgressState, event: TimedRunEvent | RunEvent): P
   return state;
 }
 
-function setTask(state: ProgressState, taskId: string, to: TaskStatus): void {
-  const from = state.tasks.get(taskId);
-  if (from !== undefined) state.counts[from] -= 1;
-  state.counts[to] += 1;
-  state.tasks.set(taskId, to);
-}
-
 function keyOf(state: ProgressState, keyId: string): KeyView {
   let key = state.keys.get(keyId);
   if (!key) {
@@ -250,10 +224,4 @@ function keyOf(state: ProgressState, keyId: string): KeyView {
     state.keys.set(keyId, key);
   }
   return key;
-}
-
-/** The price of a route (provider and provider's model id), from the plan's models. */
-function priceOf(state: ProgressState, provider: string, model: string): ModelPrice | undefined {
-  for (const m of Object.values(state.models)) if (m.provider === provider && m.model === model && m.price) return m.price;
-  return undefined;
 }

@@ -2,11 +2,12 @@
  * The table printed at the end of a run: how its tasks ended, what it sent, what it cost (per
  * model and in total), how much input came from the providers' caches, what the tool bus saved,
  * and how long it took. The result alone is enough; the event stream adds what only it knows
- * (429s, tool sharing, the models' routes and prices when the result carries no cost).
+ * (429s, tool sharing, the models' routes and prices when the result carries no cost). Every
+ * count is added up as every surface adds it (machines/tasks/counts.ts), from the result's tasks.
  */
-import type { Usage } from '../../machines/protocol.js';
-import { addUsage, ZERO_USAGE } from '../../machines/protocol.js';
-import type { RunResult } from '../../machines/tasks/results.js';
+import type { TaskStatus, Usage } from '../../machines/protocol.js';
+import { countTasks, type RunCounts } from '../../machines/tasks/counts.js';
+import { tallyOfResult, type RunResult, type TaskResult } from '../../machines/tasks/results.js';
 import { costOf } from '../cost/price.js';
 import type { TimedRunEvent } from '../swarm.js';
 import { columns, formatElapsed, formatInt, formatPercent, formatUsd, plural } from './format.js';
@@ -14,14 +15,6 @@ import { progressState, reduce, type ProgressState } from './progressState.js';
 import { visible } from './terminal.js';
 
 const FAILED_SHOWN = 10;
-
-interface ModelRow {
-  tasks: number;
-  requests: number;
-  usage: Usage;
-  /** Null while no task of the model had a known cost. */
-  costUsd: number | null;
-}
 
 /**
  * @example
@@ -35,23 +28,26 @@ interface ModelRow {
  */
 export function formatSummaryTable(result: RunResult, events: readonly TimedRunEvent[] = []): string {
   const seen: ProgressState | undefined = events.length > 0 ? events.reduce(reduce, progressState()) : undefined;
-  const t = result.totals;
+  const priced = pricedTasks(result, seen);
+  const t = countTasks(priced.map((task) => [task.id, tallyOfResult(task, seen?.stream.book.get(task.id)?.rateLimited ?? 0)] as const));
   const noEvents = 'n/a (no events)';
 
   const allInput = t.usage.inputTokens + t.usage.cacheReadTokens + t.usage.cacheWriteTokens;
   const rows: string[][] = [
     ['status', `${result.status} (run ${result.runId})`],
     ['tasks', formatInt(t.tasks)],
-    ['  completed', formatInt(t.completed)],
-    ['  failed', formatInt(t.failed)],
-    ['  skipped', formatInt(t.skipped)],
-    ['  cancelled', formatInt(t.cancelled)],
+    ['  completed', formatInt(t.byStatus.completed)],
+    ['  failed', formatInt(t.byStatus.failed)],
+    ['  skipped', formatInt(t.byStatus.skipped)],
+    ['  cancelled', formatInt(t.byStatus.cancelled)],
+    ...(t.containers > 0 ? [['containers', containersText(t)]] : []),
+    ['attempts', formatInt(t.attempts)],
     ['requests', formatInt(t.requests)],
-    ['429s', seen ? formatInt(seen.rateLimited) : noEvents],
+    ['429s', seen ? formatInt(t.rateLimited) : noEvents],
     ['retries', formatInt(t.retries)],
     ['cache read', `${formatPercent(t.usage.cacheReadTokens, allInput)} of input tokens (${formatInt(t.usage.cacheReadTokens)} of ${formatInt(allInput)})`],
     ['tools', seen ? toolsText(seen) : noEvents],
-    ['makespan', makespanText(t.durationMs)],
+    ['makespan', makespanText(result.totals.durationMs)],
   ];
   // Maps with `dedupe`: what their outputs (and any reduce over them) left out.
   const deduped = Object.values(result.tasks).filter((task) => task.dropped !== undefined);
@@ -62,7 +58,7 @@ export function formatSummaryTable(result: RunResult, events: readonly TimedRunE
   // Escaped before the columns are measured: a name or message from outside may hold controls.
   const lines = columns(rows.map(visibleCells), ['left', 'left']);
 
-  lines.push('', ...columns(modelTable(result, seen).map(visibleCells), ['left', 'left']));
+  lines.push('', ...columns(modelTable(priced, t, seen).map(visibleCells), ['left', 'left']));
 
   const failed = Object.values(result.tasks).filter((task) => task.status === 'failed');
   if (failed.length > 0) lines.push('');
@@ -90,30 +86,37 @@ function makespanText(ms: number): string {
   return ms >= 60_000 ? `${seconds} (${formatElapsed(ms)})` : seconds;
 }
 
+/**
+ * The result's tasks, each with a cost: the runtime prices every task; a result from elsewhere
+ * may carry none, and then the prices in run:started still tell it (else it stays unknown).
+ */
+function pricedTasks(result: RunResult, seen: ProgressState | undefined): TaskResult[] {
+  return Object.values(result.tasks).map((task) => {
+    if (task.costUsd !== undefined || task.requests === 0) return task;
+    const price = seen?.models[task.model]?.price;
+    return price ? { ...task, costUsd: costOf(task.usage, price) } : task;
+  });
+}
+
+/** `2 (2 completed)`: maps and reduces that expanded, by status. */
+function containersText(t: RunCounts): string {
+  const parts = (Object.entries(t.containersByStatus) as [TaskStatus, number][]).filter(([, n]) => n > 0).map(([s, n]) => `${formatInt(n)} ${s}`);
+  return `${formatInt(t.containers)} (${parts.join(', ')}; maps and reduces that expanded: their items and groups are the tasks)`;
+}
+
 /** One row per model (the plan's names), then the total: tasks, requests, tokens, cost. */
-function modelTable(result: RunResult, seen: ProgressState | undefined): string[][] {
-  const byModel = new Map<string, ModelRow>();
-  for (const task of Object.values(result.tasks)) {
-    const row = byModel.get(task.model) ?? { tasks: 0, requests: 0, usage: ZERO_USAGE, costUsd: null };
-    row.tasks += 1;
-    row.requests += task.requests;
-    row.usage = addUsage(row.usage, task.usage);
-    // The runtime prices every task; a result from elsewhere may carry no cost, and then the
-    // prices in run:started still tell it.
-    const usd = task.costUsd !== undefined ? task.costUsd : costOf(task.usage, seen?.models[task.model]?.price);
-    if (usd !== null) row.costUsd = (row.costUsd ?? 0) + usd;
-    byModel.set(task.model, row);
-  }
+function modelTable(tasks: readonly TaskResult[], total: RunCounts, seen: ProgressState | undefined): string[][] {
+  const byModel = new Map<string, TaskResult[]>();
+  for (const task of tasks) (byModel.get(task.model) ?? byModel.set(task.model, []).get(task.model)!).push(task);
   const table: string[][] = [['model', 'route', 'tasks', 'requests', 'input', 'output', 'cache read', 'cache write', 'cost']];
-  let total: number | null = null;
-  for (const [name, row] of [...byModel].sort(([a], [b]) => a.localeCompare(b))) {
+  for (const [name, list] of [...byModel].sort(([a], [b]) => a.localeCompare(b))) {
+    const row = countTasks(list.map((task) => [task.id, tallyOfResult(task)] as const));
+    // A model whose only tasks are containers has no row: they run nothing.
+    if (row.tasks === 0) continue;
     const route = seen?.models[name];
     table.push([name, route ? `${route.provider}/${route.model}` : '', ...numbers(row.tasks, row.requests, row.usage), formatUsd(row.costUsd)]);
-    if (row.costUsd !== null) total = (total ?? 0) + row.costUsd;
   }
-  const t = result.totals;
-  const totalUsd = t.costUsd !== undefined ? t.costUsd : total === null ? null : Math.round(total * 1e8) / 1e8;
-  table.push(['total', '', ...numbers(t.tasks, t.requests, t.usage), formatUsd(totalUsd)]);
+  table.push(['total', '', ...numbers(total.tasks, total.requests, total.usage), formatUsd(total.costUsd)]);
   return table;
 }
 

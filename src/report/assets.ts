@@ -13,6 +13,7 @@ export const OUTCOME_STYLE: Record<Outcome, { color: string; label: string }> = 
   timeout: { color: '#8a5ad1', label: 'timeout' },
   network: { color: '#2f7fc1', label: 'network' },
   other: { color: '#7d848e', label: 'other / no reply' },
+  inflight: { color: '#9ec5f2', label: 'in flight' },
 };
 
 export const CSS = `
@@ -57,7 +58,7 @@ svg line.grid{stroke:#e3e7ec;stroke-width:1}
 svg rect[data-call]{rx:1.5px}
 svg rect[data-call]:hover{stroke:#1d2430;stroke-width:1.5px;vector-effect:non-scaling-stroke}
 .o-ok{fill:${OUTCOME_STYLE.ok.color}}.o-rate_limited{fill:${OUTCOME_STYLE.rate_limited.color}}.o-server{fill:${OUTCOME_STYLE.server.color}}
-.o-timeout{fill:${OUTCOME_STYLE.timeout.color}}.o-network{fill:${OUTCOME_STYLE.network.color}}.o-other{fill:${OUTCOME_STYLE.other.color}}
+.o-timeout{fill:${OUTCOME_STYLE.timeout.color}}.o-network{fill:${OUTCOME_STYLE.network.color}}.o-other{fill:${OUTCOME_STYLE.other.color}}.o-inflight{fill:${OUTCOME_STYLE.inflight.color}}
 .lane0{fill:#fff}.lane1{fill:#f7f8fa}.grp-bg{fill:#eef1f5}
 .backoff{fill:url(#hatch-backoff)}.sat{fill:#c9d0d9}.revoked{fill:url(#hatch-revoked)}
 .br-open{fill:#d64541;fill-opacity:.75}.br-half{fill:#e3a21a;fill-opacity:.75}

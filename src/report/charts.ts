@@ -121,7 +121,15 @@ export function machineCharts(): Chart[] {
   return charts;
 }
 
-const CHAR_W = 6.6;
+/**
+ * A character of a state's name, as the page draws it: 12 px monospace, 0.6 em a character (the
+ * count's bold digits too). Measured too small, long names ran out of their boxes.
+ */
+const CHAR_W = 7.2;
+/** Room left of the name, right of the count, and between the two. */
+const PAD_LEFT = 10;
+const PAD_RIGHT = 10;
+const GAP = 8;
 
 /** An arrowhead for the ends of a drawing's edges (each SVG its own id: a page holds several). */
 export const arrowhead = (id: string) =>
@@ -129,7 +137,9 @@ export const arrowhead = (id: string) =>
 
 /** One chart as SVG; `counts` maps state ids to actors in them now. */
 export function renderChart(chart: Chart, counts: Record<string, number> = {}): string {
-  const nodes = chart.states.map((s) => ({ id: s.id, width: Math.max(70, s.path.length * CHAR_W + 24 + (counts[s.id] ? 30 : 0)), height: 26 }));
+  // Wide enough for the name and, when there is one, the count drawn at its right.
+  const countWidth = (id: string) => (counts[id] ? GAP + int(counts[id]).length * CHAR_W : 0);
+  const nodes = chart.states.map((s) => ({ id: s.id, width: Math.ceil(Math.max(70, PAD_LEFT + s.path.length * CHAR_W + countWidth(s.id) + PAD_RIGHT)), height: 26 }));
   const layout = layered(nodes, chart.transitions.map((t) => [t.from, t.to] as const));
   const byId = new Map(chart.states.map((s) => [s.id, s]));
   const marker = `arrow-${chart.id.replace(/[^A-Za-z0-9_-]/g, '_')}`;
@@ -151,8 +161,8 @@ export function renderChart(chart: Chart, counts: Record<string, number> = {}): 
     parts.push(
       `<g class="ch-state ${esc(s.type)}${n ? ' occupied' : ''}" data-state="${esc(s.id)}"><title>${esc(title)}</title>` +
         `<rect x="${p.x}" y="${p.y}" width="${p.width}" height="${p.height}" rx="${s.type === 'final' ? 13 : 6}"/>` +
-        `<text x="${p.x + 10}" y="${p.y + 17}">${esc(s.path)}</text>` +
-        (n ? `<text class="count" x="${p.x + p.width - 8}" y="${p.y + 17}" text-anchor="end">${esc(int(n))}</text>` : '') +
+        `<text x="${p.x + PAD_LEFT}" y="${p.y + 17}">${esc(s.path)}</text>` +
+        (n ? `<text class="count" x="${p.x + p.width - PAD_RIGHT}" y="${p.y + 17}" text-anchor="end">${esc(int(n))}</text>` : '') +
         `</g>`,
     );
   }

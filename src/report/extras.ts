@@ -124,11 +124,16 @@ export function analyzeExtras(events: readonly TimedRunEvent[], calls: readonly 
   if (supervisor) machineStates['supervisor'] = { [supervisor]: 1 };
   if (tasks.size > 0) machineStates['task'] = count(tasks.values());
 
-  let spent = 0;
-  const costSeries = calls
-    .filter((c) => c.costUsd !== null && !c.open)
-    .sort((a, b) => a.end - b.end)
-    .map((c) => ({ at: c.end, usd: (spent = Math.round((spent + c.costUsd!) * 1e8) / 1e8) }));
+  // A resume or a retry starts from what earlier lives spent: the line ends at the run's cost.
+  let spent = Object.values(started?.restored ?? {}).reduce((sum, t) => Math.round((sum + t.costUsd) * 1e8) / 1e8, 0);
+  const before = spent > 0 ? [{ at: 0, usd: spent }] : [];
+  const costSeries = [
+    ...before,
+    ...calls
+      .filter((c) => c.costUsd !== null && !c.open)
+      .sort((a, b) => a.end - b.end)
+      .map((c) => ({ at: c.end, usd: (spent = Math.round((spent + c.costUsd!) * 1e8) / 1e8) })),
+  ];
   const extras: Extras = { costSeries, edges, outputs, machineStates };
   if (started?.budgetUsd !== undefined) extras.budgetUsd = started.budgetUsd;
   return extras;

@@ -8,7 +8,7 @@ import type { TimedRunEvent } from '../swarm.js';
 import { CSS, OUTCOME_STYLE, SCRIPT } from './assets.js';
 import { at, duration, esc, int, jsonForScript, pct, raw, table, usd, type Cell } from './format.js';
 import { analyze } from './model.js';
-import { FINAL_STATUSES, OUTCOMES, stageOf, type FinalStatus, type KeyReport, type Outcome, type ReportModel, type Spend } from './types.js';
+import { OUTCOMES, SHOWN_STATUSES, stageOf, type KeyReport, type Outcome, type ReportModel, type ShownStatus, type Spend } from './types.js';
 import { renderTimeline } from './timeline.js';
 import { costSection as costOverTime, dagSection, machinesSection, taskList } from './views.js';
 
@@ -21,6 +21,12 @@ export interface ReportInput {
   title?: string;
   /** The pipeline stage of a task. Default `stageOf`: the id without its first dot-separated segment. */
   stageOf?: (taskId: string, modelName: string | undefined) => string;
+  /**
+   * The stream is all there will be: a run with no `run:completed` was cut short, and what had
+   * not ended reads `unfinished`. Default true for `buildReport` (a file), false for
+   * `renderReport` (the live page: such a run is `running`, its calls without a reply in flight).
+   */
+  ended?: boolean;
 }
 
 /** Rows shown at most in the failure tables: the rest is counted. */
@@ -36,7 +42,7 @@ const MAX_ROWS = 200;
  * writeFileSync('report.html', buildReport({ events, result: await run.result }));
  */
 export function buildReport(input: ReportInput): string {
-  return reportPage(renderReport(input), {
+  return reportPage(renderReport({ ...input, ended: input.ended ?? true }), {
     csp: "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:",
   });
 }
@@ -49,10 +55,10 @@ export interface RenderedReport {
 
 /** The report's views from the events: what the static page holds and the live page swaps in. */
 export function renderReport(input: ReportInput): RenderedReport {
-  const model = analyze(input.events, input.result, input.stageOf ?? stageOf);
+  const model = analyze(input.events, input.result, input.stageOf ?? stageOf, { ended: input.ended ?? false });
   const title = input.title ?? `swarmstate run ${model.runId ?? '(unknown)'}`;
   const timeline = model.calls.length > 0 || model.keys.length > 0 ? renderTimeline(model) : undefined;
-  const main = `${header(model, title, input.result)}
+  const main = `${header(model, title)}
 ${dagSection(model)}
 <section><h2>Timeline</h2>
 ${timeline ? timeline.svg : '<p class="note">No model calls in this stream.</p>'}
@@ -94,15 +100,21 @@ ${r.main}
 `;
 }
 
-function header(m: ReportModel, title: string, result: RunResult | undefined): string {
+function header(m: ReportModel, title: string): string {
   const status = m.status.replace(/[^a-z]/g, '');
-  const cost = result?.totals.costUsd !== undefined ? result.totals.costUsd : m.spend.costUsd;
-  const rateLimited = m.calls.filter((c) => c.outcome === 'rate_limited').length;
-  const errors = m.calls.filter((c) => !c.open && c.outcome !== 'ok').length;
-  const u = m.spend.usage;
-  const statusLine = FINAL_STATUSES.filter((s) => m.byStatus[s] > 0)
-    .map((s) => `${int(m.byStatus[s])} ${s}`)
-    .join(', ');
+  // Every number here is the run's counts (m.counts): what the summary, --json and show say.
+  const c = m.counts;
+  const cost = c.costUsd;
+  const rateLimited = c.rateLimited;
+  const errors = m.calls.filter((call) => !call.open && call.outcome !== 'ok').length;
+  const inFlight = m.calls.filter((call) => call.outcome === 'inflight').length;
+  const u = c.usage;
+  // The breakdown sums to the card's number: tasks, containers left out (they are said apart).
+  const statusLine =
+    SHOWN_STATUSES.filter((s) => m.byStatus[s] > 0)
+      .map((s) => `${int(m.byStatus[s])} ${s}`)
+      .join(', ') || 'none';
+  const containers = c.containers > 0 ? ` · and ${int(c.containers)} container${c.containers === 1 ? '' : 's'} (maps and reduces that expanded)` : '';
   const card = (k: string, v: string, d = '') => `<div class="card"><div class="k">${k}</div><div class="v">${v}</div>${d ? `<div class="d">${d}</div>` : ''}</div>`;
   const started = m.origin > 1e12 ? ` · started ${esc(new Date(m.origin).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC'))}` : '';
   return `<header><h1>${esc(title)}</h1>
@@ -110,12 +122,13 @@ function header(m: ReportModel, title: string, result: RunResult | undefined): s
     m.cancelReason !== undefined ? ` · cancelled: ${esc(m.cancelReason)}` : ''
   }${m.maxInFlight !== undefined ? ` · up to ${esc(m.maxInFlight)} tasks in flight` : ''}</div>
 <div class="cards">
-${card('tasks', int(m.taskCount), esc(statusLine || 'none'))}
+${card('tasks', int(m.taskCount), esc(statusLine + containers))}
 ${card('makespan', duration(m.makespanMs))}
-${card('model requests', int(m.requests), `${int(errors)} failed${m.compactions ? `, ${m.compactions} compactions` : ''}`)}
-${card('429s', int(rateLimited), pct(rateLimited, m.requests) + ' of requests')}
-${card('retries', int(m.retries), 'in-attempt retries')}
-${card('cost', usd(cost), cost === null ? 'no model has a price' : m.spend.unpriced > 0 ? `${m.spend.unpriced} calls without a price` : '')}
+${card('attempts', int(c.attempts), 'agents started')}
+${card('model requests', int(c.requests), `${int(errors)} failed${inFlight ? `, ${int(inFlight)} in flight` : ''}${m.compactions ? `, ${m.compactions} compactions` : ''}`)}
+${card('429s', int(rateLimited), pct(rateLimited, c.requests) + ' of requests')}
+${card('retries', int(c.retries), 'calls sent again, new attempts')}
+${card('cost', usd(cost), cost === null ? 'no model has a price' : c.unpriced > 0 ? `${c.unpriced} calls without a price` : '')}
 ${card('budget', m.budgetUsd === undefined ? 'none' : usd(m.budgetUsd), m.budgetUsd === undefined ? 'the plan sets no budget.usd' : `${pct(cost ?? 0, m.budgetUsd)} spent`)}
 ${card('tokens', int(u.inputTokens + u.cacheReadTokens + u.cacheWriteTokens + u.outputTokens), `${int(u.inputTokens + u.cacheReadTokens + u.cacheWriteTokens)} prompt, ${int(u.outputTokens)} output`)}
 ${card('cache read share', pct(u.cacheReadTokens, u.inputTokens + u.cacheReadTokens + u.cacheWriteTokens), `${int(u.cacheReadTokens)} read, ${int(u.cacheWriteTokens)} written`)}
@@ -157,8 +170,11 @@ function costTables(m: ReportModel): string {
 A task's stage is its id without the first dot-separated segment (<code>kettle.translate.fr</code> → <code>translate.fr</code>); an id without a dot is a stage of its own.</p></section>`;
 }
 
-const outcomeColumns = (OUTCOMES.filter((o) => o !== 'ok') as Outcome[]).map((o) => ({ label: OUTCOME_STYLE[o].label.split(' ')[0]!, num: true, title: OUTCOME_STYLE[o].label }));
-const outcomeCells = (o: Record<Outcome, number>): Cell[] => OUTCOMES.filter((x) => x !== 'ok').map((x) => (o[x] ? int(o[x]) : raw('<span class="zero">0</span>')));
+/** The outcomes a table has a column for: every one but ok, and `in flight` only while the run goes. */
+const tableOutcomes = (m: ReportModel): Outcome[] => OUTCOMES.filter((o) => o !== 'ok' && (o !== 'inflight' || m.live));
+const outcomeColumns = (m: ReportModel) =>
+  tableOutcomes(m).map((o) => ({ label: o === 'inflight' ? 'in flight' : OUTCOME_STYLE[o].label.split(' ')[0]!, num: true, title: OUTCOME_STYLE[o].label }));
+const outcomeCells = (m: ReportModel, o: Record<Outcome, number>): Cell[] => tableOutcomes(m).map((x) => (o[x] ? int(o[x]) : raw('<span class="zero">0</span>')));
 
 function meter(value: number, limit: number | undefined): Cell {
   if (!limit) return raw('<span class="zero">no limit known</span>');
@@ -184,7 +200,7 @@ function keySection(m: ReportModel): string {
     const shortSpan = Math.min(60_000, span);
     return [
       k.keyId + (k.revokedAt !== undefined ? ' (revoked)' : ''),
-      int(k.calls.length), int(k.outcomes.ok), ...outcomeCells(k.outcomes),
+      int(k.calls.length), int(k.outcomes.ok), ...outcomeCells(m, k.outcomes),
       k.backoffs || backoffMs ? `${int(k.backoffs)} · ${duration(backoffMs)}` : raw('<span class="zero">0</span>'),
       pct(saturatedMs, span), pct(k.busyMs, span),
       `${k.tracks}${k.limits.concurrency ? ` / ${k.limits.concurrency}` : ''}`,
@@ -196,7 +212,7 @@ function keySection(m: ReportModel): string {
   });
   return `<section><h2>Keys</h2>${table(
     [
-      { label: 'key', id: true }, { label: 'requests', num: true }, { label: 'ok', num: true }, ...outcomeColumns,
+      { label: 'key', id: true }, { label: 'requests', num: true }, { label: 'ok', num: true }, ...outcomeColumns(m),
       { label: 'backoffs · time', num: true }, { label: 'saturated', num: true, title: 'share of the run the key was at a limit' },
       { label: 'busy', num: true, title: 'share of the run with at least one call in flight' },
       { label: 'in flight max / limit', num: true },
@@ -218,10 +234,10 @@ function routeSection(m: ReportModel): string {
       : raw(`<ul class="tr">${shown.map((t) => `<li>${at(t.at)} → <b>${t.to === 'halfOpen' ? 'half-open' : t.to}</b>${t.to === 'open' ? ` after ${esc(t.failures)} failures, cool-down ${duration(t.cooldownMs ?? 0)}` : ''}</li>`).join('')}${
         r.transitions.length > shown.length ? `<li>and ${r.transitions.length - shown.length} more</li>` : ''
       }</ul>`);
-    return [r.route, r.models.join(', '), int(r.requests), int(r.outcomes.ok), ...outcomeCells(r.outcomes), int(r.transitions.filter((t) => t.to === 'open').length), duration(openMs), list] as Cell[];
+    return [r.route, r.models.join(', '), int(r.requests), int(r.outcomes.ok), ...outcomeCells(m, r.outcomes), int(r.transitions.filter((t) => t.to === 'open').length), duration(openMs), list] as Cell[];
   });
   return `<section><h2>Routes and breakers</h2>${table(
-    [{ label: 'route', id: true }, { label: 'models' }, { label: 'requests', num: true }, { label: 'ok', num: true }, ...outcomeColumns, { label: 'opened', num: true }, { label: 'time open', num: true }, { label: 'breaker transitions' }],
+    [{ label: 'route', id: true }, { label: 'models' }, { label: 'requests', num: true }, { label: 'ok', num: true }, ...outcomeColumns(m), { label: 'opened', num: true }, { label: 'time open', num: true }, { label: 'breaker transitions' }],
     rows,
   )}</section>`;
 }
@@ -252,19 +268,27 @@ function toolSection(m: ReportModel): string {
 function stageSection(m: ReportModel): string {
   if (m.stages.length === 0) return '';
   const domain = Math.max(1, m.makespanMs);
-  const pill = (s: FinalStatus, n: number) => (n ? `<span class="pill ${s}" title="${s}">${int(n)}</span>` : '<span class="zero">0</span>');
+  const pill = (s: ShownStatus, n: number) => (n ? `<span class="pill ${s}" title="${s}">${int(n)}</span>` : '<span class="zero">0</span>');
+  const shown = stageStatuses(m);
   const rows = m.stages.map((s) => {
     const bar =
       s.firstStart === undefined
         ? raw('<span class="zero">never started</span>')
         : raw(`<div class="span" title="${esc(at(s.firstStart))} to ${esc(at(s.lastEnd ?? domain))}"><i style="left:${((s.firstStart / domain) * 100).toFixed(2)}%;width:${((((s.lastEnd ?? domain) - s.firstStart) / domain) * 100).toFixed(2)}%"></i></div>`);
-    return [s.stage, int(s.tasks), ...FINAL_STATUSES.map((st) => raw(pill(st, s.byStatus[st]))), int(s.attempts), int(s.retries), int(s.spend.requests), usd(s.spend.costUsd), bar] as Cell[];
+    return [s.stage, int(s.tasks), ...shown.map((st) => raw(pill(st, s.byStatus[st]))), int(s.attempts), int(s.retries), int(s.spend.requests), usd(s.spend.costUsd), bar] as Cell[];
   });
-  const unseen = m.taskCount - m.tasks.length;
+  const unseen = m.taskCount - m.tasks.filter((t) => !t.container).length;
   return `<section><h2>DAG by stage</h2>${table(
-    [{ label: 'stage', id: true }, { label: 'tasks', num: true }, ...FINAL_STATUSES.map((s) => ({ label: s, num: true })), { label: 'attempts', num: true }, { label: 'retries', num: true }, { label: 'requests', num: true }, { label: 'cost', num: true }, { label: 'first start → last end' }],
+    [{ label: 'stage', id: true }, { label: 'tasks', num: true }, ...shown.map((s) => ({ label: s, num: true })), { label: 'attempts', num: true }, { label: 'retries', num: true }, { label: 'requests', num: true }, { label: 'cost', num: true }, { label: 'first start → last end' }],
     rows,
-  )}${unseen > 0 ? `<p class="note">${int(unseen)} tasks never appear in the stream (counted as unfinished above).</p>` : ''}</section>`;
+  )}${unseen > 0 ? `<p class="note">${int(unseen)} tasks never appear in the stream by name (counted ${m.live ? 'waiting' : 'unfinished'} above).</p>` : ''}${
+    m.counts.containers > 0 ? `<p class="note">Maps and reduces that expanded are containers, not tasks: their items and groups are counted in their own stages.</p>` : ''
+  }</section>`;
+}
+
+/** The stage table's status columns: the final ones, and how the others read (live or cut short). */
+function stageStatuses(m: ReportModel): ShownStatus[] {
+  return SHOWN_STATUSES.filter((s) => (s === 'running' || s === 'waiting' ? m.live : s === 'unfinished' ? !m.live : true));
 }
 
 function failureSection(m: ReportModel): string {

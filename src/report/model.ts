@@ -6,25 +6,25 @@
  * Times are milliseconds since the run started (`run:started`'s `at`, else the first event's).
  */
 import type { KeyState } from '../../machines/protocol.js';
-import { addUsage, ZERO_USAGE } from '../../machines/protocol.js';
-import type { RunResult } from '../../machines/tasks/results.js';
+import { CountBook } from '../../machines/tasks/counts.js';
+import { StreamCounts } from '../../machines/tasks/eventCounts.js';
+import { tallyOfResult, type RunResult } from '../../machines/tasks/results.js';
 import { costOf } from '../cost/price.js';
 import { analyzeExtras } from './extras.js';
 import type { TimedRunEvent } from '../swarm.js';
-import { outcomeOf, stageOf, type BreakerTransition, type Call, type FinalStatus, type KeyReport, type Outcome, type Price, type ReportModel, type RouteReport, type Spend, type Span, type StageReport, type Started, type TaskReport, type ToolReport } from './types.js';
+import { shownStatuses, spendOf, taskViews, type TaskFacts } from './tasks.js';
+import { outcomeOf, stageOf, type BreakerTransition, type Call, type KeyReport, type Outcome, type Price, type ReportModel, type RouteReport, type Span, type Started, type ToolReport } from './types.js';
 
-const zeroOutcomes = (): Record<Outcome, number> => ({ ok: 0, rate_limited: 0, server: 0, timeout: 0, network: 0, other: 0 });
-const zeroStatuses = (): Record<FinalStatus, number> => ({ completed: 0, failed: 0, skipped: 0, cancelled: 0, unfinished: 0 });
-const zeroSpend = (): Spend => ({ requests: 0, usage: ZERO_USAGE, costUsd: null, unpriced: 0 });
+const zeroOutcomes = (): Record<Outcome, number> => ({ ok: 0, rate_limited: 0, server: 0, timeout: 0, network: 0, other: 0, inflight: 0 });
 
-function addSpend(into: Spend, call: Call): void {
-  into.requests += 1;
-  if (call.usage) into.usage = addUsage(into.usage, call.usage);
-  if (call.costUsd !== null) into.costUsd = round8((into.costUsd ?? 0) + call.costUsd);
-  else if (call.usage) into.unpriced += 1;
+export interface AnalyzeOptions {
+  /**
+   * The stream is all there will be (a saved file): what has not ended is `unfinished`. Default
+   * false: a run with no `run:completed` (and no result) is still going, and says `running`.
+   */
+  ended?: boolean;
 }
 
-const round8 = (n: number) => Math.round(n * 1e8) / 1e8;
 const getOr = <K, V>(map: Map<K, V>, key: K, make: () => NoInfer<V>): V => {
   let v = map.get(key);
   if (v === undefined) map.set(key, (v = make()));
@@ -32,7 +32,7 @@ const getOr = <K, V>(map: Map<K, V>, key: K, make: () => NoInfer<V>): V => {
 };
 
 /** Reads the stream once and builds everything the report shows. */
-export function analyze(events: readonly TimedRunEvent[], result?: RunResult, stage: typeof stageOf = stageOf): ReportModel {
+export function analyze(events: readonly TimedRunEvent[], result?: RunResult, stage: typeof stageOf = stageOf, opts: AnalyzeOptions = {}): ReportModel {
   const started = events.find((e): e is Started & { at: number } => e.type === 'run:started');
   const origin = started?.at ?? events[0]?.at ?? 0;
   const ended = events.findLast((e) => e.type === 'run:completed');
@@ -67,12 +67,10 @@ export function analyze(events: readonly TimedRunEvent[], result?: RunResult, st
     getOr(routes, route, () => ({ route, models: routeModels.get(route) ?? [], requests: 0, outcomes: zeroOutcomes(), transitions: [], open: [], halfOpen: [] }));
   for (const route of routeModels.keys()) routeOf(route);
 
-  const tasks = new Map<string, TaskReport>();
-  const taskOf = (id: string) => getOr(tasks, id, () => ({ id, stage: '', status: 'unfinished' as FinalStatus, attempts: 0, retries: 0, requests: 0, spend: zeroSpend() }));
-  // The plan's tasks, in its order, before any event names them: the DAG shows what is pending.
-  for (const id of Object.keys(started?.deps ?? {})) taskOf(id);
-  // A resume's or retry's tasks that ended before it: their state, not `pending`.
-  for (const [id, status] of Object.entries(started?.before ?? {})) taskOf(id).status = status;
+  // Every task's counts, as every surface counts them; what else the stream tells of it, beside.
+  const stream = new StreamCounts();
+  const facts = new Map<string, TaskFacts>();
+  const taskOf = (id: string) => getOr(facts, id, () => ({}));
   const tools = new Map<string, ToolReport>();
   const toolOf = (name: string) =>
     getOr(tools, name, () => ({ name, called: 0, shared: 0, cached: 0, executions: 0, batchedCalls: 0, errors: 0, timeouts: 0, durationMs: 0, denied: 0 }));
@@ -83,34 +81,27 @@ export function analyze(events: readonly TimedRunEvent[], result?: RunResult, st
   const breakerStates = new Map<string, { state: 'open' | 'halfOpen'; since: number }>();
   const errorCodes = new Map<string, number>();
   let unmatchedReplies = 0;
-  let retries = 0;
   let compactions = 0;
   let runStatus: string | undefined;
   let cancelReason: string | undefined;
 
   for (const e of events) {
+    stream.add(e);
     switch (e.type) {
-      case 'task:queued':
-        taskOf(e.taskId);
+      case 'run:started':
+        for (const [id, c] of Object.entries(e.restored ?? {})) if (c.model !== undefined) taskOf(id).modelName ??= c.model;
         break;
       case 'task:started': {
         const task = taskOf(e.taskId);
-        task.attempts += 1;
         task.modelName = e.model;
-        task.status = 'unfinished';
         task.firstStart ??= t(e);
         break;
       }
-      case 'task:retry':
-        retries += 1;
-        taskOf(e.taskId).retries += 1;
-        break;
       case 'task:compacted':
         compactions += 1;
         break;
       case 'task:completed': {
         const task = taskOf(e.taskId);
-        task.status = 'completed';
         task.lastEnd = t(e);
         delete task.error;
         break;
@@ -119,17 +110,10 @@ export function analyze(events: readonly TimedRunEvent[], result?: RunResult, st
         const task = taskOf(e.taskId);
         task.error = e.error;
         task.lastEnd = t(e);
-        if (!e.willRetry) task.status = 'failed';
         break;
       }
-      case 'task:skipped': {
-        const task = taskOf(e.taskId);
-        task.status = 'skipped';
-        task.skippedReason = e.reason;
-        break;
-      }
-      case 'task:cancelled':
-        taskOf(e.taskId).status = 'cancelled';
+      case 'task:skipped':
+        taskOf(e.taskId).skippedReason = e.reason;
         break;
       case 'model:request': {
         const task = taskOf(e.taskId);
@@ -155,7 +139,8 @@ export function analyze(events: readonly TimedRunEvent[], result?: RunResult, st
         if (e.type === 'model:response') {
           call.outcome = 'ok';
           call.usage = e.usage;
-          call.costUsd = costOf(e.usage, priceOf(call.modelName));
+          // What the run charged for it (the price of the model that served it), else the plan's price.
+          call.costUsd = e.costUsd ?? costOf(e.usage, priceOf(e.modelName ?? call.modelName));
         } else {
           call.outcome = outcomeOf(e.error);
           call.error = e.error;
@@ -235,18 +220,23 @@ export function analyze(events: readonly TimedRunEvent[], result?: RunResult, st
   }
   for (const [route, s] of breakerStates) routeOf(route)[s.state].push({ start: s.since, end: endAt });
 
-  // The result, when given, is the final word on each task (tasks that never started included).
+  // The run still goes while it has no ending: its calls with no reply yet are in flight.
+  const live = !opts.ended && result === undefined && runStatus === undefined;
+  for (const call of calls) if (call.open) call.outcome = live ? 'inflight' : 'other';
+
+  // The result, when given, is the final word on each task (tasks that never started included):
+  // its counts are its tasks', with the 429s only the stream knows.
+  let book = stream.book;
   if (result) {
+    book = new CountBook();
     for (const r of Object.values(result.tasks)) {
+      book.set(r.id, tallyOfResult(r, stream.book.get(r.id)?.rateLimited ?? 0));
       const task = taskOf(r.id);
-      task.status = r.status;
       task.modelName ??= r.model;
       if (r.error) task.error = r.error;
     }
   }
 
-  const byModel = new Map<string, Spend>();
-  const spend = zeroSpend();
   for (const call of calls) {
     const key = keyOf(call.keyId);
     key.calls.push(call);
@@ -254,58 +244,35 @@ export function analyze(events: readonly TimedRunEvent[], result?: RunResult, st
     const route = routeOf(call.route);
     route.requests += 1;
     route.outcomes[call.outcome] += 1;
-    addSpend(spend, call);
-    addSpend(getOr(byModel, call.modelName ?? call.route, zeroSpend), call);
-    const task = taskOf(call.taskId);
-    task.requests += 1;
-    addSpend(task.spend, call);
   }
   for (const key of keys.values()) {
     key.backoff = mergeSpans(key.backoff);
     layoutKey(key);
   }
 
-  const stages = new Map<string, StageReport>();
-  const byStatus = zeroStatuses();
-  for (const task of tasks.values()) {
-    task.stage = stage(task.id, task.modelName);
-    byStatus[task.status] += 1;
-    const s = getOr(stages, task.stage, () => ({ stage: task.stage, tasks: 0, byStatus: zeroStatuses(), attempts: 0, retries: 0, spend: zeroSpend() }));
-    s.tasks += 1;
-    s.byStatus[task.status] += 1;
-    s.attempts += task.attempts;
-    s.retries += task.retries;
-    s.spend.requests += task.spend.requests;
-    s.spend.usage = addUsage(s.spend.usage, task.spend.usage);
-    s.spend.unpriced += task.spend.unpriced;
-    if (task.spend.costUsd !== null) s.spend.costUsd = round8((s.spend.costUsd ?? 0) + task.spend.costUsd);
-    if (task.firstStart !== undefined) s.firstStart = Math.min(s.firstStart ?? Infinity, task.firstStart);
-    if (task.lastEnd !== undefined) s.lastEnd = Math.max(s.lastEnd ?? -Infinity, task.lastEnd);
-  }
-  const taskCount = result?.totals.tasks ?? started?.tasks ?? tasks.size;
-  // Tasks the stream never named (a run cut short before they were queued).
-  byStatus.unfinished += Math.max(0, taskCount - tasks.size);
-
+  const counts = book.counts;
+  const views = taskViews(book, facts, live, stage);
   const model: ReportModel = {
     ...analyzeExtras(events, calls, result),
     models,
-    status: result?.status ?? runStatus ?? (cancelReason !== undefined ? 'cancelled' : 'unfinished'),
+    status: result?.status ?? runStatus ?? (cancelReason !== undefined ? 'cancelled' : live ? 'running' : 'unfinished'),
     origin,
     makespanMs: result?.totals.durationMs ?? endAt,
-    taskCount,
-    byStatus,
-    requests: calls.length,
-    retries,
+    live,
+    counts,
+    taskCount: counts.tasks,
+    byStatus: shownStatuses(counts.byStatus, live),
+    requests: counts.requests,
+    retries: counts.retries,
     compactions,
-    spend,
+    spend: spendOf(counts),
     calls,
     unmatchedReplies,
     keys: [...keys.values()],
     routes: [...routes.values()],
-    byModel: [...byModel.entries()],
-    // Pipeline order: by first start; stages that never started last.
-    stages: [...stages.values()].sort((a, b) => (a.firstStart ?? Infinity) - (b.firstStart ?? Infinity)),
-    tasks: [...tasks.values()],
+    byModel: views.byModel,
+    stages: views.stages,
+    tasks: views.tasks,
     tools: [...tools.values()].sort((a, b) => a.name.localeCompare(b.name)),
     errorCodes: [...errorCodes.entries()].sort((a, b) => b[1] - a[1]),
   };

@@ -111,7 +111,8 @@ export function renderTimeline(model: ReportModel): Timeline {
     axis.push(`<text class="tick" x="${Math.min(PLOT_W - 2, px + 3)}" y="15"${px > PLOT_W - 40 ? ' text-anchor="end"' : ''}>${per < 1000 ? (ms / 1000).toFixed(1) : Math.round(ms / 1000)} s</text>`);
   }
 
-  const legend = OUTCOMES.map((o) => {
+  // Calls in flight exist only while the run goes.
+  const legend = OUTCOMES.filter((o) => o !== 'inflight' || model.live).map((o) => {
     const n = model.calls.filter((c) => c.outcome === o).length;
     return `<span><i class="sw" style="background:${OUTCOME_STYLE[o].color}"></i>${OUTCOME_STYLE[o].label} <b>${n}</b></span>`;
   }).join('') +

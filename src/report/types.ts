@@ -3,12 +3,17 @@
  * two rules that classify things (a call's outcome, a task's stage).
  */
 import type { ErrorInfo, RunEvent, Usage } from '../../machines/protocol.js';
-import { isFinal, TASK_STATUSES, type FinalTaskStatus } from '../../machines/tasks/lifecycle.js';
+import type { RunCounts } from '../../machines/tasks/counts.js';
+import type { FinalTaskStatus } from '../../machines/tasks/lifecycle.js';
 import type { Extras } from './extras.js';
 
-/** How a model call ended, as the timeline colours it. `server` is 5xx: server_error and overloaded. */
-export type Outcome = 'ok' | 'rate_limited' | 'server' | 'timeout' | 'network' | 'other';
-export const OUTCOMES: readonly Outcome[] = ['ok', 'rate_limited', 'server', 'timeout', 'network', 'other'];
+/**
+ * How a model call ended, as the timeline colours it. `server` is 5xx: server_error and
+ * overloaded. `inflight`: no reply yet while the run goes; `other` takes a call that never had
+ * one in a stream that ended (the run was cut short).
+ */
+export type Outcome = 'ok' | 'rate_limited' | 'server' | 'timeout' | 'network' | 'other' | 'inflight';
+export const OUTCOMES: readonly Outcome[] = ['ok', 'rate_limited', 'server', 'timeout', 'network', 'other', 'inflight'];
 
 export type Price = { input: number; output: number; cacheWrite?: number; cacheRead?: number };
 export type Started = Extract<RunEvent, { type: 'run:started' }>;
@@ -101,15 +106,21 @@ export interface ToolReport {
   denied: number;
 }
 
-/** A task's final status (the lifecycle's), or `unfinished` when the stream ends before it has one. */
-export type FinalStatus = FinalTaskStatus | 'unfinished';
-export const FINAL_STATUSES: readonly FinalStatus[] = [...(TASK_STATUSES.filter(isFinal) as FinalTaskStatus[]), 'unfinished'];
+/**
+ * A task's status as a report shows it: its final status (the lifecycle's); while the run goes,
+ * `running` or `waiting` (pending or queued); in a stream that ended without it (the run was cut
+ * short), `unfinished`.
+ */
+export type ShownStatus = FinalTaskStatus | 'running' | 'waiting' | 'unfinished';
+export const SHOWN_STATUSES: readonly ShownStatus[] = ['completed', 'failed', 'skipped', 'cancelled', 'running', 'waiting', 'unfinished'];
 
 export interface TaskReport {
   id: string;
   stage: string;
   modelName?: string;
-  status: FinalStatus;
+  status: ShownStatus;
+  /** A map or reduce that expanded: its items or groups are the tasks (counted apart). */
+  container: boolean;
   attempts: number;
   retries: number;
   requests: number;
@@ -123,7 +134,7 @@ export interface TaskReport {
 export interface StageReport {
   stage: string;
   tasks: number;
-  byStatus: Record<FinalStatus, number>;
+  byStatus: Record<ShownStatus, number>;
   attempts: number;
   retries: number;
   spend: Spend;
@@ -140,8 +151,14 @@ export interface ReportModel extends Extras {
   /** Epoch ms of time 0. */
   origin: number;
   makespanMs: number;
+  /** The run is still going (the live page): what has not ended is `running` or `waiting`. */
+  live: boolean;
+  /** The run's counts, as every surface adds them up (machines/tasks/counts.ts). */
+  counts: RunCounts;
+  /** Tasks, containers left out (`counts.tasks`). */
   taskCount: number;
-  byStatus: Record<FinalStatus, number>;
+  /** Tasks per status as shown: they sum to `taskCount`. */
+  byStatus: Record<ShownStatus, number>;
   requests: number;
   retries: number;
   compactions: number;

@@ -25,8 +25,9 @@ function taskAnchor(m: ReportModel, id: string): string {
   return map.get(id) ?? '';
 }
 
-/** A task's state for colouring: its final status, or `running` once it started. */
+/** A task's state for colouring: its final status, `running`, or `pending` while it waits. */
 function stateOf(t: ReportModel['tasks'][number]): string {
+  if (t.status === 'waiting') return 'pending';
   return t.status === 'unfinished' ? (t.firstStart !== undefined ? 'running' : 'pending') : t.status;
 }
 
@@ -90,7 +91,9 @@ export function taskList(m: ReportModel): string {
         : t.skippedReason
           ? `<p class="note">skipped: ${esc(t.skippedReason)}</p>`
           : '';
-    const facts = [st, t.modelName ?? '', `${int(t.attempts)} attempt${t.attempts === 1 ? '' : 's'}`, usd(t.spend.costUsd), t.firstStart !== undefined && t.lastEnd !== undefined ? duration(t.lastEnd - t.firstStart) : ''].filter(Boolean);
+    // A container runs no attempt: its items or groups are the tasks.
+    const tries = t.container ? 'container' : `${int(t.attempts)} attempt${t.attempts === 1 ? '' : 's'}, ${int(t.requests)} request${t.requests === 1 ? '' : 's'}`;
+    const facts = [st, t.modelName ?? '', tries, usd(t.spend.costUsd), t.firstStart !== undefined && t.lastEnd !== undefined ? duration(t.lastEnd - t.firstStart) : ''].filter(Boolean);
     return `<details class="task" id="${taskAnchor(m, t.id)}"><summary><span class="pill s-${st}">${st}</span> <code>${esc(t.id)}</code> <span class="facts">${esc(facts.slice(1).join(' · '))}</span></summary>${body}</details>`;
   });
   const more = m.tasks.length - rows.length;

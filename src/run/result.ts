@@ -2,7 +2,7 @@
  * The public result of a run from the supervisor's output: what each task cost, and structured
  * outputs as their parsed values.
  */
-import type { RunResult } from '../../machines/tasks/results.js';
+import { countsOfResult, type RunResult } from '../../machines/tasks/results.js';
 import { costOf } from '../cost/price.js';
 import { priceOf } from '../cost/prices.js';
 import type { Plan } from '../plan/index.js';
@@ -22,9 +22,8 @@ function withParsedOutputs(result: RunResult, plan: Plan): RunResult {
   return result;
 }
 
-/** Adds what each task cost (its model's price times its usage) and the total. */
+/** Adds what each task cost (its model's price times its usage) and the total (counted as every surface counts it). */
 function priced(result: RunResult, plan: Plan): RunResult {
-  let total: number | null = null;
   for (const task of Object.values(result.tasks)) {
     // The agents priced each call at the model that served it; what they could not price (a task
     // that never called, or a model without a price) is priced here from its usage, or unknown.
@@ -32,8 +31,7 @@ function priced(result: RunResult, plan: Plan): RunResult {
       const model = plan.models[task.model];
       task.costUsd = task.requests === 0 ? 0 : costOf(task.usage, model ? priceOf(model.model, model.price) : undefined);
     }
-    if (task.costUsd !== null) total = (total ?? 0) + task.costUsd;
   }
-  result.totals.costUsd = total === null ? null : Math.round(total * 1e8) / 1e8;
+  result.totals.costUsd = countsOfResult(result).costUsd;
   return result;
 }

@@ -5,19 +5,19 @@
  * comparison. It serializes nothing but what is stored anyway (a task's usage, its error).
  *
  *   task:started    -> taskStarted (route: the event's `<provider>/<model>`, else the plan model)
- *   task:completed  -> taskCompleted (batched)
- *   task:failed     -> taskFailed, final = !willRetry; a rejected answer (`output`) with its problems
+ *   task:completed  -> taskCompleted (batched), with the task's usage over all its attempts
+ *   task:failed     -> taskCounters, then taskFailed, final = !willRetry; a rejected answer (`output`) with its problems
  *   task:skipped    -> taskFinal('skipped', reason)
- *   task:cancelled  -> taskFinal('cancelled', 'cancelled')
+ *   task:cancelled  -> taskCounters (an attempt was in flight), then taskFinal('cancelled', 'cancelled')
  *   model:response  -> recordSpend, when the call was priced (`costUsd`)
  *   task:reviewed   -> the reviewer's rounds (setTaskExtra); a revision also ends the review's
- *                      attempt and reopens the reviewed task with its feedback (durable)
+ *                      attempt (with its counters) and reopens the reviewed task with its feedback (durable)
  *   anything else   -> nothing
  *
  * The runtime calls the store itself for what events do not carry: addTasks (a planner's
  * sub-tasks, with their specs), recordToolResult, setRunStatus.
  */
-import type { RunEvent } from '../../machines/protocol.js';
+import { ZERO_USAGE, type RunEvent, type TaskCounters } from '../../machines/protocol.js';
 import type { ReviewExtra, Store } from './types.js';
 
 /**
@@ -45,7 +45,7 @@ export class Journal {
           event.taskId,
           event.attempt,
           event.output,
-          event.usage,
+          event.taskUsage ?? event.usage,
           event.costUsd ?? null,
           event.requests ?? 0,
           event.retries ?? 0,
@@ -54,6 +54,8 @@ export class Journal {
         return;
       case 'task:failed': {
         const at = event.at ?? Date.now();
+        // Before the failure: a final one is durable now, and commits what is pending with it.
+        this.counters(event, at);
         if (event.output === undefined) return this.store.taskFailed(this.runId, event.taskId, event.attempt, event.error, !event.willRetry, at);
         // A rejected answer: kept with its problems, as the run table keeps them for the retry's prompt.
         const rejected = { output: event.output, code: event.error.code, problems: event.error.problems ?? [event.error.message] };
@@ -64,6 +66,7 @@ export class Journal {
         this.store.taskFinal(this.runId, event.taskId, 'skipped', event.reason, event.at ?? Date.now());
         return;
       case 'task:cancelled':
+        this.counters(event, event.at ?? Date.now());
         this.store.taskFinal(this.runId, event.taskId, 'cancelled', 'cancelled', event.at ?? Date.now());
         return;
       case 'model:response':
@@ -74,6 +77,7 @@ export class Journal {
         if (event.final) return;
         // The review's attempt is over (the reviewer waits for the new draft); its task is not.
         const at = event.at ?? Date.now();
+        this.counters(event, at);
         this.store.attemptEnded(this.runId, event.taskId, event.attempt, 'completed', at);
         const extra: ReviewExtra = { rounds: event.round, feedback: { round: event.round, maxRounds: event.maxRounds, findings: event.findings ?? '' } };
         this.store.taskReopened(this.runId, event.target, extra, at);
@@ -82,5 +86,11 @@ export class Journal {
       default:
         return;
     }
+  }
+
+  /** The task's counters an event carries (an attempt ended without completing it), if it carries them. */
+  private counters(event: Partial<TaskCounters> & { taskId: string }, at: number): void {
+    if (event.requests === undefined) return;
+    this.store.taskCounters(this.runId, event.taskId, event.requests, event.retries ?? 0, event.taskUsage ?? ZERO_USAGE, at);
   }
 }

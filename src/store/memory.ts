@@ -174,6 +174,11 @@ export class MemoryStore implements Store {
     Object.assign(this.attempt(runId, taskId, attempt, at), { endedAt: at, status: 'failed' });
   }
 
+  taskCounters(runId: string, taskId: string, requests: number, retries: number, usage: Usage, at: number): void {
+    this.open();
+    Object.assign(this.task(runId, taskId, at), { requests, retries, usageJson: toJson(usage), updatedAt: at });
+  }
+
   taskFinal(runId: string, taskId: string, status: 'skipped' | 'cancelled', reason: string, at: number): void {
     this.open();
     const task = this.task(runId, taskId, at);

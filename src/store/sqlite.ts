@@ -194,6 +194,13 @@ export class SqliteStore implements Store {
     else this.writes.batched('record task failure', runId, taskId, body);
   }
 
+  taskCounters(runId: string, taskId: string, requests: number, retries: number, usage: Usage, at: number): void {
+    const usageJson = toJson(usage);
+    this.writes.batched('record task counters', runId, taskId, () => {
+      this.st.taskCounters.run(requests, retries, usageJson, at, runId, taskId);
+    });
+  }
+
   taskFinal(runId: string, taskId: string, status: 'skipped' | 'cancelled', reason: string, at: number): void {
     this.writes.batched(`record task ${status}`, runId, taskId, () => {
       this.st.taskFinal.run(runId, taskId, status, reason, at);

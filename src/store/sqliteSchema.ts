@@ -198,6 +198,8 @@ export function prepare(db: SqlDatabase, version: number, readOnly: boolean) {
        ON CONFLICT (run_id, task_id) DO UPDATE SET status = excluded.status, attempts = max(attempts, excluded.attempts),
          error_json = excluded.error_json, output = excluded.output, rejected_json = excluded.rejected_json, updated_at = excluded.updated_at`,
     ),
+    /** An attempt ended without completing its task: the task's counters over all its attempts. */
+    taskCounters: w('UPDATE tasks SET requests = ?, retries = ?, usage_json = ?, updated_at = ? WHERE run_id = ? AND task_id = ?'),
     taskFinal: w(
       `INSERT INTO tasks (run_id, task_id, status, reason, updated_at) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (run_id, task_id) DO UPDATE SET status = excluded.status, reason = excluded.reason, updated_at = excluded.updated_at`,

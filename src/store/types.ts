@@ -288,6 +288,11 @@ export interface Store {
    * without one leaves both as they were, as the run table does).
    */
   taskFailed(runId: string, taskId: string, attempt: number, error: unknown, final: boolean, at: number, rejected?: RejectedAnswer & { output: string }): void;
+  /**
+   * The task's counters over all its attempts (every life of the run), as an attempt ends without
+   * completing it (failed, cancelled, a review sent back): requests, retries and usage. Batched.
+   */
+  taskCounters(runId: string, taskId: string, requests: number, retries: number, usage: Usage, at: number): void;
   /** Task row -> `skipped` or `cancelled` with the reason; an attempt still open ends `cancelled`. Batched. */
   taskFinal(runId: string, taskId: string, status: 'skipped' | 'cancelled', reason: string, at: number): void;
   /**

@@ -23,7 +23,8 @@ describe('swarmstate show', () => {
     for (const id of ['outline', 'intro', 'body', 'final']) {
       const firstLine = result.tasks[id]!.output.trim().split('\n')[0]!;
       const row = table.stdout.split('\n').find((l) => l.startsWith(`${id} `));
-      expect(row, id).toMatch(new RegExp(`^${id} +completed +1 +\\$[\\d.]+  `));
+      // attempts, requests, cost
+      expect(row, id).toMatch(new RegExp(`^${id} +completed +1 +1 +\\$[\\d.]+  `));
       // One line each, cut to the width: the start of the output's first line.
       expect(firstLine.startsWith(row!.split(/\$[\d.]+  /)[1]!.replace(/…$/, ''))).toBe(true);
     }
@@ -39,7 +40,7 @@ describe('swarmstate show', () => {
     expect(json.status).toBe('completed');
     expect(json.tasks.map((t) => t.id)).toEqual(['outline', 'intro', 'body', 'final']);
     for (const t of json.tasks) {
-      expect(t).toMatchObject({ status: 'completed', attempts: 1, output: result.tasks[t.id]!.output });
+      expect(t).toMatchObject({ status: 'completed', attempts: 1, requests: 1, retries: 0, output: result.tasks[t.id]!.output });
       expect(t.costUsd).toBeCloseTo(result.tasks[t.id]!.costUsd, 10);
     }
 
@@ -69,7 +70,7 @@ describe('swarmstate show', () => {
     const dead = await cli(['show', runId, '--store', store]);
     expect(dead.code).toBe(0);
     expect(dead.stdout).toMatch(new RegExp(`^run ${runId}  interrupted  0/2 done`));
-    expect(dead.stdout).toMatch(/^b +pending +0 +-$/m);
+    expect(dead.stdout).toMatch(/^b +pending +0 +0 +-$/m);
   });
 });
 

@@ -7,8 +7,8 @@ import type { TimedRunEvent } from '../../src/swarm.js';
 
 const use = (inputTokens: number, outputTokens: number, cacheReadTokens = 0, cacheWriteTokens = 0): Usage => ({ inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens });
 
-function task(id: string, model: string, status: TaskResult['status'], usage: Usage, requests: number, costUsd?: number | null): TaskResult {
-  const t: TaskResult = { id, status, attempts: 1, model, usage, requests, retries: 0 };
+function task(id: string, model: string, status: TaskResult['status'], usage: Usage, requests: number, costUsd?: number | null, retries = 0): TaskResult {
+  const t: TaskResult = { id, status, attempts: status === 'skipped' ? 0 : 1, model, usage, requests, retries };
   if (costUsd !== undefined) t.costUsd = costUsd;
   if (status === 'failed') t.error = { code: 'bad_request', message: 'HTTP 400: bad', retryable: false };
   return t;
@@ -18,10 +18,10 @@ function task(id: string, model: string, status: TaskResult['status'], usage: Us
 function twoModelResult(priced: boolean): RunResult {
   const cost = (usd: number) => (priced ? usd : undefined);
   const tasks = [
-    task('a', 'fast', 'completed', use(1000, 200, 3000, 500), 2, cost(0.0025)),
+    task('a', 'fast', 'completed', use(1000, 200, 3000, 500), 2, cost(0.0025), 1),
     task('b', 'fast', 'completed', use(2000, 100), 1, cost(0.0025)),
     task('c', 'fast', 'failed', use(0, 0), 1, cost(0)),
-    task('d', 'smart', 'completed', use(4000, 1000, 1000), 3, cost(0.0273)),
+    task('d', 'smart', 'completed', use(4000, 1000, 1000), 3, cost(0.0273), 1),
     task('e', 'smart', 'skipped', use(0, 0), 0, cost(0)),
   ];
   return {
@@ -34,6 +34,8 @@ function twoModelResult(priced: boolean): RunResult {
       failed: 1,
       skipped: 1,
       cancelled: 0,
+      containers: 0,
+      attempts: 4,
       requests: 7,
       retries: 2,
       usage: use(7000, 1300, 4000, 500),
@@ -69,7 +71,7 @@ const events: TimedRunEvent[] = (
 ).map((e, i) => ({ ...e, at: i * 10 }) as TimedRunEvent);
 
 describe('formatSummaryTable', () => {
-  it('lists tasks by status, requests, 429s, retries, cache read share, tool sharing, makespan and cost per model and in total', () => {
+  it('lists tasks by status, attempts, requests, 429s, retries, cache read share, tool sharing, makespan and cost per model and in total', () => {
     expect(formatSummaryTable(twoModelResult(true), events).split('\n')).toEqual([
       'status       partial (run r1)',
       'tasks        5',
@@ -77,6 +79,7 @@ describe('formatSummaryTable', () => {
       '  failed     1',
       '  skipped    1',
       '  cancelled  0',
+      'attempts     4',
       'requests     7',
       '429s         2',
       'retries      2',
@@ -95,9 +98,9 @@ describe('formatSummaryTable', () => {
 
   it('works from the result alone: what only events know says so, the rest is the same', () => {
     const lines = formatSummaryTable(twoModelResult(true)).split('\n');
-    expect(lines[7]).toBe('429s         n/a (no events)');
-    expect(lines[10]).toBe('tools        n/a (no events)');
-    expect(lines.slice(13, 17)).toEqual([
+    expect(lines[8]).toBe('429s         n/a (no events)');
+    expect(lines[11]).toBe('tools        n/a (no events)');
+    expect(lines.slice(14, 18)).toEqual([
       'model  route  tasks  requests  input  output  cache read  cache write     cost',
       'fast              3         4  3,000     300       3,000          500  $0.0050',
       'smart             2         3  4,000   1,000       1,000            0  $0.0273',
@@ -108,12 +111,12 @@ describe('formatSummaryTable', () => {
   it('prices a result that carries no cost from the prices in run:started, and says unknown without either', () => {
     const fromEvents = formatSummaryTable(twoModelResult(false), events).split('\n');
     // fast: (3,000 x $1 + 300 x $5 + 3,000 x $0.10 + 500 x $1.25) / 1M; smart: (4,000 x $3 + 1,000 x $15 + 1,000 x $0.30) / 1M.
-    expect(fromEvents[14]).toMatch(/ \$0\.0054$/);
-    expect(fromEvents[15]).toMatch(/ \$0\.0273$/);
-    expect(fromEvents[16]).toMatch(/ \$0\.0327$/);
+    expect(fromEvents[15]).toMatch(/ \$0\.0054$/);
+    expect(fromEvents[16]).toMatch(/ \$0\.0273$/);
+    expect(fromEvents[17]).toMatch(/ \$0\.0327$/);
     const alone = formatSummaryTable(twoModelResult(false)).split('\n');
-    expect(alone[14]).toMatch(/ unknown$/);
-    expect(alone[16]).toMatch(/ unknown$/);
+    expect(alone[15]).toMatch(/ unknown$/);
+    expect(alone[17]).toMatch(/ unknown$/);
   });
 
   it('says none for a run that called no tools, and lists at most ten failures', () => {
@@ -123,6 +126,30 @@ describe('formatSummaryTable', () => {
     expect(text).toContain('\ntools        none\n');
     expect(text.split('\n').filter((l) => l.startsWith('failed '))).toHaveLength(10);
     expect(text.endsWith('... and 3 more failed')).toBe(true);
+  });
+
+  it('counts a map that expanded as a container, apart from its items, the tasks (from the tasks, not from totals given)', () => {
+    const item = (id: string) => task(id, 'fast', 'completed', use(100, 10), 1, 0.0002);
+    const mp: TaskResult = { ...task('mp', 'fast', 'completed', use(0, 0), 0, 0), attempts: 0, container: true, subtasks: ['mp/0', 'mp/1'] };
+    const result: RunResult = {
+      runId: 'r2',
+      status: 'completed',
+      tasks: { mp, 'mp/0': item('mp/0'), 'mp/1': item('mp/1') },
+      // As a result from elsewhere may say it: the container counted as a task, with 2 attempts.
+      totals: { tasks: 3, completed: 3, failed: 0, skipped: 0, cancelled: 0, containers: 0, attempts: 4, requests: 2, retries: 0, usage: use(200, 20), durationMs: 10, costUsd: 0.0004 },
+    };
+    const lines = formatSummaryTable(result).split('\n');
+    expect(lines.slice(1, 9)).toEqual([
+      'tasks        2',
+      '  completed  2',
+      '  failed     0',
+      '  skipped    0',
+      '  cancelled  0',
+      'containers   1 (1 completed; maps and reduces that expanded: their items and groups are the tasks)',
+      'attempts     2',
+      'requests     2',
+    ]);
+    expect(lines.find((l) => l.startsWith('total'))).toBe('total             2         2    200      20           0            0  $0.000400');
   });
 
   it('says how many item outputs a map with dedupe dropped', () => {

@@ -92,7 +92,7 @@ describe('at the terminal', () => {
       tasks: {
         a: { id: 'a', status: 'failed', attempts: 1, model: 'fast', usage, requests: 1, retries: 0, error: { code: 'bad_request', message: HOSTILE, retryable: false } },
       },
-      totals: { tasks: 1, completed: 0, failed: 1, skipped: 0, cancelled: 0, requests: 1, retries: 0, usage, durationMs: 10 },
+      totals: { tasks: 1, completed: 0, failed: 1, skipped: 0, cancelled: 0, containers: 0, attempts: 1, requests: 1, retries: 0, usage, durationMs: 10 },
     };
     const table = formatSummaryTable(result, failedEvents());
     expect(table).not.toMatch(CONTROL_BUT_NEWLINE);

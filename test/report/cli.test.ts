@@ -79,7 +79,7 @@ describe('readEvents and swarmstate report', () => {
 
   it('uses the result file for the final statuses when given', async () => {
     const events = await file('run2.ndjson', lines.join('\n'));
-    const result = await file('result.json', JSON.stringify({ runId: 'r-cli', status: 'completed', tasks: { 'a.b': { id: 'a.b', status: 'completed', attempts: 1, model: 'x', usage: {}, requests: 1, retries: 0 } }, totals: { tasks: 1, completed: 1, failed: 0, skipped: 0, cancelled: 0, requests: 1, retries: 0, usage: {}, durationMs: 100, costUsd: 0.5 } }));
+    const result = await file('result.json', JSON.stringify({ runId: 'r-cli', status: 'completed', tasks: { 'a.b': { id: 'a.b', status: 'completed', attempts: 1, model: 'x', usage: {}, requests: 1, retries: 0, costUsd: 0.5 } }, totals: { tasks: 1, completed: 1, failed: 0, skipped: 0, cancelled: 0, containers: 0, attempts: 1, requests: 1, retries: 0, usage: {}, durationMs: 100, costUsd: 0.5 } }));
     const out = join(dir, 'with-result.html');
     expect((await runReport([events, '-o', out, '--result', result])).code).toBe(0);
     expect(await readFile(out, 'utf8')).toContain('$0.5000');

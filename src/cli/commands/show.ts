@@ -1,7 +1,10 @@
 /**
  * `swarmstate show <runId> [taskId...]`: a run's tasks as its journal has them, finished or still
- * running: status, attempts, cost and output (one line each in the table, whole for named tasks).
+ * running: status, attempts, requests, cost and output (one line each in the table, whole for
+ * named tasks). The counts are added up as every surface adds them (machines/tasks/counts.ts).
  */
+import { countTasks, tallyCost, type RunCounts, type TaskTally } from '../../../machines/tasks/counts.js';
+import { journalTallies } from '../../run/journaled.js';
 import { openStoreToRead, type Store, type TaskRow } from '../../store/index.js';
 import { EXIT } from '../exit.js';
 import { columns, fit, formatInt, formatUsd } from '../format.js';
@@ -13,7 +16,12 @@ import { usageError, type Command, type IO } from './command.js';
 export interface ShownTask {
   id: string;
   status: string;
+  /** Agents started for it (0 for a container). */
   attempts: number;
+  requests: number;
+  retries: number;
+  /** A map or reduce that expanded: its items or groups are the tasks (counted apart). */
+  container?: true;
   costUsd: number | null;
   output: string | null;
   error: unknown;
@@ -27,13 +35,13 @@ export const show: Command = {
   summary: "Show a run's tasks from its journal: status, attempts, cost and output.",
   usage: `Usage: swarmstate show <runId> [taskId...] [--store <file>] [--json]
 
-Shows a run's tasks as its journal has them, while it runs or after: status, attempts, cost and
-output. Without task ids, a table with each output cut to one line; with task ids, those tasks
-with their whole output (or error). A run no live process holds shows \`interrupted\`.
+Shows a run's tasks as its journal has them, while it runs or after: status, attempts, requests,
+cost and output. Without task ids, a table with each output cut to one line; with task ids, those
+tasks with their whole output (or error). A run no live process holds shows \`interrupted\`.
 
 Options:
   --store <file>     The journal. Default $SWARMSTATE_STORE, else .swarmstate/runs.db.
-  --json             {"runId", "status", "costUsd", "tasksTotal", "tasksDone", "tasks": [...]} on stdout.
+  --json             {"runId", "status", "costUsd", "tasksTotal", "tasksDone", "totals", "tasks": [...]} on stdout.
   -h, --help         This help.`,
   options: { store: { type: 'string' }, json: { type: 'boolean', default: false } },
   maxPositionals: Infinity,
@@ -57,15 +65,18 @@ Options:
       }
       // A run journaled as running that no live process holds died: as `swarmstate runs` says it.
       const status = record.status === 'running' && !store.isHeld(runId) ? 'interrupted' : record.status;
-      const tasks = tasksOf(record.plan, store.loadTasks(runId), store.spent(runId).byTask);
+      const rows = store.loadTasks(runId);
+      const tallies = journalTallies(record.plan, rows, store.loadAttempts(runId), store.spent(runId).byTask);
+      const counts = countTasks(tallies);
+      const tasks = tasksOf(rows, tallies);
       const unknown = taskIds.filter((id) => !tasks.some((t) => t.id === id));
       if (unknown.length > 0) {
         io.err.write(`swarmstate show: run ${visible(runId)} has no task ${unknown.map((id) => `"${visible(id)}"`).join(', ')} (\`swarmstate show ${visible(runId)}\` lists its tasks)\n`);
         return EXIT.invalid;
       }
       const shown = taskIds.length > 0 ? taskIds.map((id) => tasks.find((t) => t.id === id)!) : tasks;
-      const head = { runId, status, costUsd: record.costUsd, tasksTotal: record.tasksTotal, tasksDone: record.tasksDone, source: record.source };
-      if (args.values.json) io.out.write(jsonForTerminal({ ...head, tasks: shown }) + '\n');
+      const head = { runId, status, costUsd: counts.costUsd, tasksTotal: counts.tasks, tasksDone: counts.byStatus.completed, source: record.source };
+      if (args.values.json) io.out.write(jsonForTerminal({ ...head, totals: totalsOf(counts), tasks: shown }) + '\n');
       else if (taskIds.length > 0) io.out.write(shown.map(taskBlock).join('\n') + '\n');
       else io.out.write(table(head, shown, widthOf(io)) + '\n');
       return EXIT.ok;
@@ -78,17 +89,22 @@ Options:
   },
 };
 
+/** The run's counts as `show --json` gives them (the names of a result's totals). */
+function totalsOf(c: RunCounts) {
+  const { completed, failed, skipped, cancelled } = c.byStatus;
+  return { tasks: c.tasks, completed, failed, skipped, cancelled, containers: c.containers, attempts: c.attempts, requests: c.requests, retries: c.retries, usage: c.usage, costUsd: c.costUsd };
+}
+
 /** The journal's rows, and the plan's tasks that have none yet (not started) as `pending`, in plan order. */
-function tasksOf(plan: unknown, rows: TaskRow[], spentByTask: Record<string, number>): ShownTask[] {
+function tasksOf(rows: TaskRow[], tallies: ReadonlyMap<string, TaskTally>): ShownTask[] {
   const byId = new Map(rows.map((r) => [r.taskId, r]));
-  const planned = ((plan as { tasks?: { id?: unknown }[] } | null)?.tasks ?? []).map((t) => t?.id).filter((id): id is string => typeof id === 'string');
-  const ids = [...planned, ...rows.map((r) => r.taskId).filter((id) => !planned.includes(id))];
-  return ids.map((id) => {
+  return [...tallies].map(([id, t]) => {
     const r = byId.get(id);
-    if (!r) return { id, status: 'pending', attempts: 0, costUsd: null, output: null, error: null, reason: null, parent: null };
-    // A completion event may come before its price is known: the spend journaled for its calls then.
-    const cost = r.costUsd ?? (Object.hasOwn(spentByTask, id) ? spentByTask[id]! : null);
-    return { id, status: r.status, attempts: r.attempts, costUsd: cost, output: r.output, error: r.error ?? null, reason: r.reason, parent: r.parent };
+    // Nothing sent, nothing to price; a call without a price, an unknown cost.
+    const cost = t.requests === 0 ? null : tallyCost(t);
+    const task: ShownTask = { id, status: t.status, attempts: t.attempts, requests: t.requests, retries: t.retries, costUsd: cost, output: r?.output ?? null, error: r?.error ?? null, reason: r?.reason ?? null, parent: r?.parent ?? null };
+    if (t.container) task.container = true;
+    return task;
   });
 }
 
@@ -117,9 +133,11 @@ function summaryOf(t: ShownTask): string {
   return errorSummary(t) ?? t.reason ?? '';
 }
 
-function table(head: { runId: string; status: string; costUsd: number; tasksTotal: number; tasksDone: number; source: string | null }, tasks: ShownTask[], width: number): string {
-  const rows = tasks.map((t) => [visible(t.id), t.status, formatInt(t.attempts), t.costUsd === null ? '-' : formatUsd(t.costUsd)]);
-  const lined = columns([['task', 'status', 'attempts', 'cost'], ...rows], ['left', 'left', 'right', 'right']);
+function table(head: { runId: string; status: string; costUsd: number | null; tasksTotal: number; tasksDone: number; source: string | null }, tasks: ShownTask[], width: number): string {
+  // A container runs no attempt and sends nothing: its items or groups are the tasks.
+  const own = (t: ShownTask, n: number) => (t.container ? '-' : formatInt(n));
+  const rows = tasks.map((t) => [visible(t.id), t.status, own(t, t.attempts), own(t, t.requests), t.costUsd === null ? '-' : formatUsd(t.costUsd)]);
+  const lined = columns([['task', 'status', 'attempts', 'requests', 'cost'], ...rows], ['left', 'left', 'right', 'right', 'right']);
   const used = Math.max(...lined.map((l) => l.length));
   const room = Math.max(20, width - used - 2);
   const out = lined.map((line, i) => (i === 0 ? `${line.padEnd(used)}  output` : `${line.padEnd(used)}  ${fit(visible(summaryOf(tasks[i - 1]!)), room)}`.trimEnd()));
@@ -130,7 +148,8 @@ function table(head: { runId: string; status: string; costUsd: number; tasksTota
 /** A named task in full: a heading line, then its output (or error) as it is, line breaks kept. */
 function taskBlock(t: ShownTask): string {
   const cost = t.costUsd === null ? '' : `  ${formatUsd(t.costUsd)}`;
-  const lines = [`== ${visible(t.id)}  ${t.status}  ${t.attempts} attempt${t.attempts === 1 ? '' : 's'}${cost}`];
+  const tries = t.container ? 'container' : `${t.attempts} attempt${t.attempts === 1 ? '' : 's'}, ${t.requests} request${t.requests === 1 ? '' : 's'}`;
+  const lines = [`== ${visible(t.id)}  ${t.status}  ${tries}${cost}`];
   if (rejectedAnswer(t)) lines.push(`error: ${visible(errorSummary(t)!)}`, 'rejected answer:', visibleLines(t.output!));
   else if (t.output !== null) lines.push(visibleLines(t.output));
   else if (t.error) lines.push(`error: ${visible(summaryOf(t))}`);
