@@ -2,7 +2,7 @@
  * One module per command: each parses only its own flags (another command's flag is refused in
  * one line naming the command's help), `help <cmd>` and `<cmd> --help` print that command's help,
  * `validate --json`, `machines --json`, `--verbose`, and --json's lines on stderr. The built CLI
- * as a child process (npm run build first), plus the registry itself for what needs no process.
+ * as a child process (the build the global setup keeps current), plus the registry itself for what needs no process.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,7 +1,7 @@
 /**
  * `--stream`: each task's streamed text as whole lines prefixed by its task id. The line buffer
  * on pieces cut anywhere and interleaved (pure), its place above the live view, and the built CLI
- * as a child process (npm run build first) against the embedded simulator.
+ * as a child process (the build the global setup keeps current) against the embedded simulator.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

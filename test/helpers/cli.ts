@@ -1,6 +1,7 @@
 /**
- * The CLI as the tests drive it: a child process running bin/swarmstate.js (run `npm run build`
- * first), to the end (`cli`) or to be watched and signalled (`start`).
+ * The CLI as the tests drive it: a child process running bin/swarmstate.js (on the build in dist/,
+ * which the suite's global setup, test/setup/build.ts, makes current), to the end (`cli`) or to be
+ * watched and signalled (`start`).
  */
 import { execFile, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
