@@ -182,6 +182,37 @@ describe('swarmstate CLI', () => {
     expect(runs.find((r: { id: string }) => r.id === result.runId)).toMatchObject({ status: 'cancelled' });
   });
 
+  it('a run refused at start prints why and nothing else: no resume hint, no progress line', async () => {
+    const store = join(dir, 'refused.db');
+    const plan = JSON.parse(readFileSync('examples/plans/hello.json', 'utf8'));
+    plan.tools = { servers: { gone: { command: join(dir, 'no-such-server') } } };
+    plan.tasks[0].tools = ['gone.look'];
+    const file = join(dir, 'refused.json');
+    writeFileSync(file, JSON.stringify(plan));
+    const refused = await cli(['run', file, '--store', store]);
+    expect(refused.code).toBe(2);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toBe(
+      `swarmstate: the plan's tools are not available:\n  tools.servers.gone: cannot connect: could not connect to MCP server "gone" (command "${join(dir, 'no-such-server')}"): spawn ${join(dir, 'no-such-server')} ENOENT\n`,
+    );
+    plan.tools = undefined;
+    plan.tasks[0].tools = undefined;
+    plan.tasks[0].model = 'nope';
+    writeFileSync(file, JSON.stringify(plan));
+    const invalid = await cli(['run', file, '--store', store]);
+    expect(invalid.code).toBe(2);
+    expect(invalid.stderr).toBe('invalid plan: 1 problem, fix it and run again\ntasks[0].model: unknown model "nope"\n');
+    // A run another process holds: the one line that says so.
+    const slow = start(['run', slowPlanFile(join(dir, 'held.json')), '--store', store]);
+    await until(() => /^run (\w+) /m.test(slow.out.stderr), 'the held run to start');
+    const runId = /^run (\w+) /m.exec(slow.out.stderr)![1]!;
+    const locked = await cli(['resume', runId, '--store', store]);
+    slow.child.kill('SIGTERM');
+    await slow.exit;
+    expect(locked.code).toBe(3);
+    expect(locked.stderr).toMatch(new RegExp(`^swarmstate: run ${runId} is already being run by process \\d+ on [^\\n]+; not starting it twice\\n$`));
+  });
+
   it('reads a plan saved with a UTF-8 byte order mark', async () => {
     const file = join(dir, 'bom.json');
     writeFileSync(file, '\uFEFF' + readFileSync('examples/plans/hello.json', 'utf8'));
