@@ -6,6 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isatty } from 'node:tty';
 import { packageRoot } from './demo.js';
 import { EXIT } from './exit.js';
 import { visible } from './terminal.js';
@@ -15,7 +16,12 @@ import { globalHelp } from './commands/help.js';
 
 export { EXIT };
 
-export async function main(argv: string[], io: IO = { out: process.stdout, err: process.stderr }): Promise<number> {
+/** The process's own streams; stdin is only asked whether it is a terminal (never read). */
+function processIO(): IO {
+  return { out: process.stdout, err: process.stderr, interactive: isatty(0) };
+}
+
+export async function main(argv: string[], io: IO = processIO()): Promise<number> {
   const [first, ...rest] = argv;
   if (first === undefined) {
     // Nothing asked: the help, but as a usage error (a script that forgot its command fails).

@@ -26,7 +26,7 @@ import { EXIT } from './exit.js';
 import { connectRedis } from './commands.js';
 import { createTextLines } from './stream.js';
 
-type IO = { out: NodeJS.WritableStream; err: NodeJS.WritableStream };
+import type { IO } from './commands/command.js';
 
 export async function loadPlan(path: string | undefined, err: NodeJS.WritableStream): Promise<unknown> {
   if (!path) {
@@ -72,7 +72,7 @@ export interface RunFlags {
 /** A new run of a plan (from its file), or a journaled run to resume (or to retry: its failures, or these tasks). */
 export type RunTarget = { plan: unknown; source: string } | { resume: string; retry?: string[] | 'all'; budgetUsd?: number; plan?: unknown; planFile?: string };
 
-export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
+export async function runPlan(target: RunTarget, flags: RunFlags, io: IO): Promise<number> {
   const plan = 'resume' in target ? undefined : target.plan;
   const storeSpec = storeSpecOf(flags.store);
   const journal = storeFileOf(storeSpec);
@@ -225,6 +225,7 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
   try {
     result = await run.result;
   } catch (error) {
+    await live?.close();
     if (error instanceof StoreError) {
       // The journal failed mid-run: the run stopped, what was committed is intact.
       io.err.write(`swarmstate: ${errorText(error)}\nthe run stopped; ${error.advice}, then: ${resumeCommand(run.id, flags)}\n`);
@@ -242,7 +243,6 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
     await writes;
     await swarm.close();
     await inspector?.stop();
-    await live?.close();
   }
   // A finished run resumed sends no events: its result is all there is.
   announce();
@@ -258,7 +258,29 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
   if (flags.json && !flags.quiet) io.err.write(`${endLine(result)}\n`);
   if (flags.json) io.out.write(jsonForTerminal(result) + '\n');
   else io.out.write(formatSummaryTable(result, seen) + '\n');
+  if (live) {
+    // A short run's page would be gone before it could be opened: someone at a terminal gets it
+    // until Ctrl-C. A script (stdin not a terminal) or --json (a result for a program) is not kept.
+    if (io.interactive === true && !flags.json) {
+      io.err.write(`live page: ${live.url} (serving the finished run; Ctrl-C to stop)\n`);
+      await (io.untilStopped ?? untilSignal)();
+    }
+    await live.close();
+  }
   return result.status === 'completed' ? EXIT.ok : EXIT.incomplete;
+}
+
+/** Resolves at the first SIGINT or SIGTERM (which then end nothing else). */
+function untilSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
 }
 
 /** The live page of the run (src/ui/live.ts); a page that cannot start is said, the run goes on without it. */

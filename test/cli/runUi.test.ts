@@ -1,13 +1,16 @@
 /**
  * `run --ui`: the live page changes nothing else the run prints. Every listener (progress,
  * --events, --stream, --verbose, the summary's events) is attached before the page starts, so a
- * run with --ui writes what the same run writes without it. The built CLI as a child process.
+ * run with --ui writes what the same run writes without it. On a terminal the page stays up
+ * after the run until Ctrl-C. The built CLI as a child process, and runPlan with a fake terminal.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { cli } from '../helpers/cli.js';
+import { runPlan } from '../../src/cli/runPlan.js';
+import { cli, until } from '../helpers/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'swarmstate-run-ui-'));
 
@@ -78,3 +81,52 @@ describe('run --ui loses no event', () => {
     expect(logged[0]).toMatch(/^\[0\.0s\] run:started runId=\w+ tasks=8 /);
   });
 });
+
+describe('run --ui after the run', () => {
+  const plan = () => JSON.parse(readFileSync('examples/plans/hello.json', 'utf8')) as unknown;
+  const flags = { seed: 0, json: false, quiet: false, events: undefined, report: undefined, inspect: undefined, store: 'memory', redis: undefined, ui: true };
+
+  it('on a terminal, keeps serving the finished run until Ctrl-C, and says so', async () => {
+    const out = sink();
+    const err = sink();
+    let stop!: () => void;
+    const stopped = new Promise<void>((resolve) => (stop = resolve));
+    let ended = false;
+    const code = runPlan({ plan: plan(), source: 'hello.json' }, flags, { out: out.stream, err: err.stream, interactive: true, untilStopped: () => stopped });
+    void code.finally(() => (ended = true));
+    await until(() => err.text().includes('Ctrl-C') || ended, 'the page to be kept');
+    expect(ended).toBe(false);
+    const url = /^live page: (\S+) \(serving the finished run; Ctrl-C to stop\)$/m.exec(err.text())?.[1];
+    expect(url).toBeDefined();
+    // The summary is out, the command has not ended, and the page answers.
+    expect(out.text()).toMatch(/^status +completed/m);
+    const page = await fetch(url!);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<html');
+    stop();
+    expect(await code).toBe(0);
+    await expect(fetch(url!)).rejects.toThrow();
+  });
+
+  it('not when stdin is not a terminal, nor with --json: the command ends with the run', async () => {
+    const never = () => new Promise<void>(() => {});
+    for (const [interactive, json] of [[false, false], [true, true]] as const) {
+      const err = sink();
+      const code = await runPlan({ plan: plan(), source: 'hello.json' }, { ...flags, json }, { out: sink().stream, err: err.stream, interactive, untilStopped: never });
+      expect(code).toBe(0);
+      expect(err.text()).toMatch(/^live page: \S+$/m);
+      expect(err.text()).not.toContain('Ctrl-C');
+    }
+    // The CLI's stdin here is a pipe: not a terminal.
+    const r = await cli(['run', 'examples/plans/hello.json', '--store', 'memory', '--ui']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/^live page: \S+$/m);
+    expect(r.stderr).not.toContain('Ctrl-C');
+  });
+});
+
+function sink() {
+  let text = '';
+  const stream = new Writable({ write: (chunk, _enc, done) => ((text += String(chunk)), done()) });
+  return { stream, text: () => text };
+}

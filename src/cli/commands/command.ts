@@ -7,7 +7,18 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { EXIT } from '../exit.js';
 import { visible } from '../terminal.js';
 
-export type IO = { out: NodeJS.WritableStream; err: NodeJS.WritableStream };
+/** Where a command writes, and what it knows of the person running it. */
+export interface IO {
+  out: NodeJS.WritableStream;
+  err: NodeJS.WritableStream;
+  /**
+   * Someone is at the keyboard (stdin is a terminal): `run --ui` then keeps serving the finished
+   * run until Ctrl-C. Default false (a script, a pipe, a test).
+   */
+  interactive?: boolean;
+  /** Resolves when that person asks to stop. Default: the first SIGINT or SIGTERM. */
+  untilStopped?: () => Promise<void>;
+}
 
 export type Options = NonNullable<ParseArgsConfig['options']>;
 
