@@ -42,6 +42,18 @@ export function start(args: string[], env: Record<string, string> = {}) {
   return { child, out, exit };
 }
 
+/**
+ * The CLI with one of its output pipes closed before it writes anything (as `| head` does once it
+ * has its lines): the reader of `closed` is destroyed at once; the other stream is collected.
+ */
+export function withClosedPipe(args: string[], closed: 'stdout' | 'stderr', env: Record<string, string> = {}) {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  child[closed].destroy();
+  const open = closed === 'stdout' ? child.stderr : child.stdout;
+  let text = '';
+  open.on('data', (d) => (text += d));
+  return new Promise<{ code: number | null; signal: NodeJS.Signals | null; text: string }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, text })));
+}
 
 /**
  * A two-task plan whose first call takes a minute (`a`, then `b` after it), written to `file`: a
