@@ -213,6 +213,39 @@ describe('swarmstate CLI', () => {
     expect(locked.stderr).toMatch(new RegExp(`^swarmstate: run ${runId} is already being run by process \\d+ on [^\\n]+; not starting it twice\\n$`));
   });
 
+  it('a JSON syntax error says its line and column: run, validate, resume --plan, report --result', async () => {
+    const file = join(dir, 'syntax.json');
+    // The stray comma on line 3: the next character, column 27, is where the parser stops.
+    writeFileSync(file, '\uFEFF{\n  "providers": {\n    "sim": {"type": "sim",}\n  }\n}\n');
+    const at = `${file} is not valid JSON: line 3, column 27: `;
+    for (const args of [['run', file], ['validate', file], ['validate', file, '--json'], ['resume', 'someRun', '--plan', file, '--store', 'memory']]) {
+      const r = await cli(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr.startsWith(`swarmstate: ${at}`), r.stderr).toBe(true);
+      expect(r.stderr).not.toContain('position');
+    }
+    const cut = join(dir, 'cut.json');
+    writeFileSync(cut, '{"runId": "x",\n "status": "compl');
+    writeFileSync(join(dir, 'one.ndjson'), '{"type":"run:started","at":0,"runId":"x","tasks":0}\n');
+    const report = await cli(['report', join(dir, 'one.ndjson'), '--result', cut, '--out', join(dir, 'cut.html')]);
+    expect(report.code).toBe(2);
+    expect(report.stderr).toBe(`swarmstate report: ${cut} is not valid JSON: line 2, column 18: Unterminated string\n`);
+  });
+
+  it('retry --budget-usd below what the run spent shows both amounts with the digits that tell them apart', async () => {
+    const plan = JSON.parse(readFileSync('examples/plans/hello.json', 'utf8'));
+    plan.tasks[1].prompt = 'Write the introduction. [[sim:error 400]]';
+    const file = join(dir, 'to-retry.json');
+    writeFileSync(file, JSON.stringify(plan));
+    const store = join(dir, 'to-retry.db');
+    const first = await cli(['run', file, '--store', store, '--json', '--quiet']);
+    expect(first.code).toBe(1);
+    const { runId } = JSON.parse(first.stdout) as { runId: string };
+    const r = await cli(['retry', runId, '--store', store, '--budget-usd', '0.00001']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("the retry's budget is too low: budget.usd: $0.00001 is not above what the run has spent ($0.000312)");
+  });
+
   it('reads a plan saved with a UTF-8 byte order mark', async () => {
     const file = join(dir, 'bom.json');
     writeFileSync(file, '\uFEFF' + readFileSync('examples/plans/hello.json', 'utf8'));

@@ -42,9 +42,10 @@ export async function loadPlan(path: string | undefined, err: NodeJS.WritableStr
   }
   try {
     // A plan's stdio tool servers run in the plan's folder unless they name one.
-    return withPlanFolder(planJson(text), dirname(resolve(path)));
+    return withPlanFolder(planJson(text, path), dirname(resolve(path)));
   } catch (error) {
-    err.write(`swarmstate: ${path} is not valid JSON: ${errorText(error)}\n`);
+    // `<path> is not valid JSON: line 3, column 27: ...`
+    err.write(`swarmstate: ${errorText(error)}\n`);
     return undefined;
   }
 }
