@@ -50,6 +50,7 @@ describe('the line buffer', () => {
     lines.onEvent({ type: 'task:failed', taskId: 'a', attempt: 1, error: { code: 'network', message: 'x', retryable: true }, willRetry: true });
     lines.onEvent(delta('a', '\x1b]52;c;aGk=\x07\tok\n', 0, 2));
     lines.onEvent(delta('x\x1b[2J', 'y\n'));
+    lines.onEvent(delta('c', 'see \u202Etxt.exe\n'));
     expect(text()).toBe(
       [
         '[a] I will look',
@@ -60,6 +61,7 @@ describe('the line buffer', () => {
         '[a] -- attempt 2: the text starts again --',
         '[a] \\e]52;c;aGk=\\x07\tok',
         '[x\\e[2J] y',
+        '[c] see \\u202etxt.exe',
         '',
       ].join('\n'),
     );
