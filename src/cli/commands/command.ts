@@ -69,8 +69,17 @@ export function usageError(command: string, message: string, io: IO): number {
   return EXIT.invalid;
 }
 
-/** Parses a command's arguments and runs it; `--help` prints its help. */
-export async function runCommand(command: Command, argv: string[], io: IO): Promise<number> {
+/** A command line read by its command's flags: its Args (and whether it asks for help), or the usage error. */
+export type Parsed = { ok: true; args: Args; help: boolean } | { ok: false; message: string };
+
+/**
+ * Reads a command line as `runCommand` does, runs nothing: unknown flags, missing values and
+ * extra arguments are its usage errors.
+ *
+ * @example
+ * parseCommandLine(run, ['plan.json', '--tasks', 'a']) // { ok: false, message: 'unknown option --tasks' }
+ */
+export function parseCommandLine(command: Command, argv: string[]): Parsed {
   const options: Options = { ...command.options, help: { type: 'boolean', short: 'h', default: false } };
   const args = normalized(argv, command, options);
   let parsed;
@@ -80,17 +89,24 @@ export async function runCommand(command: Command, argv: string[], io: IO): Prom
     const text = parseErrorText(error, options);
     const flag = /^unknown option --(.+)$/.exec(text)?.[1];
     const hint = flag !== undefined && command.elsewhere && Object.hasOwn(command.elsewhere, flag) ? `: ${command.elsewhere[flag]}` : '';
-    return usageError(command.name, text + hint, io);
+    return { ok: false, message: text + hint };
   }
   const values = parsed.values as Args['values'];
-  if (values.help) {
+  if (!values.help && parsed.positionals.length > command.maxPositionals) {
+    return { ok: false, message: `unexpected argument "${parsed.positionals[command.maxPositionals]}"` };
+  }
+  return { ok: true, args: { values, positionals: parsed.positionals, argv: args }, help: values.help === true };
+}
+
+/** Parses a command's arguments and runs it; `--help` prints its help. */
+export async function runCommand(command: Command, argv: string[], io: IO): Promise<number> {
+  const parsed = parseCommandLine(command, argv);
+  if (!parsed.ok) return usageError(command.name, parsed.message, io);
+  if (parsed.help) {
     io.out.write(`${command.usage}\n`);
     return EXIT.ok;
   }
-  if (parsed.positionals.length > command.maxPositionals) {
-    return usageError(command.name, `unexpected argument "${parsed.positionals[command.maxPositionals]}"`, io);
-  }
-  return command.run({ values, positionals: parsed.positionals, argv: args }, io);
+  return command.run(parsed.args, io);
 }
 
 const NEGATIVE = /^-(?:\d|\.\d)/;
