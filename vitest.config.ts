@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     exclude: ['test/bench/**', 'node_modules/**'],
+    // The CLI tests run the build (dist/): rebuilt first when the source is newer.
+    globalSetup: ['test/setup/build.ts'],
     // Hang guards, not speed limits: a run that takes 25 s on an idle machine takes several times
     // that on a loaded one (`npm run test:stress`). No test asserts on elapsed time.
     testTimeout: 180_000,

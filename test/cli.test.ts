@@ -182,6 +182,70 @@ describe('swarmstate CLI', () => {
     expect(runs.find((r: { id: string }) => r.id === result.runId)).toMatchObject({ status: 'cancelled' });
   });
 
+  it('a run refused at start prints why and nothing else: no resume hint, no progress line', async () => {
+    const store = join(dir, 'refused.db');
+    const plan = JSON.parse(readFileSync('examples/plans/hello.json', 'utf8'));
+    plan.tools = { servers: { gone: { command: join(dir, 'no-such-server') } } };
+    plan.tasks[0].tools = ['gone.look'];
+    const file = join(dir, 'refused.json');
+    writeFileSync(file, JSON.stringify(plan));
+    const refused = await cli(['run', file, '--store', store]);
+    expect(refused.code).toBe(2);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toBe(
+      `swarmstate: the plan's tools are not available:\n  tools.servers.gone: cannot connect: could not connect to MCP server "gone" (command "${join(dir, 'no-such-server')}"): spawn ${join(dir, 'no-such-server')} ENOENT\n`,
+    );
+    plan.tools = undefined;
+    plan.tasks[0].tools = undefined;
+    plan.tasks[0].model = 'nope';
+    writeFileSync(file, JSON.stringify(plan));
+    const invalid = await cli(['run', file, '--store', store]);
+    expect(invalid.code).toBe(2);
+    expect(invalid.stderr).toBe('invalid plan: 1 problem, fix it and run again\ntasks[0].model: unknown model "nope"\n');
+    // A run another process holds: the one line that says so.
+    const slow = start(['run', slowPlanFile(join(dir, 'held.json')), '--store', store]);
+    await until(() => /^run (\w+) /m.test(slow.out.stderr), 'the held run to start');
+    const runId = /^run (\w+) /m.exec(slow.out.stderr)![1]!;
+    const locked = await cli(['resume', runId, '--store', store]);
+    slow.child.kill('SIGTERM');
+    await slow.exit;
+    expect(locked.code).toBe(3);
+    expect(locked.stderr).toMatch(new RegExp(`^swarmstate: run ${runId} is already being run by process \\d+ on [^\\n]+; not starting it twice\\n$`));
+  });
+
+  it('a JSON syntax error says its line and column: run, validate, resume --plan, report --result', async () => {
+    const file = join(dir, 'syntax.json');
+    // The stray comma on line 3: the next character, column 27, is where the parser stops.
+    writeFileSync(file, '\uFEFF{\n  "providers": {\n    "sim": {"type": "sim",}\n  }\n}\n');
+    const at = `${file} is not valid JSON: line 3, column 27: `;
+    for (const args of [['run', file], ['validate', file], ['validate', file, '--json'], ['resume', 'someRun', '--plan', file, '--store', 'memory']]) {
+      const r = await cli(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr.startsWith(`swarmstate: ${at}`), r.stderr).toBe(true);
+      expect(r.stderr).not.toContain('position');
+    }
+    const cut = join(dir, 'cut.json');
+    writeFileSync(cut, '{"runId": "x",\n "status": "compl');
+    writeFileSync(join(dir, 'one.ndjson'), '{"type":"run:started","at":0,"runId":"x","tasks":0}\n');
+    const report = await cli(['report', join(dir, 'one.ndjson'), '--result', cut, '--out', join(dir, 'cut.html')]);
+    expect(report.code).toBe(2);
+    expect(report.stderr).toBe(`swarmstate report: ${cut} is not valid JSON: line 2, column 18: Unterminated string\n`);
+  });
+
+  it('retry --budget-usd below what the run spent shows both amounts with the digits that tell them apart', async () => {
+    const plan = JSON.parse(readFileSync('examples/plans/hello.json', 'utf8'));
+    plan.tasks[1].prompt = 'Write the introduction. [[sim:error 400]]';
+    const file = join(dir, 'to-retry.json');
+    writeFileSync(file, JSON.stringify(plan));
+    const store = join(dir, 'to-retry.db');
+    const first = await cli(['run', file, '--store', store, '--json', '--quiet']);
+    expect(first.code).toBe(1);
+    const { runId } = JSON.parse(first.stdout) as { runId: string };
+    const r = await cli(['retry', runId, '--store', store, '--budget-usd', '0.00001']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("the retry's budget is too low: budget.usd: $0.00001 is not above what the run has spent ($0.000312)");
+  });
+
   it('reads a plan saved with a UTF-8 byte order mark', async () => {
     const file = join(dir, 'bom.json');
     writeFileSync(file, '\uFEFF' + readFileSync('examples/plans/hello.json', 'utf8'));

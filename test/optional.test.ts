@@ -45,6 +45,8 @@ describe('without the optional packages', () => {
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toMatch(/needs the optional packages bullmq and ioredis, not installed here: npm install bullmq ioredis/);
       expect(r.stderr).not.toContain('connecting to');
+      // Said once: not `swarmstate: swarmstate worker needs ...`.
+      expect(r.stderr).not.toMatch(/swarmstate: swarmstate/);
     }
   });
 

@@ -48,30 +48,16 @@ export async function connectRedis(url: string, io: IO, env: Record<string, stri
   }
 }
 
-/** `swarmstate worker`: runs calls of distributed runs until SIGINT or SIGTERM. */
-export async function workerCommand(redis: string | undefined, concurrency: string | undefined, lockMs: string | undefined, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
-  if (!redis) {
-    io.err.write('swarmstate: worker needs --redis <redis://host:6379>\n');
-    return EXIT.invalid;
-  }
-  const n = concurrency === undefined ? 8 : Number(concurrency);
-  const lock = lockMs === undefined ? 30_000 : Number(lockMs);
-  if (!Number.isInteger(n) || n < 1) {
-    io.err.write(`swarmstate: --concurrency must be a positive integer, got "${concurrency}"\n`);
-    return EXIT.invalid;
-  }
-  if (!Number.isInteger(lock) || lock < 500) {
-    io.err.write(`swarmstate: --lock-ms must be an integer of at least 500, got "${lockMs}"\n`);
-    return EXIT.invalid;
-  }
-  const reached = await connectRedis(redis, io, process.env, 'swarmstate worker');
+/** `swarmstate worker`: runs calls of distributed runs until SIGINT or SIGTERM (its flags checked by commands/worker.ts). */
+export async function workerCommand(redis: string, n: number, lock: number, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
+  const reached = await connectRedis(redis, io, process.env, 'the worker');
   // Stopped before it took any call: as a stop by signal later would, that is a clean exit.
   if (reached === 'interrupted') return EXIT.ok;
   if (reached === 'failed') return EXIT.invalid;
   let worker;
   let calls = 0;
   try {
-    const { startWorker } = await importOptional(() => import('../distributed/worker.js'), DISTRIBUTED_PACKAGES, 'swarmstate worker');
+    const { startWorker } = await importOptional(() => import('../distributed/worker.js'), DISTRIBUTED_PACKAGES, 'the worker');
     worker = await startWorker({
       redis,
       concurrency: n,

@@ -10,6 +10,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { planGroups } from '../../machines/mapReduce.js';
 import { DEFAULT_FAN_IN, loadItemsFile } from '../plan/mapreduce.js';
+import { parseJsonText } from '../util/jsonText.js';
 
 /** The package's root folder (the one with package.json), from src/cli (tsx) or dist/src/cli (the build). */
 export function packageRoot(): string {
@@ -46,18 +47,17 @@ interface PlanJson {
  * const plan = await loadPlanFile('examples/catalog-swarm/plan.json');
  */
 export async function loadPlanFile(path: string): Promise<Record<string, unknown>> {
-  const plan = planJson(await readFile(path, 'utf8')) as PlanJson;
+  const plan = planJson(await readFile(path, 'utf8'), path) as PlanJson;
   return withPlanFolder(plan, dirname(resolve(path)));
 }
 
 /**
- * A plan file's text as JSON. Editors on Windows save UTF-8 with a byte order mark, which
- * JSON.parse rejects with an error pointing at a character nobody can see: it is dropped.
+ * A plan file's text as JSON (a byte order mark dropped).
  *
- * @throws SyntaxError when the text is not JSON.
+ * @throws JsonTextError naming `source`, the line and the column when the text is not JSON.
  */
-export function planJson(text: string): unknown {
-  return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text) as unknown;
+export function planJson(text: string, source = 'the plan'): unknown {
+  return parseJsonText(text, source);
 }
 
 /** Gives every stdio server without a `cwd`, a relative hook module and a map's items file, the plan's folder. */

@@ -6,6 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isatty } from 'node:tty';
 import { packageRoot } from './demo.js';
 import { EXIT } from './exit.js';
 import { visible } from './terminal.js';
@@ -15,7 +16,14 @@ import { globalHelp } from './commands/help.js';
 
 export { EXIT };
 
-export async function main(argv: string[], io: IO = { out: process.stdout, err: process.stderr }): Promise<number> {
+/** The process's own streams; stdin is only asked whether it is a terminal (never read). */
+function processIO(): IO {
+  return { out: process.stdout, err: process.stderr, interactive: isatty(0) };
+}
+
+export async function main(argv: string[], io: IO = processIO()): Promise<number> {
+  quietOnBrokenPipe(io.out);
+  quietOnBrokenPipe(io.err);
   const [first, ...rest] = argv;
   if (first === undefined) {
     // Nothing asked: the help, but as a usage error (a script that forgot its command fails).
@@ -37,6 +45,23 @@ export async function main(argv: string[], io: IO = { out: process.stdout, err: 
     return EXIT.invalid;
   }
   return runCommand(command, rest, io);
+}
+
+const guarded = new WeakSet<NodeJS.WritableStream>();
+
+/**
+ * A reader that went away (`swarmstate machines --json | head -1`) fails the next write with
+ * EPIPE, an 'error' event that would end the process with a stack trace. The command goes on
+ * (a run still completes its journal) with that stream's writes dropped, and ends with the exit
+ * code it would have had. Any other stream error is thrown as before.
+ */
+function quietOnBrokenPipe(stream: NodeJS.WritableStream): void {
+  if (guarded.has(stream) || typeof stream.on !== 'function') return;
+  guarded.add(stream);
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED') return;
+    throw error;
+  });
 }
 
 async function version(): Promise<string> {

@@ -5,7 +5,8 @@
  */
 import { readFile, writeFile, appendFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { createSwarm, RunLockedError, type Swarm } from '../swarm.js';
+import { createSwarm, RunLockedError, type RunHandle, type Swarm } from '../swarm.js';
+import type { LiveUi } from '../ui/live.js';
 import { StoreError } from '../store/index.js';
 import { PlanValidationError } from '../plan/index.js';
 import type { RunResult } from '../../machines/tasks/results.js';
@@ -25,7 +26,7 @@ import { EXIT } from './exit.js';
 import { connectRedis } from './commands.js';
 import { createTextLines } from './stream.js';
 
-type IO = { out: NodeJS.WritableStream; err: NodeJS.WritableStream };
+import type { IO } from './commands/command.js';
 
 export async function loadPlan(path: string | undefined, err: NodeJS.WritableStream): Promise<unknown> {
   if (!path) {
@@ -41,9 +42,10 @@ export async function loadPlan(path: string | undefined, err: NodeJS.WritableStr
   }
   try {
     // A plan's stdio tool servers run in the plan's folder unless they name one.
-    return withPlanFolder(planJson(text), dirname(resolve(path)));
+    return withPlanFolder(planJson(text, path), dirname(resolve(path)));
   } catch (error) {
-    err.write(`swarmstate: ${path} is not valid JSON: ${errorText(error)}\n`);
+    // `<path> is not valid JSON: line 3, column 27: ...`
+    err.write(`swarmstate: ${errorText(error)}\n`);
     return undefined;
   }
 }
@@ -71,7 +73,7 @@ export interface RunFlags {
 /** A new run of a plan (from its file), or a journaled run to resume (or to retry: its failures, or these tasks). */
 export type RunTarget = { plan: unknown; source: string } | { resume: string; retry?: string[] | 'all'; budgetUsd?: number; plan?: unknown; planFile?: string };
 
-export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
+export async function runPlan(target: RunTarget, flags: RunFlags, io: IO): Promise<number> {
   const plan = 'resume' in target ? undefined : target.plan;
   const storeSpec = storeSpecOf(flags.store);
   const journal = storeFileOf(storeSpec);
@@ -153,15 +155,24 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
   }
   // A journal kept in memory ends with the process: there is nothing to resume from.
   const resumeHint = journal === undefined ? '' : ` (if interrupted: ${resumeCommand(run.id, flags)})`;
-  // With --json too: stdout holds only the result, and the run id is what a resume needs.
-  if (!flags.quiet) io.err.write(`${'resume' in target ? (target.retry ? 'retrying' : 'resuming') : 'run'} ${run.id}${resumeHint}\n`);
+  // Said once the run has started (with --json too: stdout holds only the result, and the run id
+  // is what a resume needs); a run refused at start (a tool server that does not connect) has
+  // nothing to resume.
+  let announced = false;
+  const announce = () => {
+    if (announced) return;
+    announced = true;
+    if (!flags.quiet) io.err.write(`${'resume' in target ? (target.retry ? 'retrying' : 'resuming') : 'run'} ${run.id}${resumeHint}\n`);
+  };
+  // Every listener is attached here, before anything is awaited: an event missed is a count, a
+  // line of --events or a streamed text lost.
   // Every event is kept for the summary and the report, and written to --events as it comes.
   const seen: TimedRunEvent[] = [];
-  // Streamed text is left out: the summary and the report read whole outputs (--events has it).
-  run.events.on('*', (type, event) => void (type !== 'task:delta' && seen.push(event as TimedRunEvent)));
-  // Loaded only when asked for; it gets the events so far and follows the rest itself.
-  const live = flags.ui ? await (await import('../ui/live.js')).startLiveUi({ run, events: [...seen] }) : undefined;
-  if (live) io.err.write(`live page: ${live.url}\n`);
+  run.events.on('*', (type, event) => {
+    if (type === 'run:started') announce();
+    // Streamed text is left out: the summary and the report read whole outputs (--events has it).
+    if (type !== 'task:delta') seen.push(event as TimedRunEvent);
+  });
   let writes: Promise<void> = Promise.resolve();
   let eventsFailed = false;
   if (flags.events) {
@@ -204,6 +215,8 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
   const toStdout = (lines: string) => void (outBroken || io.out.write(lines));
   const text = flags.stream ? createTextLines(progress && mode.live && stdoutTty ? (lines) => progress.print(lines) : toStdout) : undefined;
   if (text) run.events.on('*', (_type, event) => text.onEvent(event as RunEvent));
+  // The page, last: loaded only when asked for, it gets the events so far and follows the rest itself.
+  const live = flags.ui ? await startPage(run, seen, io) : undefined;
   // SIGTERM (a service manager, `kill`, a CI timeout) stops the run as Ctrl-C does: cancelled,
   // the result printed, the event stream and the journal complete.
   const stopOnSignal = (signal: NodeJS.Signals) => run.cancel(`interrupted (${signal})`);
@@ -213,6 +226,7 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
   try {
     result = await run.result;
   } catch (error) {
+    await live?.close();
     if (error instanceof StoreError) {
       // The journal failed mid-run: the run stopped, what was committed is intact.
       io.err.write(`swarmstate: ${errorText(error)}\nthe run stopped; ${error.advice}, then: ${resumeCommand(run.id, flags)}\n`);
@@ -225,12 +239,14 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
     process.off('SIGINT', stopOnSignal);
     process.off('SIGTERM', stopOnSignal);
     text?.finish();
-    progress?.finish();
+    // A run that never started has no progress to show (not a `0/0 done` line).
+    if (announced) progress?.finish();
     await writes;
     await swarm.close();
     await inspector?.stop();
-    await live?.close();
   }
+  // A finished run resumed sends no events: its result is all there is.
+  announce();
   if (flags.report) {
     try {
       await writeFile(flags.report, buildReport({ events: seen, result }));
@@ -245,7 +261,43 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: { out: Nod
   if (flags.json && !flags.quiet) io.err.write(`${endLine(result)}\n`);
   if (flags.json) io.out.write(jsonForTerminal(result) + '\n');
   else io.out.write(formatSummaryTable(result, seen) + '\n');
+  if (live) {
+    // A short run's page would be gone before it could be opened: someone at a terminal gets it
+    // until Ctrl-C. A script (stdin not a terminal) or --json (a result for a program) is not kept.
+    if (io.interactive === true && !flags.json) {
+      io.err.write(`live page: ${live.url} (serving the finished run; Ctrl-C to stop)\n`);
+      await (io.untilStopped ?? untilSignal)();
+    }
+    await live.close();
+  }
   return result.status === 'completed' ? EXIT.ok : EXIT.incomplete;
+}
+
+/** Resolves at the first SIGINT or SIGTERM (which then end nothing else). */
+function untilSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+}
+
+/** The live page of the run (src/ui/live.ts); a page that cannot start is said, the run goes on without it. */
+async function startPage(run: RunHandle, seen: TimedRunEvent[], io: IO): Promise<LiveUi | undefined> {
+  try {
+    const { startLiveUi } = await import('../ui/live.js');
+    // `seen` is copied when the page starts, which then follows the run's events itself.
+    const live = await startLiveUi({ run, events: [...seen] });
+    io.err.write(`live page: ${live.url}\n`);
+    return live;
+  } catch (error) {
+    io.err.write(`swarmstate: the live page cannot start: ${errorText(error)}; the run goes on without it\n`);
+    return undefined;
+  }
 }
 
 /** A journaled run resumed, or its failures retried. */

@@ -2,18 +2,25 @@
  * Text of outside origin on its way to a terminal: a server's error message, an MCP server's
  * tool names, a plan's strings. A terminal obeys the control characters in what it prints: ESC
  * sequences clear the screen, set the window title, write the clipboard (OSC 52), and a CR lets
- * a line overwrite the one before. Every C0 and C1 control (and DEL) is shown as a visible escape
- * instead, so what is printed is what was sent, and the CLI's own sequences are the only ones
- * the terminal gets. JSON output needs none of this for C0 (JSON escapes it); see `jsonForTerminal`.
+ * a line overwrite the one before; bidi overrides reorder what is shown. Every C0 and C1 control
+ * (and DEL) and every invisible format character is shown as a visible escape instead, so what is
+ * printed is what was sent, and the CLI's own sequences are the only ones the terminal gets. JSON output needs none of this for C0 (JSON escapes it); see `jsonForTerminal`.
  */
 
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
-const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g;
-const CONTROL_BUT_TAB = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g;
+/**
+ * Invisible format characters (Unicode Cf) and the line and paragraph separators: a right-to-left
+ * override (U+202E) shows `exe.txt` as `txt.exe`, isolates and marks reorder what follows, zero
+ * widths hide text. The joiners (U+200C, U+200D) are kept: scripts and emoji are drawn with them.
+ */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]|(?![\u200c\u200d])[\p{Cf}\u2028\u2029]/gu;
+const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]|(?![\u200c\u200d])[\p{Cf}\u2028\u2029]/gu;
+const CONTROL_BUT_TAB = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]|(?![\u200c\u200d])[\p{Cf}\u2028\u2029]/gu;
 const NAMED: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t', '\u001b': '\\e' };
 
 function escapeControl(c: string): string {
-  return NAMED[c] ?? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`;
+  const code = c.codePointAt(0)!;
+  if (code <= 0x9f) return NAMED[c] ?? `\\x${code.toString(16).padStart(2, '0')}`;
+  return code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, '0')}`;
 }
 
 /**
@@ -55,10 +62,11 @@ export function errorText(error: unknown): string {
 }
 
 /**
- * JSON for a terminal: JSON.stringify escapes C0 controls but leaves DEL and the C1 range
- * (U+0080-U+009F; U+009B is a one-character CSI to some terminals) as they are. Escaped here,
- * the text parses to the same value.
+ * JSON for a terminal: JSON.stringify escapes C0 controls but leaves DEL, the C1 range
+ * (U+0080-U+009F; U+009B is a one-character CSI to some terminals) and the format characters
+ * (a bidi override) as they are. Escaped here (each UTF-16 unit), the text parses to the same value.
  */
 export function jsonForTerminal(value: unknown): string {
-  return JSON.stringify(value).replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  const units = (c: string) => [...Array(c.length).keys()].map((i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('');
+  return JSON.stringify(value).replace(/[\u007f-\u009f]|(?![\u200c\u200d])[\p{Cf}\u2028\u2029]/gu, units);
 }

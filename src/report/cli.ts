@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import type { RunResult } from '../../machines/tasks/results.js';
 import type { TimedRunEvent } from '../swarm.js';
+import { parseJsonText } from '../util/jsonText.js';
 import { buildReport } from './html.js';
 
 export const REPORT_HELP = `Usage: swarmstate report <events.ndjson> [--out <file.html>] [--result <result.json>] [--title <text>]
@@ -104,7 +105,7 @@ export async function reportCommand(argv: string[], io: { out: NodeJS.WritableSt
   let result: RunResult | undefined;
   try {
     events = await readEvents(path);
-    if (values.result !== undefined) result = JSON.parse(await readFile(values.result, 'utf8')) as RunResult;
+    if (values.result !== undefined) result = parseJsonText(await readFile(values.result, 'utf8'), values.result) as RunResult;
   } catch (error) {
     io.err.write(`swarmstate report: ${describe(error)}\n`);
     return 2;

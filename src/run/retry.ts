@@ -181,7 +181,8 @@ function graphOf(planTasks: readonly TaskSpec[], rows: readonly TaskRow[]): Map<
 /** A cap at or under what the run has spent already would stop the retry at its first call. */
 export function checkBudgetAboveSpent(runId: string, budget: PlanBudget, spent: Spent): void {
   const problems: string[] = [];
-  const usd = (n: number) => `$${n.toFixed(4)}`;
+  // Three significant digits, at least four decimals: $0.00001 and $0.000617, not $0.0000 and $0.0006.
+  const usd = (n: number) => `$${n > 0 && n < 1 ? n.toFixed(Math.min(20, Math.max(4, 2 - Math.floor(Math.log10(n))))).replace(/(\.\d{4}\d*?)0+$/, '$1') : n.toFixed(4)}`;
   if (budget.usd !== undefined && budget.usd <= spent.total) problems.push(`budget.usd: ${usd(budget.usd)} is not above what the run has spent (${usd(spent.total)})`);
   for (const [name, cap] of Object.entries(budget.perModel ?? {})) {
     const used = spent.byModel[name] ?? 0;

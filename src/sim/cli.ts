@@ -3,6 +3,8 @@
  * (one line, for scripts) and what it accepts on stderr. Exit codes: 0 stopped, 2 bad usage.
  */
 import { parseArgs } from 'node:util';
+import { numberFlag, type NumberRule } from '../util/numberFlag.js';
+import { visible } from '../cli/terminal.js';
 import { fingerprint } from './hash.js';
 import { startSim } from './server.js';
 import type { SimFaults, SimKeyLimits, SimOptions } from './types.js';
@@ -25,6 +27,11 @@ Options:
   --tps <n>         Output tokens per second. Default: unlimited.
   -h, --help        This help.
 Endpoints: POST /v1/messages, POST /v1/chat/completions, GET /stats. Docs: docs/sim.md`;
+
+/** A usage error as every command says one: one line, pointing at the help. */
+function usageLine(problem: string): string {
+  return `swarmstate sim: ${visible(problem)} (see swarmstate sim --help)\n`;
+}
 
 export interface SimCommandIO {
   out: NodeJS.WritableStream;
@@ -57,7 +64,7 @@ export async function simCommand(argv: string[], io: SimCommandIO = { out: proce
       },
     }));
   } catch (error) {
-    io.err.write(`swarmstate sim: ${(error as Error).message}\n\n${SIM_HELP}\n`);
+    io.err.write(usageLine((error as Error).message));
     return 2;
   }
   if (values.help) {
@@ -66,27 +73,27 @@ export async function simCommand(argv: string[], io: SimCommandIO = { out: proce
   }
 
   const problems: string[] = [];
-  const number = (name: string, raw: string | undefined, check: (n: number) => boolean, rule: string): number | undefined => {
+  const number = (name: string, raw: string | undefined, rule: NumberRule): number | undefined => {
     if (raw === undefined) return undefined;
-    const n = Number(raw);
-    if (raw.trim() === '' || !check(n)) problems.push(`--${name} must be ${rule}, got "${raw}"`);
-    return n;
+    const read = numberFlag(name, raw, rule);
+    if ('problem' in read) problems.push(read.problem);
+    return 'value' in read ? read.value : undefined;
   };
-  const port = number('port', values.port, (n) => Number.isInteger(n) && n >= 0 && n < 65536, 'a port number') ?? 8787;
-  const seed = number('seed', values.seed, Number.isInteger, 'an integer') ?? 0;
+  const port = number('port', values.port, { says: 'a port number', integer: true, min: 0, max: 65535 }) ?? 8787;
+  const seed = number('seed', values.seed, { says: 'an integer', integer: true }) ?? 0;
   const limits: SimKeyLimits = {};
   for (const name of ['rpm', 'itpm', 'otpm'] as const) {
-    const n = number(name, values[name], (v) => v > 0, 'a number > 0');
+    const n = number(name, values[name], { says: 'a number > 0', above: 0 });
     if (n !== undefined) limits[name] = n;
   }
-  const faultRate = number('fault-rate', values['fault-rate'], (n) => n >= 0 && n <= 1, 'a rate in [0, 1]') ?? 0;
-  const ttftMs = number('ttft', values.ttft, (n) => n >= 0, 'a number of ms >= 0') ?? 0;
-  const tokensPerSecond = number('tps', values.tps, (n) => n > 0, 'a number > 0') ?? Infinity;
+  const faultRate = number('fault-rate', values['fault-rate'], { says: 'a rate in [0, 1]', min: 0, max: 1 }) ?? 0;
+  const ttftMs = number('ttft', values.ttft, { says: 'a number of ms >= 0', min: 0 }) ?? 0;
+  const tokensPerSecond = number('tps', values.tps, { says: 'a number > 0', above: 0 }) ?? Infinity;
   const secrets = values.keys?.split(',').map((k) => k.trim()).filter(Boolean);
   if (values.keys !== undefined && (!secrets || secrets.length === 0)) problems.push('--keys needs at least one key');
   if (Object.keys(limits).length > 0 && values.keys === undefined) problems.push('--rpm/--itpm/--otpm are per key: give the keys with --keys');
   if (problems.length > 0) {
-    io.err.write(problems.map((p) => `swarmstate sim: ${p}\n`).join('') + `\n${SIM_HELP}\n`);
+    io.err.write(problems.map(usageLine).join(''));
     return 2;
   }
 

@@ -197,7 +197,7 @@ benches.distributed = () => {
     `## Distributed scaling (issue 8)
 
 The same 2,000 independent tasks, each one model call, run by a coordinator process
-(\`swarmstate run --redis\`) and 1, 2 or 4 worker processes (\`swarmstate worker --concurrency 16\`)
+(\`swarmstate run plan.json --redis <url>\`) and 1, 2 or 4 worker processes (\`swarmstate worker --concurrency 16\`)
 through BullMQ on a private Redis (no persistence), against the simulated provider: 500 ms to
 first token, 10 keys held by the server to 2,000 requests per minute each (the plan states the
 same limits, so the coordinator's key actors pace every worker's calls). The coordinator's

@@ -2,9 +2,9 @@
  * One module per command: each parses only its own flags (another command's flag is refused in
  * one line naming the command's help), `help <cmd>` and `<cmd> --help` print that command's help,
  * `validate --json`, `machines --json`, `--verbose`, and --json's lines on stderr. The built CLI
- * as a child process (npm run build first), plus the registry itself for what needs no process.
+ * as a child process (the build the global setup keeps current), plus the registry itself for what needs no process.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -187,5 +187,74 @@ describe('run --ui', () => {
     expect(JSON.parse(r.stdout).status).toBe('completed');
     // A flag of run and demo only.
     expect((await cli(['validate', 'examples/plans/hello.json', '--ui'])).stderr).toContain('unknown option --ui');
+  });
+});
+
+describe('numeric flags', () => {
+  // One parser for every numeric flag of every command: decimal only, a negative number is a value.
+  const refused: [string[], string, string][] = [
+    [['retry', 'abc', '--budget-usd', '0x10'], 'retry', '--budget-usd must be a number of USD greater than 0, got "0x10"'],
+    [['retry', 'abc', '--budget-usd', '-1'], 'retry', '--budget-usd must be a number of USD greater than 0, got "-1"'],
+    [['retry', 'abc', '--budget-usd', 'Infinity'], 'retry', '--budget-usd must be a number of USD greater than 0, got "Infinity"'],
+    [['run', 'examples/plans/hello.json', '--seed', '0x10'], 'run', '--seed must be an integer, got "0x10"'],
+    [['run', 'examples/plans/hello.json', '--seed', '1e400'], 'run', '--seed must be an integer, got "1e400"'],
+    [['resume', 'abc', '--seed', '0b1'], 'resume', '--seed must be an integer, got "0b1"'],
+    [['demo', '--seed', ' 7'], 'demo', '--seed must be an integer, got " 7"'],
+    [['worker', '--redis', 'redis://127.0.0.1:1', '--concurrency', '0x8'], 'worker', '--concurrency must be a positive integer, got "0x8"'],
+    [['worker', '--redis', 'redis://127.0.0.1:1', '--lock-ms', '-1'], 'worker', '--lock-ms must be an integer of at least 500, got "-1"'],
+    [['sim', '--port', '0x50'], 'sim', '--port must be a port number, got "0x50"'],
+    [['sim', '--ttft', '-1'], 'sim', '--ttft must be a number of ms >= 0, got "-1"'],
+    [['sim', '--fault-rate', '.5e1'], 'sim', '--fault-rate must be a rate in [0, 1], got ".5e1"'],
+  ];
+  it.each(refused)('%j is a bad value, in one line', async (args, command, message) => {
+    const r = await cli(args);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(`swarmstate ${command}: ${message} (see swarmstate ${command} --help)\n`);
+    expect(r.stdout).toBe('');
+  });
+
+  it('takes a negative number as the value of a flag, and other values as given', async () => {
+    const seen: Record<string, unknown>[] = [];
+    const retry = COMMANDS.find((c) => c.name === 'retry')!;
+    const probe: Command = { ...retry, run: async (args) => (seen.push(args.values), 0) };
+    const { stream } = sink();
+    expect(await runCommand(probe, ['abc', '--seed', '-3', '--budget-usd', '-0.5', '--quiet'], { out: stream, err: stream })).toBe(0);
+    expect(seen).toEqual([expect.objectContaining({ seed: '-3', 'budget-usd': '-0.5', quiet: true })]);
+  });
+});
+
+describe('usage errors in one line', () => {
+  it('report and sim say what is wrong in one line, as the other commands do, not their whole usage', async () => {
+    const cases: [string[], string][] = [
+      [['report'], 'swarmstate report: an events file is required (see swarmstate report --help)\n'],
+      [['sim', '--rpm', '5'], 'swarmstate sim: --rpm/--itpm/--otpm are per key: give the keys with --keys (see swarmstate sim --help)\n'],
+      [['sim', '--keys', ','], 'swarmstate sim: --keys needs at least one key (see swarmstate sim --help)\n'],
+      [['worker'], 'swarmstate worker: --redis <redis://host:6379> is required (see swarmstate worker --help)\n'],
+    ];
+    for (const [args, line] of cases) {
+      const r = await cli(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toBe(line);
+    }
+  });
+});
+
+describe('init', () => {
+  it('into a folder where a file it writes is a dangling link: refused, nothing written, no folder left', async () => {
+    const base = mkdtempSync(join(tmpdir(), 'swarmstate-init-'));
+    const folder = join(base, 'starter');
+    mkdirSync(folder);
+    symlinkSync(join(base, 'gone', 'README.md'), join(folder, 'README.md'));
+    const r = await cli(['init', folder]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(`swarmstate init: ${join(folder, 'README.md')} already exists: nothing written (choose another folder, or move it away)\n`);
+    expect(readdirSync(folder)).toEqual(['README.md']);
+    // A folder that cannot be written in (its path goes through a dangling link): none made.
+    symlinkSync(join(base, 'nowhere'), join(base, 'link'));
+    const through = await cli(['init', join(base, 'link', 'deeper', 'starter')]);
+    expect(through.code).toBe(2);
+    expect(through.stderr).toMatch(/^swarmstate init: cannot write in .*: E[A-Z]+\n$/);
+    expect(readdirSync(base).sort()).toEqual(['link', 'starter']);
+    expect(existsSync(join(base, 'nowhere'))).toBe(false);
   });
 });

@@ -1,7 +1,7 @@
 /**
  * `--stream`: each task's streamed text as whole lines prefixed by its task id. The line buffer
  * on pieces cut anywhere and interleaved (pure), its place above the live view, and the built CLI
- * as a child process (npm run build first) against the embedded simulator.
+ * as a child process (the build the global setup keeps current) against the embedded simulator.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -50,6 +50,7 @@ describe('the line buffer', () => {
     lines.onEvent({ type: 'task:failed', taskId: 'a', attempt: 1, error: { code: 'network', message: 'x', retryable: true }, willRetry: true });
     lines.onEvent(delta('a', '\x1b]52;c;aGk=\x07\tok\n', 0, 2));
     lines.onEvent(delta('x\x1b[2J', 'y\n'));
+    lines.onEvent(delta('c', 'see \u202Etxt.exe\n'));
     expect(text()).toBe(
       [
         '[a] I will look',
@@ -60,6 +61,7 @@ describe('the line buffer', () => {
         '[a] -- attempt 2: the text starts again --',
         '[a] \\e]52;c;aGk=\\x07\tok',
         '[x\\e[2J] y',
+        '[c] see \\u202etxt.exe',
         '',
       ].join('\n'),
     );

@@ -7,7 +7,7 @@ import type { RunEvent } from '../../machines/protocol.js';
 import type { RunResult } from '../../machines/tasks/results.js';
 import { createProgress } from '../../src/cli/progress.js';
 import { formatSummaryTable } from '../../src/cli/summary.js';
-import { errorText, jsonForTerminal, visible, visibleLines } from '../../src/cli/terminal.js';
+import { errorText, jsonForTerminal, visible, visibleLines, visibleWithTabs } from '../../src/cli/terminal.js';
 import { PlanValidationError } from '../../src/plan/index.js';
 import type { TimedRunEvent } from '../../src/swarm.js';
 
@@ -45,6 +45,17 @@ describe('visible', () => {
     expect(visible('plain text, ünïcode ✓')).toBe('plain text, ünïcode ✓');
   });
 
+  it('shows the bidi and invisible format characters as escapes, in every form; keeps joiners', () => {
+    // A right-to-left override makes `txt.exe` of `exe.txt` on screen; isolates and marks do likewise.
+    const spoof = 'invoice\u202Etxt.exe \u2066a\u2069 \u200E\u200F\u061C \u202A\u202B\u202C\u202D \u2067\u2068 \u200B\uFEFF\u2060\u00AD \u2028\u2029 \u{E0041}';
+    const shown = 'invoice\\u202etxt.exe \\u2066a\\u2069 \\u200e\\u200f\\u061c \\u202a\\u202b\\u202c\\u202d \\u2067\\u2068 \\u200b\\ufeff\\u2060\\u00ad \\u2028\\u2029 \\u{e0041}';
+    expect(visible(spoof)).toBe(shown);
+    expect(visibleLines(`${spoof}\n`)).toBe(`${shown}\n`);
+    expect(visibleWithTabs(`\t${spoof}`)).toBe(`\t${shown}`);
+    // Joiners shape scripts and emoji: a family emoji and a Persian word are left as they are.
+    expect(visible('\u{1F468}\u200D\u{1F469}\u200D\u{1F467} \u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645')).toBe('\u{1F468}\u200D\u{1F469}\u200D\u{1F467} \u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645');
+  });
+
   it('prints an error on one line, and an invalid plan one escaped issue per line', () => {
     expect(errorText(new Error(HOSTILE))).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
     const plan = new PlanValidationError([{ path: 'tasks[0].model', message: `unknown model "x${HOSTILE}"` }, { path: 'tasks[1].id', message: 'bad' }]);
@@ -53,9 +64,10 @@ describe('visible', () => {
   });
 
   it('leaves JSON parsing to the same value, with DEL and C1 escaped as JSON does C0', () => {
-    const value = { message: HOSTILE };
+    const value = { message: HOSTILE, name: 'a\u202Eb\u{E0041}\u200D' };
     const text = jsonForTerminal(value);
-    expect(text).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+    expect(text).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202e\u{e0041}]/u);
+    expect(text).toContain('"a\\u202eb\\udb40\\udc41\u200D"');
     expect(JSON.parse(text)).toEqual(value);
   });
 });

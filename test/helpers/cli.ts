@@ -1,6 +1,7 @@
 /**
- * The CLI as the tests drive it: a child process running bin/swarmstate.js (run `npm run build`
- * first), to the end (`cli`) or to be watched and signalled (`start`).
+ * The CLI as the tests drive it: a child process running bin/swarmstate.js (on the build in dist/,
+ * which the suite's global setup, test/setup/build.ts, makes current), to the end (`cli`) or to be
+ * watched and signalled (`start`).
  */
 import { execFile, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -41,6 +42,18 @@ export function start(args: string[], env: Record<string, string> = {}) {
   return { child, out, exit };
 }
 
+/**
+ * The CLI with one of its output pipes closed before it writes anything (as `| head` does once it
+ * has its lines): the reader of `closed` is destroyed at once; the other stream is collected.
+ */
+export function withClosedPipe(args: string[], closed: 'stdout' | 'stderr', env: Record<string, string> = {}) {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  child[closed].destroy();
+  const open = closed === 'stdout' ? child.stderr : child.stdout;
+  let text = '';
+  open.on('data', (d) => (text += d));
+  return new Promise<{ code: number | null; signal: NodeJS.Signals | null; text: string }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, text })));
+}
 
 /**
  * A two-task plan whose first call takes a minute (`a`, then `b` after it), written to `file`: a

@@ -3,8 +3,8 @@
  * README that explains each part. Plans are strict JSON (an unknown field such as `$comment` is an
  * error, to catch typos), so the explanations live in the README, not in the plan.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { lstatSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { EXIT } from '../exit.js';
 import { visible } from '../terminal.js';
@@ -86,16 +86,25 @@ Options:
       { path: join(dir, 'plan.json'), text: JSON.stringify(STARTER_PLAN, null, 2) + '\n' },
       { path: join(dir, 'README.md'), text: STARTER_README },
     ];
-    const present = files.filter((f) => existsSync(f.path)).map((f) => visible(f.path));
+    // lstat, not exists: a dangling link is there too, and writing through it would fail midway.
+    const present = files.filter((f) => lstatSync(f.path, { throwIfNoEntry: false }) !== undefined).map((f) => visible(f.path));
     if (present.length > 0) {
       io.err.write(`swarmstate init: ${present.join(' and ')} already exist${present.length === 1 ? 's' : ''}: nothing written (choose another folder, or move ${present.length === 1 ? 'it' : 'them'} away)\n`);
       return EXIT.invalid;
     }
+    // What this call made, undone if a later step fails: no half-made folder is left behind.
+    let madeDir: string | undefined;
+    const written: string[] = [];
     try {
-      await mkdir(dir, { recursive: true });
+      madeDir = await mkdir(dir, { recursive: true });
       // `wx`: a file that appeared since the check above is still not overwritten.
-      for (const f of files) await writeFile(f.path, f.text, { flag: 'wx' });
+      for (const f of files) {
+        await writeFile(f.path, f.text, { flag: 'wx' });
+        written.push(f.path);
+      }
     } catch (error) {
+      for (const path of written) await rm(path, { force: true });
+      if (madeDir !== undefined) await rm(madeDir, { recursive: true, force: true });
       const e = error as NodeJS.ErrnoException;
       io.err.write(`swarmstate init: cannot write in ${visible(dir)}: ${visible(String(e.code ?? e.message))}\n`);
       return EXIT.invalid;

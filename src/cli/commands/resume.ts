@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { EXIT } from '../exit.js';
 import { loadPlan, runPlan } from '../runPlan.js';
 import { OUTPUT_FLAGS_HELP, seedOf, streamWithJson } from './run.js';
-import { usageError, type Args, type Command, type IO, type Options } from './command.js';
+import { numberOption, usageError, type Args, type Command, type IO, type Options } from './command.js';
 
 const CONTINUE_OPTIONS: Options = {
   json: { type: 'boolean', default: false },
@@ -79,11 +79,8 @@ async function again(command: 'resume' | 'retry', args: Args, io: IO): Promise<n
   if (seed === undefined) return EXIT.invalid;
   const tasks = (v.tasks as string | undefined)?.split(',').map((t) => t.trim()).filter((t) => t !== '');
   if (tasks !== undefined && tasks.length === 0) return usageError(command, '--tasks needs task ids, comma-separated (swarmstate retry <runId> --tasks a,b)', io);
-  const budgetRaw = v['budget-usd'] as string | undefined;
-  const budgetUsd = budgetRaw === undefined ? undefined : Number(budgetRaw);
-  if (budgetUsd !== undefined && !(budgetRaw!.trim() !== '' && Number.isFinite(budgetUsd) && budgetUsd > 0)) {
-    return usageError(command, `--budget-usd must be a number of USD greater than 0, got "${budgetRaw}"`, io);
-  }
+  const budgetUsd = numberOption(command, v['budget-usd'], 'budget-usd', { says: 'a number of USD greater than 0', above: 0 }, io);
+  if (budgetUsd === false) return EXIT.invalid;
   let planAgain: unknown;
   const planFile = v.plan as string | undefined;
   if (planFile !== undefined) {

@@ -4,7 +4,7 @@ import { EXIT } from '../exit.js';
 import { realPlan } from '../real.js';
 import { loadPlan, runPlan } from '../runPlan.js';
 import { errorText, visible } from '../terminal.js';
-import { usageError, type Args, type Command, type IO, type Options } from './command.js';
+import { numberOption, usageError, type Args, type Command, type IO, type Options } from './command.js';
 
 /** The flags `run` and `demo` share. */
 export const RUN_OPTIONS: Options = {
@@ -113,11 +113,6 @@ export function streamWithJson(command: string, io: IO): number {
 
 /** --seed as an integer (0 when not given); undefined after saying what is wrong. */
 export function seedOf(command: string, raw: string | boolean | undefined, io: IO): number | undefined {
-  if (raw === undefined) return 0;
-  const seed = Number(raw);
-  if (typeof raw !== 'string' || raw.trim() === '' || !Number.isInteger(seed)) {
-    usageError(command, `--seed must be an integer, got "${String(raw)}"`, io);
-    return undefined;
-  }
-  return seed;
+  const seed = numberOption(command, raw, 'seed', { says: 'an integer', integer: true }, io);
+  return seed === false ? undefined : (seed ?? 0);
 }

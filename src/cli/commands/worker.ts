@@ -1,6 +1,7 @@
 /** `swarmstate worker`: makes the calls of distributed runs. */
 import { workerCommand } from '../commands.js';
-import type { Command } from './command.js';
+import { EXIT } from '../exit.js';
+import { numberOption, usageError, type Command } from './command.js';
 
 export const worker: Command = {
   name: 'worker',
@@ -21,5 +22,13 @@ Options:
 Docs: docs/cli.md#swarmstate-worker`,
   options: { redis: { type: 'string' }, concurrency: { type: 'string' }, 'lock-ms': { type: 'string' } },
   maxPositionals: 0,
-  run: (args, io) => workerCommand(args.values.redis as string | undefined, args.values.concurrency as string | undefined, args.values['lock-ms'] as string | undefined, io),
+  async run(args, io) {
+    const redis = args.values.redis as string | undefined;
+    if (!redis) return usageError('worker', '--redis <redis://host:6379> is required', io);
+    const concurrency = numberOption('worker', args.values.concurrency, 'concurrency', { says: 'a positive integer', integer: true, min: 1 }, io);
+    if (concurrency === false) return EXIT.invalid;
+    const lockMs = numberOption('worker', args.values['lock-ms'], 'lock-ms', { says: 'an integer of at least 500', integer: true, min: 500 }, io);
+    if (lockMs === false) return EXIT.invalid;
+    return workerCommand(redis, concurrency ?? 8, lockMs ?? 30_000, io);
+  },
 };
