@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSwarm, startLiveUi } from '../../src/index.js';
-import { rawGet, rawStatus } from '../helpers/rawHttp.js';
+import { rawGet, rawStatus } from './rawHttp.js';
 
 let cleanup: (() => Promise<unknown>)[] = [];
 afterEach(async () => {

@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSwarm, startLiveUi, type TimedRunEvent } from '../../src/index.js';
 import { until } from '../helpers/cli.js';
-import { idleClient } from '../helpers/rawHttp.js';
+import { idleClient } from './rawHttp.js';
 
 interface Sse {
   type: string;
