@@ -96,6 +96,23 @@ describe('the live page event stream', () => {
     expect(view.html).toMatch(/class="dag-node s-completed"[^>]* data-task="bulk\.2"/);
   });
 
+  it('replays a run several times its queue bound to a page opened after it ended, then the final view', async () => {
+    const { run, events, release } = heldRun(120, 1500);
+    const ui = await startLiveUi({ run });
+    cleanup.push(() => ui.close());
+    release();
+    expect((await run.result).status).toBe('completed');
+    const reading = fetch(ui.url.replace('/?', '/events?')).then((res) => readToEnd(res));
+    await until(() => ui.stats().clients === 1, 'the reader connected');
+    await ui.close();
+    const got = await reading;
+    expect(got.filter((m) => m.type === 'run').map((m) => (m.data as TimedRunEvent).type)).toEqual(events.map((e) => e.type));
+    // More than the 256 KiB a client may have queued: the replay went out as the reader drained.
+    expect(got.reduce((n, m) => n + (m.type === 'run' ? m.bytes : 0), 0)).toBeGreaterThan(2 * 256 * 1024);
+    expect(got.at(-1)!.type).toBe('view');
+    expect((got.at(-1)!.data as { done: boolean }).done).toBe(true);
+  });
+
   it('bounds what clients that do not read cost, drops them, refuses past its cap with 503, and readers get every event', async () => {
     // Each task waits at the gate until the test opens it: the run goes one task at a time, as
     // slowly as the test wants, so the views keep coming (one per 400 ms at most) while it looks.
