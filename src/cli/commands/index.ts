@@ -13,10 +13,11 @@ import { run } from './run.js';
 import { runs } from './runs.js';
 import { show } from './show.js';
 import { sim } from './sim.js';
+import { ui } from './ui.js';
 import { validate } from './validate.js';
 import { worker } from './worker.js';
 
-export const COMMANDS: readonly Command[] = [run, resume, retry, runs, show, validate, report, demo, init, worker, sim, machines, helpCommand(() => COMMANDS)];
+export const COMMANDS: readonly Command[] = [run, resume, retry, runs, show, ui, validate, report, demo, init, worker, sim, machines, helpCommand(() => COMMANDS)];
 
 export function commandNamed(name: string): Command | undefined {
   return COMMANDS.find((c) => c.name === name);
