@@ -7,6 +7,7 @@
 import { findCycles } from './ranks.js';
 import { isRecord, issue, unknownName } from './issues.js';
 import { fieldPathProblem, schemaProblems } from './structured.js';
+import { userPattern } from './userPattern.js';
 import { implicitDeps } from './mapreduce.js';
 import { foreignFields } from './taskKinds.js';
 import type { PlanIssue } from './validate.js';
@@ -243,18 +244,12 @@ function fieldPlaceholderProblem(
 /** `output.schema` must be a JSON Schema that compiles; `accept` names a known judge model and a valid pattern. */
 function checkOutputAndAccept(t: Record<string, unknown>, i: number, models: Record<string, unknown> | undefined, out: PlanIssue[]) {
   if (isRecord(t.output) && isRecord(t.output.schema)) {
-    for (const p of schemaProblems(t.output.schema)) {
-      const pointer = p.path.split('/').filter((s) => s !== '').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
-      out.push(issue(['tasks', i, 'output', 'schema', ...pointer], p.message));
-    }
+    for (const p of schemaProblems(t.output.schema)) out.push(issue(['tasks', i, 'output', 'schema', ...p.path], p.message));
   }
   if (!isRecord(t.accept)) return;
   if (typeof t.accept.pattern === 'string' && t.accept.pattern !== '') {
-    try {
-      new RegExp(t.accept.pattern, 'u');
-    } catch (error) {
-      out.push(issue(['tasks', i, 'accept', 'pattern'], `not a valid regular expression: ${(error as Error).message}`));
-    }
+    const pattern = userPattern(t.accept.pattern);
+    if (!pattern.ok) out.push(issue(['tasks', i, 'accept', 'pattern'], pattern.message));
   }
   const judge = t.accept.judge;
   if (isRecord(judge) && models && typeof judge.model === 'string' && judge.model !== '' && !Object.hasOwn(models, judge.model)) {

@@ -5,6 +5,9 @@
  * official SDKs' request types), a bad answer is retried with the problems in the next prompt,
  * and the result's output is the parsed value.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import type Anthropic from '@anthropic-ai/sdk';
@@ -12,6 +15,7 @@ import type OpenAI from 'openai';
 import { createSwarm, type OutputOf, type PlanInput, type ResultOf, type RunEvent, type RunResult } from '../../src/index.js';
 import { startSim, type SimServer } from '../../src/sim/index.js';
 import { recordingProxy, type RecordedRequest } from '../helpers/recordingProxy.js';
+import { cli } from '../helpers/cli.js';
 
 const schema = {
   type: 'object',
@@ -242,5 +246,30 @@ describe('zod schemas in plans written in code', () => {
     } finally {
       await swarm.close();
     }
+  });
+});
+
+describe('a pattern that backtracks for ever on a backtracking engine', () => {
+  // In a child process (the CLI), so that a regression ends in its kill, not in a hung suite.
+  it('^(a+)+$ in accept and in a schema, against a 10,000-character answer: a failed check, at once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'swarmstate-pattern-'));
+    const answer = 'a'.repeat(10_000) + 'b';
+    const file = join(dir, 'plan.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        providers: { sim: { type: 'sim' } },
+        models: { m: { provider: 'sim', model: 'sim-x', maxTokens: 8192 } },
+        tasks: [
+          { id: 'gate', model: 'm', prompt: `[[sim:reply ${answer}]]`, accept: { pattern: '^(a+)+$' }, maxRetries: 0 },
+          { id: 'schema', model: 'm', prompt: `[[sim:reply {"code": "${answer}"}]]`, output: { schema: { type: 'object', properties: { code: { type: 'string', pattern: '^(a+)+$' } } } }, maxRetries: 0 },
+        ],
+      }),
+    );
+    const r = await cli(['run', file, '--json', '--store', 'memory']);
+    expect(r.code).toBe(1);
+    const result = JSON.parse(r.stdout) as RunResult;
+    expect(result.tasks.gate!.error).toMatchObject({ code: 'rejected_output', message: 'task "gate" attempt 1: the answer was rejected by its quality gate: the answer does not match the pattern /^(a+)+$/' });
+    expect(result.tasks.schema!.error).toMatchObject({ code: 'invalid_output', message: 'task "schema" attempt 1: the answer does not meet its output schema: the JSON at /code must match pattern "^(a+)+$"' });
   });
 });
