@@ -8,7 +8,8 @@
  *   and `$ref`s that lead back to where they started without reaching a value (`{"$ref": "#"}`)
  *   recurse for ever, in the compiler or in every check. Both are found here first, by loops over
  *   an explicit stack, and reported with their paths.
- * - Patterns run on the linear-time engine (userPattern.ts); one it cannot run is named here.
+ * - Patterns run as userPattern.ts says (linear time, or a time bound); one that does not compile
+ *   is named here.
  */
 import type { ValidateFunction } from 'ajv';
 import { instanceFor, newInstanceFor, withoutUnknownMeta } from '../tools/validate.js';

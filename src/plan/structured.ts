@@ -10,7 +10,10 @@ import { describeErrors, instanceFor, withoutUnknownMeta } from '../tools/valida
 import type { OutputCheckSpec as OutputCheck, OutputVerdict } from '../../machines/protocol.js';
 import type { AcceptSpec, OutputSpec } from './schema.js';
 import { compileOutputSchema, schemaShapeProblems, type SchemaPath, type SchemaProblem } from './outputSchema.js';
-import { userPattern } from './userPattern.js';
+import { PatternTimeoutError, userPattern, withPatternBudget } from './userPattern.js';
+import { unfenced } from '../../machines/mapReduce.js';
+
+export { unfenced };
 
 export function outputCheckOf(output: OutputSpec | undefined, accept: AcceptSpec | undefined): OutputCheck | undefined {
   const check: OutputCheck = {};
@@ -22,15 +25,20 @@ export function outputCheckOf(output: OutputSpec | undefined, accept: AcceptSpec
 
 /**
  * Checks an answer: with a schema it must be JSON (a ```json fence around it is accepted) that
- * the schema accepts; then the gates, on the text kept.
+ * the schema accepts; then the gates, on the text kept. Its patterns share one time bound
+ * (userPattern.ts): one that runs out of it fails the check.
  */
 export function checkOutput(answer: string, check: OutputCheck): OutputVerdict {
+  return withPatternBudget(() => checked(answer, check));
+}
+
+function checked(answer: string, check: OutputCheck): OutputVerdict {
   let text = answer;
   if (check.schema) {
-    const body = unfenced(answer);
     let value: unknown;
     try {
-      value = JSON.parse(body);
+      // As answerJson reads it, but the parser's own words go back to the model.
+      value = JSON.parse(unfenced(answer));
     } catch (error) {
       return { ok: false, code: 'invalid_output', problems: [`the answer is not valid JSON (${(error as Error).message}): answer with the JSON value alone`] };
     }
@@ -40,6 +48,7 @@ export function checkOutput(answer: string, check: OutputCheck): OutputVerdict {
       if (!validate(value)) return { ok: false, code: 'invalid_output', problems: describeErrors(validate.errors ?? []).split('; ').map((p) => `the JSON ${p.startsWith('/') ? `at ${p}` : p}`) };
       text = JSON.stringify(value);
     } catch (error) {
+      if (error instanceof PatternTimeoutError) return { ok: false, code: 'invalid_output', problems: [error.message] };
       // A value nested deeper than the stack (a recursive schema lets it through to ajv).
       if (error instanceof RangeError) return { ok: false, code: 'invalid_output', problems: ['the JSON is nested too deeply to check: answer with a flatter value'] };
       throw error;
@@ -49,24 +58,25 @@ export function checkOutput(answer: string, check: OutputCheck): OutputVerdict {
   if (check.minChars !== undefined && answer.trim().length < check.minChars) {
     problems.push(`the answer has ${answer.trim().length} characters, fewer than the ${check.minChars} required`);
   }
-  if (check.pattern !== undefined) {
-    const pattern = userPattern(check.pattern);
-    if (!pattern.ok) problems.push(`the pattern /${check.pattern}/ cannot run: ${pattern.message}`);
-    else if (!pattern.test(text)) problems.push(`the answer does not match the pattern /${check.pattern}/`);
-  }
+  if (check.pattern !== undefined) problems.push(...patternProblems(check.pattern, text));
   return problems.length > 0 ? { ok: false, code: 'rejected_output', problems } : { ok: true, text };
 }
 
-/** The body of a ```json (or bare ```) fence around the whole answer; the answer itself otherwise. */
-export function unfenced(answer: string): string {
-  const match = /^\s*```(?:json|JSON)?[ \t]*\r?\n([\s\S]*?)\r?\n?```\s*$/.exec(answer);
-  return (match ? match[1]! : answer).trim();
+function patternProblems(source: string, text: string): string[] {
+  const pattern = userPattern(source);
+  if (!pattern.ok) return [`the pattern /${source}/ cannot run: ${pattern.message}`];
+  try {
+    return pattern.test(text) ? [] : [`the answer does not match the pattern /${source}/`];
+  } catch (error) {
+    if (error instanceof PatternTimeoutError) return [error.message];
+    throw error;
+  }
 }
 
 /**
  * Problems of a schema given in a plan, each with its path inside the schema: it must be a valid
  * JSON Schema that compiles, no deeper than MAX_SCHEMA_DEPTH, without `$ref` loops, and with
- * patterns the linear-time engine runs.
+ * patterns that compile.
  */
 export function schemaProblems(schema: Record<string, unknown>): SchemaProblem[] {
   const shape = schemaShapeProblems(schema);

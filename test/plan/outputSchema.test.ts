@@ -2,12 +2,13 @@
  * Output schemas and patterns that a plan may hold and a model's answer meets (src/plan/structured.ts,
  * outputSchema.ts, userPattern.ts): a schema with `$id` compiles the same every time and beside
  * another with the same `$id`; a schema too deep, or whose `$ref`s loop without reaching a value,
- * is a plan error with its path (never a stack overflow); patterns run on a linear-time engine, and
- * one that engine cannot run is refused with its path.
+ * is a plan error with its path (never a stack overflow); patterns run in linear time (RE2), or,
+ * with lookaround or backreferences, with a time bound; one that does not compile is refused.
  */
 import { describe, expect, it } from 'vitest';
 import { validatePlan } from '../../src/plan/index.js';
 import { checkOutput } from '../../src/plan/structured.js';
+import { userPattern } from '../../src/plan/userPattern.js';
 
 function plan(tasks: unknown[]) {
   return { providers: { p: { type: 'sim' } }, models: { m: { provider: 'p', model: 'x' } }, tasks };
@@ -102,34 +103,52 @@ describe('a schema too deep, or looping', () => {
   });
 });
 
-describe('patterns run on a linear-time engine', () => {
-  it('validate refuses a pattern that engine cannot run (lookaround, backreference), in accept and in the schema, with its path', () => {
+describe('patterns: linear time, or a time bound', () => {
+  it('validate refuses a pattern that does not compile, in accept and in the schema, with its path; lookaround and backreferences are taken', () => {
     expect(
       lines([
-        { id: 'a', model: 'm', prompt: 'A', accept: { pattern: '(?=a)b' } },
-        { id: 'b', model: 'm', prompt: 'B', output: { schema: { type: 'object', properties: { code: { type: 'string', pattern: '(a)\\1' } }, patternProperties: { '^x(?!y)': { type: 'string' } } } } },
-        { id: 'c', model: 'm', prompt: 'C', accept: { pattern: '([a-z' } },
-        { id: 'd', model: 'm', prompt: 'D', accept: { pattern: 'a{1000}b{1000}c{1000}' } },
+        { id: 'a', model: 'm', prompt: 'A', accept: { pattern: '([a-z' } },
+        { id: 'b', model: 'm', prompt: 'B', output: { schema: { type: 'object', properties: { code: { type: 'string', pattern: '(a' } }, patternProperties: { 'x{2,1}': { type: 'string' } } } } },
+        { id: 'c', model: 'm', prompt: 'C', accept: { pattern: '^(?![\\s\\S]*TODO)' }, output: { schema: { type: 'string', pattern: '^(a)\\1$' } } },
       ]),
     ).toEqual([
-      expect.stringMatching(/^tasks\[0\]\.accept\.pattern: not a pattern the linear-time engine runs \(RE2 syntax: no lookaround, no backreferences\): .*\(\?=/),
+      expect.stringMatching(/^tasks\[0\]\.accept\.pattern: not a valid regular expression: .*Unterminated character class/),
       // A schema's own keywords first, then its sub-schemas'.
-      expect.stringMatching(/^tasks\[1\]\.output\.schema\.patternProperties\["\^x\(\?!y\)"\]: not a pattern the linear-time engine runs \(RE2 syntax: no lookaround, no backreferences\): .*\(\?!/),
-      expect.stringMatching(/^tasks\[1\]\.output\.schema\.properties\.code\.pattern: not a pattern the linear-time engine runs \(RE2 syntax: no lookaround, no backreferences\): .*\\1/),
-      expect.stringMatching(/^tasks\[2\]\.accept\.pattern: not a pattern the linear-time engine runs \(RE2 syntax: no lookaround, no backreferences\): .*missing/),
-      'tasks[3].accept.pattern: too large: it compiles to 3002 steps, more than 2000 (each character of an answer may visit every step): shorten its repetitions',
+      expect.stringMatching(/^tasks\[1\]\.output\.schema\.patternProperties\["x\{2,1\}"\]: not a valid regular expression: .*out of order/),
+      expect.stringMatching(/^tasks\[1\]\.output\.schema\.properties\.code\.pattern: not a valid regular expression: .*Unterminated group/),
     ]);
   });
 
-  it('a backtracking pattern ends at once on a long answer: ^(a+)+$ on 10,000 characters', () => {
+  it('a backtracking pattern ends at once on a long answer: ^(a+)+$ on 10,000 characters runs in linear time', () => {
     const answer = 'a'.repeat(10_000) + 'b';
+    expect(userPattern('^(a+)+$')).toMatchObject({ ok: true, linear: true });
     expect(checkOutput(answer, { pattern: '^(a+)+$' })).toEqual({ ok: false, code: 'rejected_output', problems: ['the answer does not match the pattern /^(a+)+$/'] });
     expect(checkOutput('a'.repeat(10_000), { pattern: '^(a+)+$' })).toEqual({ ok: true, text: 'a'.repeat(10_000) });
     const schema = { type: 'object', properties: { code: { type: 'string', pattern: '^(a+)+$' } } };
     expect(checkOutput(JSON.stringify({ code: answer }), { schema })).toEqual({ ok: false, code: 'invalid_output', problems: ['the JSON at /code must match pattern "^(a+)+$"'] });
   });
 
+  it('a pattern with lookaround runs with a time bound: one that backtracks for ever is stopped and fails the check, the next check runs', () => {
+    const forever = '^(?=(a+)+$)';
+    const answer = 'a'.repeat(10_000) + 'b';
+    expect(userPattern(forever)).toMatchObject({ ok: true, linear: false });
+    const stopped = 'checking the pattern /^(?=(a+)+$)/ took more than 1000 ms and was stopped (a pattern with lookaround or backreferences runs on a backtracking engine, with this time bound; without them it runs in linear time)';
+    expect(checkOutput(answer, { pattern: forever })).toEqual({ ok: false, code: 'rejected_output', problems: [stopped] });
+    const schema = { type: 'array', items: { type: 'string', pattern: forever } };
+    expect(checkOutput(JSON.stringify([answer, answer, answer]), { schema })).toEqual({ ok: false, code: 'invalid_output', problems: [stopped] });
+    // A new worker for the next answer: a gate that must not find TODO.
+    expect(checkOutput('all done', { pattern: '^(?![\\s\\S]*TODO)' })).toEqual({ ok: true, text: 'all done' });
+    expect(checkOutput('a TODO left', { pattern: '^(?![\\s\\S]*TODO)' })).toMatchObject({ ok: false, code: 'rejected_output' });
+    expect(checkOutput('"aa"', { schema: { type: 'string', pattern: '^(a)\\1$' } })).toEqual({ ok: true, text: '"aa"' });
+  });
+
+  it('a pattern too large for linear time runs with the time bound too', () => {
+    expect(userPattern('a{1000}b{1000}c{1000}')).toMatchObject({ ok: true, linear: false });
+    expect(checkOutput('a'.repeat(1000) + 'b'.repeat(1000) + 'c'.repeat(1000), { pattern: 'a{1000}b{1000}c{1000}' })).toMatchObject({ ok: true });
+  });
+
   it('keeps the JavaScript escapes a plan writes (\\d, \\u00e9, \\/, named groups), and Unicode letters', () => {
+    expect(userPattern('SKU-\\d+ caf\\u00e9 a\\/(?<x>b)')).toMatchObject({ ok: true, linear: true });
     expect(checkOutput('SKU-123 café a/b', { pattern: 'SKU-\\d+ caf\\u00e9 a\\/(?<x>b)' })).toMatchObject({ ok: true });
     expect(checkOutput('Ωμέγα', { pattern: '^\\p{L}+$' })).toMatchObject({ ok: true });
     expect(checkOutput('x', { pattern: '^\\d$' })).toMatchObject({ ok: false, code: 'rejected_output' });
