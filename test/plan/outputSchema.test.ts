@@ -128,18 +128,12 @@ describe('patterns: linear time, or a time bound', () => {
     expect(checkOutput(JSON.stringify({ code: answer }), { schema })).toEqual({ ok: false, code: 'invalid_output', problems: ['the JSON at /code must match pattern "^(a+)+$"'] });
   });
 
-  it('a pattern with lookaround runs with a time bound: one that backtracks for ever is stopped and fails the check, the next check runs', () => {
-    const forever = '^(?=(a+)+$)';
-    const answer = 'a'.repeat(10_000) + 'b';
-    expect(userPattern(forever)).toMatchObject({ ok: true, linear: false });
-    const stopped = 'checking the pattern /^(?=(a+)+$)/ took more than 1000 ms and was stopped (a pattern with lookaround or backreferences runs on a backtracking engine, with this time bound; without them it runs in linear time)';
-    expect(checkOutput(answer, { pattern: forever })).toEqual({ ok: false, code: 'rejected_output', problems: [stopped] });
-    const schema = { type: 'array', items: { type: 'string', pattern: forever } };
-    expect(checkOutput(JSON.stringify([answer, answer, answer]), { schema })).toEqual({ ok: false, code: 'invalid_output', problems: [stopped] });
-    // A new worker for the next answer: a gate that must not find TODO.
+  it('a pattern with lookaround or a backreference runs on JavaScript\'s engine (bounded: test/integration/structured.test.ts)', () => {
+    expect(userPattern('^(?![\\s\\S]*TODO)')).toMatchObject({ ok: true, linear: false });
     expect(checkOutput('all done', { pattern: '^(?![\\s\\S]*TODO)' })).toEqual({ ok: true, text: 'all done' });
     expect(checkOutput('a TODO left', { pattern: '^(?![\\s\\S]*TODO)' })).toMatchObject({ ok: false, code: 'rejected_output' });
     expect(checkOutput('"aa"', { schema: { type: 'string', pattern: '^(a)\\1$' } })).toEqual({ ok: true, text: '"aa"' });
+    expect(checkOutput('"ab"', { schema: { type: 'string', pattern: '^(a)\\1$' } })).toMatchObject({ ok: false, code: 'invalid_output' });
   });
 
   it('a pattern too large for linear time runs with the time bound too', () => {
