@@ -49,7 +49,7 @@ export function inputText(ref: string, outputOf: (id: string) => string | undefi
 /** The groups of a reduce read the same array one element at a time: it is parsed once. */
 let lastList: { text: string; value: unknown } | undefined;
 function parsedList(text: string): unknown {
-  if (lastList?.text !== text) lastList = { text, value: parseJson(text.trim()) };
+  if (lastList?.text !== text) lastList = { text, value: answerJson(text) };
   return lastList.value;
 }
 
@@ -59,6 +59,21 @@ export function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** The body of a ```json (or bare ```) fence around the whole answer; the answer itself otherwise. */
+export function unfenced(answer: string): string {
+  const match = /^\s*```(?:json|JSON)?[ \t]*\r?\n([\s\S]*?)\r?\n?```\s*$/.exec(answer);
+  return (match ? match[1]! : answer).trim();
+}
+
+/**
+ * An answer read as JSON, as every reader of one does (a structured output's check, a map's
+ * `from` items, a reduce over a task's array): the JSON value alone, or in a ```json fence.
+ * Undefined when it is not JSON.
+ */
+export function answerJson(answer: string): unknown {
+  return parseJson(unfenced(answer));
 }
 
 /** An output as an element of a map's array: its JSON value when it is JSON, else the text. */
@@ -72,16 +87,6 @@ export function outputValue(text: string): unknown {
 /** The inputs as the `{{inputs}}` of a group's prompt, numbered. */
 export function renderInputs(texts: readonly string[]): string {
   return texts.map((t, i) => `<input n="${i + 1}">\n${t}\n</input>`).join('\n');
-}
-
-/** A reduce prompt: `{{inputs}}` replaced by the inputs (appended when the prompt does not place them). */
-export function fillInputs(prompt: string, inputs: string): string {
-  let placed = false;
-  const out = prompt.replace(/\{\{\s*inputs\s*\}\}/g, () => {
-    placed = true;
-    return inputs;
-  });
-  return placed ? out : `${out}\n\n${inputs}`;
 }
 
 /** Estimated input tokens of a one-message request (as the agent estimates it before each call). */

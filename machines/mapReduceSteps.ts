@@ -4,14 +4,14 @@
  * collect its sub-tasks' outputs once they are done, or, for a reduce whose inputs fit one call,
  * let it run as an agent with its inputs in the prompt.
  */
-import { fillPlaceholders, renderPrompt } from './prompt.js';
+import { fillPlaceholders, renderPrompt, type OwnPlaceholders } from './prompt.js';
 import { ZERO_USAGE, type ErrorInfo } from './protocol.js';
 import { enqueueReport } from './kit.js';
 import { errorInfo } from './errors.js';
 import type { RunTable } from './tasks/runTable.js';
 import type { SupervisedTask } from './tasks/types.js';
 import type { Enqueue, PlanExpansionInput, SupervisorContext } from './supervisor/types.js';
-import { fillInputs, inputText, parseJson, planGroups, promptTokens, refTask, renderInputs, type Group } from './mapReduce.js';
+import { answerJson, inputText, planGroups, promptTokens, refTask, renderInputs, type Group } from './mapReduce.js';
 
 export type { Group };
 
@@ -30,8 +30,9 @@ export function aggregateStep(context: SupervisorContext, enqueue: Enqueue, spec
     const from = spec.map?.from;
     // The items' source is read as items, not appended to every item's prompt.
     const deps = spec.deps.filter((d) => d !== from);
-    const map: NonNullable<PlanExpansionInput['map']> = { prompt: renderPrompt(spec.prompt, deps, out) };
-    if (spec.system !== undefined) map.system = fillPlaceholders(spec.system, deps, out);
+    // The templates as written: each item's prompt is filled in one pass, its item and its deps together.
+    const map: NonNullable<PlanExpansionInput['map']> = { prompt: spec.prompt, deps, outputs: deps.map(out) };
+    if (spec.system !== undefined) map.system = spec.system;
     if (from !== undefined) map.itemsText = out(from);
     expand(context, enqueue, spec, attempt, { map });
     return 'done';
@@ -67,18 +68,28 @@ export function aggregateStep(context: SupervisorContext, enqueue: Enqueue, spec
   return 'done';
 }
 
-/** The prompt of a reduce that runs as one call: its other deps placed, then its inputs. */
+/**
+ * The prompt of a reduce that runs as one call: its other deps and `{{inputs}}` placed in one pass
+ * (the inputs appended when the prompt does not place them).
+ */
 export function reducePrompt(table: RunTable, spec: SupervisedTask): string {
   const refs = inputsOf(table, spec);
   const list = refs.ok ? refs.list : [];
   const out = (id: string) => table.output(id) ?? '';
-  return fillInputs(template(table, spec, list), renderInputs(list.map((r) => inputText(r, out))));
+  const inputs = renderInputs(list.map((r) => inputText(r, out)));
+  let placed = false;
+  const prompt = template(table, spec, list, (name) => {
+    if (name !== 'inputs') return undefined;
+    placed = true;
+    return inputs;
+  });
+  return placed ? prompt : `${prompt}\n\n${inputs}`;
 }
 
-/** The prompt with everything but the inputs placed. */
-function template(table: RunTable, spec: SupervisedTask, refs: readonly string[]): string {
+/** The prompt with its other deps placed: `{{inputs}}` too when `own` fills it. */
+function template(table: RunTable, spec: SupervisedTask, refs: readonly string[], own?: OwnPlaceholders): string {
   const over = new Set([...overIds(spec), ...refs.map(refTask)]);
-  return renderPrompt(spec.prompt, spec.deps.filter((d) => !over.has(d)), (id) => table.output(id) ?? '');
+  return renderPrompt(spec.prompt, spec.deps.filter((d) => !over.has(d)), (id) => table.output(id) ?? '', own);
 }
 
 const overIds = (spec: SupervisedTask): string[] => {
@@ -96,7 +107,7 @@ function inputsOf(table: RunTable, spec: SupervisedTask): { ok: true; list: stri
   const over = spec.reduce?.over ?? [];
   if (typeof over !== 'string') return { ok: true, list: [...over] };
   if (table.spec(over).kind === 'map') return { ok: true, list: [...(table.keptOf(over) ?? table.subtasksOf(over) ?? [])] };
-  const value = parseJson((table.output(over) ?? '').trim());
+  const value = answerJson(table.output(over) ?? '');
   if (!Array.isArray(value)) return { ok: false, message: `the output of "${over}" is not a JSON array, so it has no inputs to reduce` };
   return { ok: true, list: value.map((_, i) => `${over}#${i}`) };
 }

@@ -6,11 +6,20 @@
  */
 const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.:/-]+)\s*\}\}/g;
 
+/**
+ * What a caller fills itself in the same pass as the deps (a map's item, a reduce's inputs): the
+ * text for `{{name}}`, or undefined to leave it to the deps. One pass: nothing placed is read again,
+ * so a dep's answer that says `{{item.name}}` stays as it is.
+ */
+export type OwnPlaceholders = (name: string) => string | undefined;
+
 /** Replaces `{{id}}` of the given deps with their outputs; leaves every other `{{...}}` alone. */
-export function fillPlaceholders(text: string, deps: readonly string[], outputOf: (id: string) => string): string {
-  if (deps.length === 0) return text;
+export function fillPlaceholders(text: string, deps: readonly string[], outputOf: (id: string) => string, own?: OwnPlaceholders): string {
+  if (deps.length === 0 && !own) return text;
   const depSet = new Set(deps);
   return text.replace(PLACEHOLDER, (whole, name: string) => {
+    const mine = own?.(name);
+    if (mine !== undefined) return mine;
     const ref = refOf(name, depSet);
     return ref ? placed(ref, outputOf) : whole;
   });
@@ -51,11 +60,14 @@ export function fieldText(output: string, path: readonly string[]): string {
   return typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
 }
 
-export function renderPrompt(prompt: string, deps: readonly string[], outputOf: (id: string) => string): string {
-  if (deps.length === 0) return prompt;
+/** The prompt with its deps placed (`own` filled in the same pass), and the deps it does not place appended. */
+export function renderPrompt(prompt: string, deps: readonly string[], outputOf: (id: string) => string, own?: OwnPlaceholders): string {
+  if (deps.length === 0 && !own) return prompt;
   const depSet = new Set(deps);
   const done = new Set<string>();
   const body = prompt.replace(PLACEHOLDER, (whole, name: string) => {
+    const mine = own?.(name);
+    if (mine !== undefined) return mine;
     const ref = refOf(name, depSet);
     if (!ref) return whole;
     // A dep read field by field counts as placed: the prompt chose what it needs of it.

@@ -60,12 +60,15 @@ export class PlanExpander {
       const from = spec.items && 'from' in spec.items ? spec.items.from : undefined;
       const items = from !== undefined ? itemsOfOutput(from, input.map.itemsText ?? '') : (this.items.get(spec.id) ?? { ok: false as const, message: 'no items' });
       if (!items.ok) return { ok: false, issues: [items.message] };
-      const made = mapSubtasks(spec, items.items, input.map.prompt, input.map.system);
+      const made = mapSubtasks(spec, items.items, input.map);
       if (!made.ok) return made;
       tasks = made.tasks;
     } else {
       tasks = groupSubtasks(spec, input.reduce!.groups);
     }
+    // `validate` keeps the plan's ids out of the ones made here; a plan journaled before it did may not.
+    const taken = tasks.find((t) => this.tasks.has(t.id));
+    if (taken) return { ok: false, issues: [`its sub-task "${taken.id}" would have the id of a task the run already has: rename that task`] };
     const resolved = this.resolve(input.taskId, input.depth + 1, tasks);
     this.onAccepted?.(input.taskId, tasks, resolved);
     return { ok: true, tasks: resolved };

@@ -54,8 +54,11 @@ export interface PlanExpansionInput {
   output: string;
   /** The planner's depth (its sub-tasks are one deeper). */
   depth: number;
-  /** A map: its prompt and system with its deps' outputs placed, and the `from` task's output. */
-  map?: { prompt: string; system?: string; itemsText?: string };
+  /**
+   * A map: its prompt and system as written, its deps (not `from`) and their outputs (in the same
+   * order) for each item's one pass, and the `from` task's output.
+   */
+  map?: { prompt: string; system?: string; deps: string[]; outputs: string[]; itemsText?: string };
   /** A reduce, or a group of one that splits: the groups of its tree (the root last). */
   reduce?: { groups: Group[] };
 }

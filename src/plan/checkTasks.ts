@@ -7,6 +7,7 @@
 import { findCycles } from './ranks.js';
 import { isRecord, issue, unknownName } from './issues.js';
 import { fieldPathProblem, schemaProblems } from './structured.js';
+import { userPattern } from './userPattern.js';
 import { implicitDeps } from './mapreduce.js';
 import { foreignFields } from './taskKinds.js';
 import type { PlanIssue } from './validate.js';
@@ -37,6 +38,8 @@ export function checkTasks(
     if (first === undefined) indexOf.set(id, i);
     else out.push(issue(['tasks', i, 'id'], `duplicate task id "${id}" (first used by tasks[${first}])`));
   });
+
+  checkMadeIds(tasks, ids, indexOf, out);
 
   // Edges task -> dep, by index; depAt remembers which deps[j] each edge came from, for paths.
   const edges: number[][] = Array.from({ length: n }, () => []);
@@ -115,6 +118,32 @@ export function checkTasks(
     const path = j === -1 ? ['tasks', start, 'reviews'] : j === -2 ? ['tasks', start, 'deps'] : j === -3 ? ['tasks', start, (tasks[start] as Record<string, unknown>).kind === 'map' ? 'items' : 'over'] : ['tasks', start, 'deps', j];
     out.push(issue(path, `cycle: ${names}${note}${j === -2 ? ' (a task that depends on a reviewed task also waits for its review)' : ''}`));
   }
+}
+
+/** What the run names the tasks it makes under a map, a reduce or a planner (`<id>/...`). */
+const MADE_UNDER: Record<string, (id: string) => string> = {
+  map: (id) => `map "${id}", whose items the run names "${id}/<index>" or "${id}/<key>"`,
+  reduce: (id) => `reduce "${id}", whose groups the run names "${id}/L<level>/<n>"`,
+  plan: (id) => `planner "${id}", whose sub-tasks the run names "${id}/<id>"`,
+};
+
+/**
+ * No task id under a map's, a reduce's or a planner's own: the run makes ids there, and one it
+ * made that a task already has would stop the run when it expands.
+ */
+function checkMadeIds(tasks: unknown[], ids: (string | undefined)[], indexOf: Map<string, number>, out: PlanIssue[]) {
+  ids.forEach((id, i) => {
+    if (id === undefined) return;
+    for (let slash = id.indexOf('/'); slash > 0; slash = id.indexOf('/', slash + 1)) {
+      const parent = id.slice(0, slash);
+      const at = indexOf.get(parent);
+      const kind = at === undefined ? undefined : (tasks[at] as Record<string, unknown>).kind;
+      const under = typeof kind === 'string' && Object.hasOwn(MADE_UNDER, kind) ? MADE_UNDER[kind]! : undefined;
+      if (!under) continue;
+      out.push(issue(['tasks', i, 'id'], `"${id}" is under ${under(parent)}: choose an id outside "${parent}/"`));
+      return;
+    }
+  });
 }
 
 /**
@@ -243,18 +272,12 @@ function fieldPlaceholderProblem(
 /** `output.schema` must be a JSON Schema that compiles; `accept` names a known judge model and a valid pattern. */
 function checkOutputAndAccept(t: Record<string, unknown>, i: number, models: Record<string, unknown> | undefined, out: PlanIssue[]) {
   if (isRecord(t.output) && isRecord(t.output.schema)) {
-    for (const p of schemaProblems(t.output.schema)) {
-      const pointer = p.path.split('/').filter((s) => s !== '').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
-      out.push(issue(['tasks', i, 'output', 'schema', ...pointer], p.message));
-    }
+    for (const p of schemaProblems(t.output.schema)) out.push(issue(['tasks', i, 'output', 'schema', ...p.path], p.message));
   }
   if (!isRecord(t.accept)) return;
   if (typeof t.accept.pattern === 'string' && t.accept.pattern !== '') {
-    try {
-      new RegExp(t.accept.pattern, 'u');
-    } catch (error) {
-      out.push(issue(['tasks', i, 'accept', 'pattern'], `not a valid regular expression: ${(error as Error).message}`));
-    }
+    const pattern = userPattern(t.accept.pattern);
+    if (!pattern.ok) out.push(issue(['tasks', i, 'accept', 'pattern'], pattern.message));
   }
   const judge = t.accept.judge;
   if (isRecord(judge) && models && typeof judge.model === 'string' && judge.model !== '' && !Object.hasOwn(models, judge.model)) {

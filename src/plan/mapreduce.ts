@@ -3,9 +3,10 @@
  * they expand into, and the checks `validate` makes of them. The runtime side is in
  * machines/mapReduce.ts (what the supervisor does) and src/planner.ts (the expansion actor).
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { extname, isAbsolute, resolve } from 'node:path';
-import type { Group } from '../../machines/mapReduce.js';
+import { answerJson, type Group } from '../../machines/mapReduce.js';
+import { fillPlaceholders, renderPrompt, type OwnPlaceholders } from '../../machines/prompt.js';
 import { isRecord, issue } from './issues.js';
 import { foreignFields, taskKindOf } from './taskKinds.js';
 import { TASK_ID_MAX_LENGTH, TASK_ID_PATTERN, type TaskSpec } from './schema.js';
@@ -16,16 +17,19 @@ export const DEFAULT_FAN_IN = 8;
 
 type Items = { ok: true; items: unknown[] } | { ok: false; message: string };
 
-/** A map's items file: a JSON array, or JSONL (one JSON value a line; blank lines skipped). */
+/** The most bytes an items file may hold: it is read whole, at validation and when the run starts. */
+export const MAX_ITEMS_FILE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * A map's items file: a JSON array, or JSONL (one JSON value a line; blank lines skipped). It must
+ * be a regular file of at most MAX_ITEMS_FILE_BYTES: it is opened without waiting (a FIFO would
+ * wait for a writer), checked on its descriptor, and read only up to that size.
+ */
 export function loadItemsFile(file: string, baseDir: string = process.cwd()): Items {
   const path = isAbsolute(file) ? file : resolve(baseDir, file);
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    return { ok: false, message: `cannot read items file ${path}: ${code === 'ENOENT' ? 'no such file' : ((error as Error).message ?? code)}` };
-  }
+  const read = readBounded(path);
+  if (!read.ok) return read;
+  let text = read.text;
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   const lines = ['.jsonl', '.ndjson'].includes(extname(path).toLowerCase());
   if (!lines) {
@@ -50,14 +54,48 @@ export function loadItemsFile(file: string, baseDir: string = process.cwd()): It
   return { ok: true, items };
 }
 
-/** The items a `from` task's output holds: its text must be a JSON array. */
-export function itemsOfOutput(from: string, text: string): Items {
-  let value: unknown;
+function readBounded(path: string): { ok: true; text: string } | { ok: false; message: string } {
+  let fd: number;
   try {
-    value = JSON.parse(text.trim());
-  } catch {
-    return { ok: false, message: `the output of "${from}" is not JSON, so it holds no list of items (give that task an output schema of type "array")` };
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer (none on Windows).
+    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  } catch (error) {
+    return { ok: false, message: cannotRead(path, error) };
   }
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) return { ok: false, message: `items file ${path} is not a regular file (a device, a FIFO or a folder): give a JSON or JSONL file` };
+    if (stat.size > MAX_ITEMS_FILE_BYTES) return { ok: false, message: tooBig(path, `${stat.size} bytes`) };
+    // Read to the end, but never past the cap (the file may grow after fstat).
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(Math.min(1024 * 1024, MAX_ITEMS_FILE_BYTES + 1 - total));
+      const n = readSync(fd, chunk, 0, chunk.length, null);
+      if (n === 0) break;
+      chunks.push(chunk.subarray(0, n));
+      total += n;
+      if (total > MAX_ITEMS_FILE_BYTES) return { ok: false, message: tooBig(path, `${total} bytes or more`) };
+    }
+    return { ok: true, text: Buffer.concat(chunks, total).toString('utf8') };
+  } catch (error) {
+    return { ok: false, message: cannotRead(path, error) };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function cannotRead(path: string, error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  return `cannot read items file ${path}: ${code === 'ENOENT' ? 'no such file' : ((error as Error).message ?? code)}`;
+}
+
+const tooBig = (path: string, size: string) => `items file ${path} is ${size}, more than the 64 MiB (${MAX_ITEMS_FILE_BYTES} bytes) an items file may hold: split the items`;
+
+/** The items a `from` task's output holds: its text must be a JSON array (alone, or in a ```json fence). */
+export function itemsOfOutput(from: string, text: string): Items {
+  const value = answerJson(text);
+  if (value === undefined) return { ok: false, message: `the output of "${from}" is not JSON, so it holds no list of items (give that task an output schema of type "array")` };
   return Array.isArray(value) ? { ok: true, items: value } : { ok: false, message: `the output of "${from}" is JSON but not an array, so it holds no list of items` };
 }
 
@@ -79,23 +117,33 @@ export function itemProblems(items: readonly unknown[], spec: Pick<TaskSpec, 'id
   return problems.slice(0, 10);
 }
 
-const ITEM_PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_-]+)*)\s*\}\}/g;
+/** A placeholder's name that reads an item: `item`, `item.a.b`. */
+const ITEM_NAME = /^([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_-]+)*)$/;
+
+/**
+ * `{{<as>}}` and `{{<as>.a.b}}` of one item (a string as it is, anything else as JSON), filled in
+ * the same pass as the deps (machines/prompt.ts); `onMissing` hears of a field the item lacks.
+ */
+function itemPlaceholders(as: string, item: unknown, onMissing: (message: string) => void): OwnPlaceholders {
+  return (name) => {
+    const match = ITEM_NAME.exec(name);
+    if (!match || match[1] !== as) return undefined;
+    let value = item;
+    for (const part of match[2]!.split('.').slice(1)) {
+      if (!isRecord(value) || !Object.hasOwn(value, part)) {
+        onMissing(`{{${name}}}: the item has no field "${part}"`);
+        return `{{${name}}}`;
+      }
+      value = value[part];
+    }
+    return typeof value === 'string' ? value : (JSON.stringify(value) ?? 'null');
+  };
+}
 
 /** `{{item}}` and `{{item.a.b}}` filled with the item (strings as they are, anything else as JSON). */
 export function fillItem(text: string, as: string, item: unknown): { ok: true; text: string } | { ok: false; message: string } {
   let missing: string | undefined;
-  const filled = text.replace(ITEM_PLACEHOLDER, (whole, name: string, path: string) => {
-    if (name !== as) return whole;
-    let value = item;
-    for (const part of path.split('.').slice(1)) {
-      if (!isRecord(value) || !Object.hasOwn(value, part)) {
-        missing ??= `{{${name}${path}}}: the item has no field "${part}"`;
-        return whole;
-      }
-      value = value[part];
-    }
-    return typeof value === 'string' ? value : JSON.stringify(value);
-  });
+  const filled = fillPlaceholders(text, [], () => '', itemPlaceholders(as, item, (m) => (missing ??= m)));
   return missing === undefined ? { ok: true, text: filled } : { ok: false, message: missing };
 }
 
@@ -108,24 +156,38 @@ function inherited(spec: TaskSpec): Omit<TaskSpec, (typeof OWN_FIELDS)[number]> 
   return copy as Omit<TaskSpec, (typeof OWN_FIELDS)[number]>;
 }
 
+/** A map's prompt and system as written, and its deps' outputs (in the order of `deps`). */
+export interface MapTemplate {
+  prompt: string;
+  system?: string;
+  deps: readonly string[];
+  outputs: readonly string[];
+}
+
 /**
- * A map's sub-tasks: one plain task per item, its prompt and system (deps already placed) with
- * the item filled in. They depend on nothing: the map's deps had completed when it expanded.
+ * A map's sub-tasks: one plain task per item, its prompt and system filled in one pass, the item
+ * and the deps' outputs together (nothing placed is read again: a dep's answer may say
+ * `{{item.x}}`, an item `{{dep}}`). They depend on nothing: the map's deps had completed when it
+ * expanded.
  */
-export function mapSubtasks(spec: TaskSpec, items: readonly unknown[], prompt: string, system: string | undefined): { ok: true; tasks: TaskSpec[] } | { ok: false; issues: string[] } {
+export function mapSubtasks(spec: TaskSpec, items: readonly unknown[], template: MapTemplate): { ok: true; tasks: TaskSpec[] } | { ok: false; issues: string[] } {
   const problems = itemProblems(items, spec);
   if (problems.length > 0) return { ok: false, issues: problems };
   const as = spec.as ?? 'item';
   const base = inherited(spec);
+  const at = new Map(template.deps.map((d, i) => [d, i]));
+  const outputOf = (id: string) => template.outputs[at.get(id) ?? -1] ?? '';
   const tasks: TaskSpec[] = [];
   for (let i = 0; i < items.length; i++) {
     const item = items[i];
-    const p = fillItem(prompt, as, item);
-    const s = system === undefined ? undefined : fillItem(system, as, item);
-    if (!p.ok || (s && !s.ok)) return { ok: false, issues: [`item ${i}: ${!p.ok ? p.message : (s as { message: string }).message}`] };
+    let missing: string | undefined;
+    const own = itemPlaceholders(as, item, (m) => (missing ??= m));
+    const prompt = renderPrompt(template.prompt, template.deps, outputOf, own);
+    const system = template.system === undefined ? undefined : fillPlaceholders(template.system, template.deps, outputOf, own);
+    if (missing !== undefined) return { ok: false, issues: [`item ${i}: ${missing}`] };
     const name = spec.key === undefined ? String(i) : String((item as Record<string, unknown>)[spec.key]);
-    const task: TaskSpec = { ...base, id: `${spec.id}/${name}`, kind: 'task', deps: [], prompt: p.text };
-    if (s?.ok) task.system = s.text;
+    const task: TaskSpec = { ...base, id: `${spec.id}/${name}`, kind: 'task', deps: [], prompt };
+    if (system !== undefined) task.system = system;
     else delete task.system;
     tasks.push(task);
   }
@@ -169,6 +231,13 @@ function pathIn(i: number): (...path: (string | number)[]) => (string | number)[
 export function checkMapReduce(tasks: unknown[], out: PlanIssue[], baseDir?: string): void {
   const byId = new Map<string, Record<string, unknown>>();
   for (const t of tasks) if (isRecord(t) && typeof t.id === 'string') byId.set(t.id, t);
+  // The items of maps that list them (a file, or inline), read once: a reduce over one reads their count.
+  const items = new Map<Record<string, unknown>, Items>();
+  for (const t of byId.values()) {
+    if (t.kind !== 'map' || !isRecord(t.items)) continue;
+    if (typeof t.items.file === 'string') items.set(t, loadItemsFile(t.items.file, baseDir));
+    else if (Array.isArray(t.items.values)) items.set(t, { ok: true, items: t.items.values });
+  }
   tasks.forEach((t, i) => {
     if (!isRecord(t)) return;
     const kind = t.kind ?? 'task';
@@ -179,12 +248,12 @@ export function checkMapReduce(tasks: unknown[], out: PlanIssue[], baseDir?: str
       out.push(issue(at('budgetUsd'), `a ${kind} calls no model itself: its sub-tasks' calls count against the run's and the models' budgets`));
     }
     checkPlaceholders(t, kind, byId, at, out);
-    if (kind === 'map') checkMap(t, byId, at, out, baseDir);
-    if (kind === 'reduce') checkReduce(t, byId, at, out);
+    if (kind === 'map') checkMap(t, byId, items.get(t), at, out);
+    if (kind === 'reduce') checkReduce(t, byId, items, at, out);
   });
 }
 
-function checkMap(t: Record<string, unknown>, byId: Map<string, Record<string, unknown>>, at: (...p: (string | number)[]) => (string | number)[], out: PlanIssue[], baseDir?: string): void {
+function checkMap(t: Record<string, unknown>, byId: Map<string, Record<string, unknown>>, listed: Items | undefined, at: (...p: (string | number)[]) => (string | number)[], out: PlanIssue[]): void {
   const items = t.items;
   if (items === undefined) {
     out.push(issue(at('items'), 'required: {"file": "items.jsonl"}, {"from": "<task id>"} or {"values": [...]}'));
@@ -192,21 +261,39 @@ function checkMap(t: Record<string, unknown>, byId: Map<string, Record<string, u
   }
   if (!isRecord(items)) return;
   const spec = { id: typeof t.id === 'string' ? t.id : '', ...(typeof t.maxItems === 'number' ? { maxItems: t.maxItems } : {}), ...(typeof t.key === 'string' ? { key: t.key } : {}) };
-  let list: unknown[] | undefined;
-  if (typeof items.file === 'string') {
-    const loaded = loadItemsFile(items.file, baseDir);
-    if (!loaded.ok) out.push(issue(at('items', 'file'), loaded.message));
-    else list = loaded.items;
-  } else if (Array.isArray(items.values)) list = items.values;
-  if (list) for (const problem of itemProblems(list, spec)) out.push(issue(at('items'), problem));
+  if (listed && !listed.ok) out.push(issue(at('items', 'file'), listed.message));
+  if (listed?.ok) for (const problem of itemProblems(listed.items, spec)) out.push(issue(at('items'), problem));
   if (typeof items.from === 'string') {
     const source = byId.get(items.from);
-    if (!source) out.push(issue(at('items', 'from'), `unknown task "${items.from}"`));
+    if (items.from === t.id) out.push(issue(at('items', 'from'), 'a map cannot read its items from its own output'));
+    else if (!source) out.push(issue(at('items', 'from'), `unknown task "${items.from}"`));
     else if (!givesArray(source)) out.push(issue(at('items', 'from'), `task "${items.from}" cannot give a list of items: ${whyNoArray(source)}`));
+  }
+  checkItemName(t, at, out);
+}
+
+/**
+ * The item's name (`as`) must not be a dep's id, nor the start of one (`{{row.notes}}` with a dep
+ * `row.notes`): the placeholder would read the dep, and the items would be silently hidden.
+ */
+function checkItemName(t: Record<string, unknown>, at: (...p: (string | number)[]) => (string | number)[], out: PlanIssue[]): void {
+  const named = typeof t.as === 'string';
+  const as = named ? (t.as as string) : 'item';
+  const deps: { id: string; path: (string | number)[] }[] = [];
+  if (Array.isArray(t.deps)) t.deps.forEach((d: unknown, j: number) => typeof d === 'string' && deps.push({ id: d, path: at('deps', j) }));
+  if (isRecord(t.items) && typeof t.items.from === 'string') deps.push({ id: t.items.from, path: at('items', 'from') });
+  for (const dep of deps) {
+    const exact = dep.id === as;
+    if (!exact && !dep.id.startsWith(`${as}.`)) continue;
+    if (named && exact) out.push(issue(at('as'), `"${as}" is also the id of a dep of this map: {{${as}}} would place the dep's output, not the item; give the item another name`));
+    else if (named) out.push(issue(at('as'), `"${as}" is the start of dep "${dep.id}": {{${dep.id}}} would read the dep, not the item; give the item another name`));
+    else if (exact) out.push(issue(dep.path, `"${as}" is also the name of this map's item ("as" unset): {{${as}}} would place this dep's output, not the item; set "as" to another name`));
+    else out.push(issue(dep.path, `dep "${dep.id}" starts with "${as}", the name of this map's item ("as" unset): {{${dep.id}}} would read the dep, not the item; set "as" to another name`));
+    return;
   }
 }
 
-function checkReduce(t: Record<string, unknown>, byId: Map<string, Record<string, unknown>>, at: (...p: (string | number)[]) => (string | number)[], out: PlanIssue[]): void {
+function checkReduce(t: Record<string, unknown>, byId: Map<string, Record<string, unknown>>, items: Map<Record<string, unknown>, Items>, at: (...p: (string | number)[]) => (string | number)[], out: PlanIssue[]): void {
   const over = t.over;
   if (over === undefined) {
     out.push(issue(at('over'), 'required: the map (or task with a JSON array output, or list of tasks) whose outputs this reduce merges'));
@@ -224,8 +311,11 @@ function checkReduce(t: Record<string, unknown>, byId: Map<string, Record<string
     if (id === t.id) out.push(issue(path, 'a reduce cannot merge its own output'));
     else if (!source) out.push(issue(path, `unknown task "${id}"`));
     else if (typeof over === 'string' && !givesArray(source)) out.push(issue(path, `task "${id}" cannot give a list of inputs: ${whyNoArray(source)} (to merge several tasks' outputs, list them: "over": ["a", "b"])`));
+    else if (typeof over === 'string' && isEmpty(items.get(source))) out.push(issue(path, `map "${id}" has no items: a reduce over it would have nothing to merge`));
   });
 }
+
+const isEmpty = (listed: Items | undefined) => listed?.ok === true && listed.items.length === 0;
 
 /** Whether a task's output can be a JSON array, as far as the plan tells. */
 function givesArray(t: Record<string, unknown>): boolean {

@@ -3,11 +3,17 @@
  * the reading of a structured output's fields (`{{id.field}}`, the public result).
  *
  * A structured output stays text inside the runtime (its compact JSON); only the public result
- * and field placeholders parse it. Schemas compile once (ajv, cached by schema object).
+ * and field placeholders parse it. Schemas compile once each (outputSchema.ts); patterns run on
+ * a linear-time engine (userPattern.ts).
  */
-import { compile, describeErrors, instanceFor, withoutUnknownMeta } from '../tools/validate.js';
+import { describeErrors, instanceFor, withoutUnknownMeta } from '../tools/validate.js';
 import type { OutputCheckSpec as OutputCheck, OutputVerdict } from '../../machines/protocol.js';
 import type { AcceptSpec, OutputSpec } from './schema.js';
+import { compileOutputSchema, schemaShapeProblems, type SchemaPath, type SchemaProblem } from './outputSchema.js';
+import { PatternTimeoutError, userPattern, withPatternBudget } from './userPattern.js';
+import { unfenced } from '../../machines/mapReduce.js';
+
+export { unfenced };
 
 export function outputCheckOf(output: OutputSpec | undefined, accept: AcceptSpec | undefined): OutputCheck | undefined {
   const check: OutputCheck = {};
@@ -19,44 +25,71 @@ export function outputCheckOf(output: OutputSpec | undefined, accept: AcceptSpec
 
 /**
  * Checks an answer: with a schema it must be JSON (a ```json fence around it is accepted) that
- * the schema accepts; then the gates, on the text kept.
+ * the schema accepts; then the gates, on the text kept. Its patterns share one time bound
+ * (userPattern.ts): one that runs out of it fails the check.
  */
 export function checkOutput(answer: string, check: OutputCheck): OutputVerdict {
+  return withPatternBudget(() => checked(answer, check));
+}
+
+function checked(answer: string, check: OutputCheck): OutputVerdict {
   let text = answer;
   if (check.schema) {
-    const body = unfenced(answer);
     let value: unknown;
     try {
-      value = JSON.parse(body);
+      // As answerJson reads it, but the parser's own words go back to the model.
+      value = JSON.parse(unfenced(answer));
     } catch (error) {
       return { ok: false, code: 'invalid_output', problems: [`the answer is not valid JSON (${(error as Error).message}): answer with the JSON value alone`] };
     }
-    const validate = compile(check.schema);
+    const validate = compileOutputSchema(check.schema);
     if (typeof validate !== 'function') return { ok: false, code: 'invalid_output', problems: [`the output schema does not compile: ${validate.error}`] };
-    if (!validate(value)) return { ok: false, code: 'invalid_output', problems: describeErrors(validate.errors ?? []).split('; ').map((p) => `the JSON ${p.startsWith('/') ? `at ${p}` : p}`) };
-    text = JSON.stringify(value);
+    try {
+      if (!validate(value)) return { ok: false, code: 'invalid_output', problems: describeErrors(validate.errors ?? []).split('; ').map((p) => `the JSON ${p.startsWith('/') ? `at ${p}` : p}`) };
+      text = JSON.stringify(value);
+    } catch (error) {
+      if (error instanceof PatternTimeoutError) return { ok: false, code: 'invalid_output', problems: [error.message] };
+      // A value nested deeper than the stack (a recursive schema lets it through to ajv).
+      if (error instanceof RangeError) return { ok: false, code: 'invalid_output', problems: ['the JSON is nested too deeply to check: answer with a flatter value'] };
+      throw error;
+    }
   }
   const problems: string[] = [];
   if (check.minChars !== undefined && answer.trim().length < check.minChars) {
     problems.push(`the answer has ${answer.trim().length} characters, fewer than the ${check.minChars} required`);
   }
-  if (check.pattern !== undefined && !new RegExp(check.pattern, 'u').test(text)) {
-    problems.push(`the answer does not match the pattern /${check.pattern}/`);
-  }
+  if (check.pattern !== undefined) problems.push(...patternProblems(check.pattern, text));
   return problems.length > 0 ? { ok: false, code: 'rejected_output', problems } : { ok: true, text };
 }
 
-/** The body of a ```json (or bare ```) fence around the whole answer; the answer itself otherwise. */
-export function unfenced(answer: string): string {
-  const match = /^\s*```(?:json|JSON)?[ \t]*\r?\n([\s\S]*?)\r?\n?```\s*$/.exec(answer);
-  return (match ? match[1]! : answer).trim();
+function patternProblems(source: string, text: string): string[] {
+  const pattern = userPattern(source);
+  if (!pattern.ok) return [`the pattern /${source}/ cannot run: ${pattern.message}`];
+  try {
+    return pattern.test(text) ? [] : [`the answer does not match the pattern /${source}/`];
+  } catch (error) {
+    if (error instanceof PatternTimeoutError) return [error.message];
+    throw error;
+  }
 }
 
-/** Problems of a schema given in a plan: it must itself be a valid JSON Schema, and compile. */
-export function schemaProblems(schema: Record<string, unknown>): { path: string; message: string }[] {
+/**
+ * Problems of a schema given in a plan, each with its path inside the schema: it must be a valid
+ * JSON Schema that compiles, no deeper than MAX_SCHEMA_DEPTH, without `$ref` loops, and with
+ * patterns that compile.
+ */
+export function schemaProblems(schema: Record<string, unknown>): SchemaProblem[] {
+  const shape = schemaShapeProblems(schema);
+  if (shape.length > 0) return shape;
   const ajv = instanceFor(schema);
   const cleaned = withoutUnknownMeta(schema);
-  if (!ajv.validateSchema(cleaned)) {
+  let valid: boolean;
+  try {
+    valid = ajv.validateSchema(cleaned) as boolean;
+  } catch (error) {
+    return [{ path: [], message: `not a valid JSON Schema: ${(error as Error).message}` }];
+  }
+  if (!valid) {
     // The meta-schema says one thing several ways (enum, then type, then anyOf): the first per place.
     const first = new Map<string, string>();
     for (const e of ajv.errors ?? []) {
@@ -64,10 +97,15 @@ export function schemaProblems(schema: Record<string, unknown>): { path: string;
       const allowed = e.keyword === 'enum' ? (e.params as { allowedValues?: unknown[] }).allowedValues : undefined;
       first.set(e.instancePath, `not a valid JSON Schema: ${allowed ? `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}` : (e.message ?? e.keyword)}`);
     }
-    return [...first].slice(0, 8).map(([path, message]) => ({ path, message }));
+    return [...first].slice(0, 8).map(([pointer, message]) => ({ path: segmentsOf(pointer), message }));
   }
-  const compiled = compile(schema);
-  return typeof compiled === 'function' ? [] : [{ path: '', message: `the schema does not compile: ${compiled.error}` }];
+  const compiled = compileOutputSchema(schema);
+  return typeof compiled === 'function' ? [] : [{ path: [], message: `the schema does not compile: ${compiled.error}` }];
+}
+
+/** `/properties/a~1b` -> `['properties', 'a/b']` */
+function segmentsOf(pointer: string): SchemaPath {
+  return pointer.split('/').filter((s) => s !== '').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
 /** A structured output's value in the public result; any other output stays its text. */

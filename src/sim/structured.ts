@@ -28,8 +28,21 @@ export function anthropicOutputSchema(raw: unknown): Record<string, unknown> | u
   return asRecord(format.schema, 'output_config.format.schema');
 }
 
-/** A value the schema accepts, the same every time: what the simulated model answers with. */
-export function sampleValue(schema: unknown, name = 'value', depth = 0): unknown {
+/** Items one array of a sample holds at most, whatever `minItems` asks. */
+export const MAX_SAMPLE_ITEMS = 1000;
+/** Values (an array, each of its items, ...) one sample holds at most, in all. */
+export const MAX_SAMPLE_VALUES = 10_000;
+/** Characters a string of a sample holds at most, whatever `minLength` asks. */
+export const MAX_SAMPLE_CHARS = 10_000;
+
+/**
+ * A value the schema accepts, the same every time: what the simulated model answers with. Built
+ * synchronously, so it is capped (MAX_SAMPLE_ITEMS, MAX_SAMPLE_VALUES, MAX_SAMPLE_CHARS): a schema
+ * asking for `minItems: 3e7` gets a shorter array, which then fails its check, as an answer
+ * would, instead of a server that runs out of memory.
+ */
+export function sampleValue(schema: unknown, name = 'value', depth = 0, left: { values: number } = { values: MAX_SAMPLE_VALUES }): unknown {
+  left.values -= 1;
   if (!schema || typeof schema !== 'object' || depth > 12) return {};
   const s = schema as Record<string, unknown>;
   if ('const' in s) return s.const;
@@ -37,15 +50,15 @@ export function sampleValue(schema: unknown, name = 'value', depth = 0): unknown
   if ('default' in s) return s.default;
   for (const key of ['anyOf', 'oneOf'] as const) {
     const options = s[key];
-    if (Array.isArray(options) && options.length > 0) return sampleValue(options[0], name, depth + 1);
+    if (Array.isArray(options) && options.length > 0) return sampleValue(options[0], name, depth + 1, left);
   }
   const types = Array.isArray(s.type) ? s.type.filter((t) => t !== 'null') : [s.type];
   const type = types[0] ?? (s.properties ? 'object' : s.items ? 'array' : undefined);
   switch (type) {
     case 'string': {
-      const min = typeof s.minLength === 'number' ? s.minLength : 0;
+      const min = typeof s.minLength === 'number' ? Math.min(s.minLength, MAX_SAMPLE_CHARS) : 0;
       const max = typeof s.maxLength === 'number' ? s.maxLength : Infinity;
-      return `sim ${name}`.padEnd(min, '.').slice(0, max);
+      return `sim ${name}`.padEnd(min, '.').slice(0, Math.min(max, MAX_SAMPLE_CHARS));
     }
     case 'integer':
     case 'number': {
@@ -62,14 +75,19 @@ export function sampleValue(schema: unknown, name = 'value', depth = 0): unknown
       const min = typeof s.minItems === 'number' ? s.minItems : 1;
       const max = typeof s.maxItems === 'number' ? s.maxItems : Infinity;
       const prefix = Array.isArray(s.prefixItems) ? s.prefixItems : [];
-      const n = Math.min(Math.max(min, prefix.length), max);
-      return Array.from({ length: n }, (_, i) => sampleValue(i < prefix.length ? prefix[i] : s.items, `${name} ${i + 1}`, depth + 1));
+      const n = Math.min(Math.max(min, prefix.length), max, MAX_SAMPLE_ITEMS);
+      const out: unknown[] = [];
+      for (let i = 0; i < n && left.values > 0; i++) out.push(sampleValue(i < prefix.length ? prefix[i] : s.items, `${name} ${i + 1}`, depth + 1, left));
+      return out;
     }
     case 'object':
     default: {
       const properties = (s.properties && typeof s.properties === 'object' ? s.properties : {}) as Record<string, unknown>;
       const out: Record<string, unknown> = {};
-      for (const key of Object.keys(properties)) out[key] = sampleValue(properties[key], key, depth + 1);
+      for (const key of Object.keys(properties)) {
+        if (left.values <= 0) break;
+        out[key] = sampleValue(properties[key], key, depth + 1, left);
+      }
       const required = Array.isArray(s.required) ? (s.required as unknown[]) : [];
       for (const key of required) if (typeof key === 'string' && !(key in out)) out[key] = 'sim';
       return out;

@@ -3,24 +3,24 @@
  * that got them wrong hears why in words it can act on, without a round trip to the server.
  */
 import { createRequire } from 'node:module';
-import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
+import type { Ajv, ErrorObject, Options, ValidateFunction } from 'ajv';
 import type { Ajv2019 } from 'ajv/dist/2019.js';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 
 // ajv loads with the first schema compiled, not with `import 'swarmstate'` (a tenth of a second).
 const require = createRequire(import.meta.url);
 const ajv = {
-  draft07: (): Ajv => {
+  draft07: (extra?: Options): Ajv => {
     const { Ajv: Draft07 } = require('ajv') as { Ajv: typeof Ajv };
-    return new Draft07(options);
+    return new Draft07({ ...options, ...extra });
   },
-  draft2019: (): Ajv2019 => {
+  draft2019: (extra?: Options): Ajv2019 => {
     const { Ajv2019: Draft2019 } = require('ajv/dist/2019.js') as { Ajv2019: typeof Ajv2019 };
-    return new Draft2019(options);
+    return new Draft2019({ ...options, ...extra });
   },
-  draft2020: (): Ajv2020 => {
+  draft2020: (extra?: Options): Ajv2020 => {
     const { Ajv2020: Draft2020 } = require('ajv/dist/2020.js') as { Ajv2020: typeof Ajv2020 };
-    return new Draft2020(options);
+    return new Draft2020({ ...options, ...extra });
   },
 };
 
@@ -80,12 +80,26 @@ export function compile(schema: unknown): ValidateFunction | { error: string } {
   return result;
 }
 
-/** The ajv of the schema's draft: MCP servers send draft-07 (zod) and 2020-12 (the spec's default). */
-export function instanceFor(schema: Record<string, unknown>): Ajv | Ajv2019 | Ajv2020 {
+/** The schema's draft: MCP servers send draft-07 (zod) and 2020-12 (the spec's default). */
+function draftOf(schema: Record<string, unknown>): keyof typeof ajv {
   const meta = typeof schema.$schema === 'string' ? schema.$schema : '';
-  if (meta.includes('2020-12')) return (draft2020 ??= ajv.draft2020());
-  if (meta.includes('2019-09')) return (draft2019 ??= ajv.draft2019());
+  return meta.includes('2020-12') ? 'draft2020' : meta.includes('2019-09') ? 'draft2019' : 'draft07';
+}
+
+/** The shared ajv of the schema's draft. */
+export function instanceFor(schema: Record<string, unknown>): Ajv | Ajv2019 | Ajv2020 {
+  const draft = draftOf(schema);
+  if (draft === 'draft2020') return (draft2020 ??= ajv.draft2020());
+  if (draft === 'draft2019') return (draft2019 ??= ajv.draft2019());
   return (draft07 ??= ajv.draft07());
+}
+
+/**
+ * A new ajv of the schema's draft with `extra` options, for one schema alone: ajv registers a
+ * compiled schema's `$id`s, so a shared instance refuses another schema (or a copy) with the same.
+ */
+export function newInstanceFor(schema: Record<string, unknown>, extra: Options): Ajv | Ajv2019 | Ajv2020 {
+  return ajv[draftOf(schema)](extra);
 }
 
 /** Drops a `$schema` ajv has no meta-schema for (draft-04, typos): it would refuse the whole schema. */

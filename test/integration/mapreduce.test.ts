@@ -186,6 +186,50 @@ describe('map resumed', () => {
   });
 });
 
+describe('placeholders are filled once, in one pass', () => {
+  it('places a dep\'s answer as it is: {{item...}} and {{inputs}} in it are neither filled nor an error, and an item is not read for placeholders', async () => {
+    const { result, requests } = await runPlan(
+      {
+        models,
+        tasks: [
+          { id: 'brief', model: 'm', prompt: 'brief' },
+          { id: 'describe', kind: 'map', items: { values: [{ name: 'lamp' }, { name: '{{brief}}' }] }, deps: ['brief'], model: 'm', prompt: '{{brief}} / {{item.name}} [[sim:reply ok]]' },
+          { id: 'sum', kind: 'reduce', over: 'describe', deps: ['brief'], model: 'm', prompt: '{{brief}} / {{inputs}} [[sim:reply merged]]' },
+        ],
+      },
+      // The plan may not write these placeholders where nothing fills them; a model's answer may.
+      (r) => (r.meta.taskId === 'brief' ? 'Keep {{item.title}}, {{item.name}} and {{inputs}} as written' : undefined),
+    );
+    expect(result.status).toBe('completed');
+    const text = (id: string) => textOf(requests.find((r) => r.meta.taskId === id)!);
+    expect(text('describe/0')).toBe('Keep {{item.title}}, {{item.name}} and {{inputs}} as written / lamp [[sim:reply ok]]');
+    expect(text('describe/1')).toBe('Keep {{item.title}}, {{item.name}} and {{inputs}} as written / {{brief}} [[sim:reply ok]]');
+    // The reduce was taken before its map's items were done: it runs as its one group.
+    expect(text('sum/L1/0')).toBe('Keep {{item.title}}, {{item.name}} and {{inputs}} as written / <input n="1">\nok\n</input>\n<input n="2">\nok\n</input> [[sim:reply merged]]');
+  });
+});
+
+describe('items and inputs at the edges', () => {
+  it('reads `from` items from an answer in a ```json fence; a reduce over a map that gave no items fails with invalid_plan', async () => {
+    const { result } = await runPlan(
+      {
+        models,
+        tasks: [
+          { id: 'fenced', model: 'm', prompt: 'list' },
+          { id: 'each', kind: 'map', items: { from: 'fenced' }, model: 'm', prompt: 'do {{item}} [[sim:reply done-{{item}}]]' },
+          { id: 'none', model: 'm', prompt: 'list' },
+          { id: 'nothing', kind: 'map', items: { from: 'none' }, model: 'm', prompt: 'do {{item}}' },
+          { id: 'sum', kind: 'reduce', over: 'nothing', model: 'm', prompt: 'merge {{inputs}}' },
+        ],
+      },
+      (r) => ({ fenced: '```json\n["x", "y"]\n```', none: '[]' })[r.meta.taskId],
+    );
+    expect(result.tasks.each!.output).toEqual(['done-x', 'done-y']);
+    expect(result.tasks.nothing).toMatchObject({ status: 'completed', output: [] });
+    expect(result.tasks.sum).toMatchObject({ status: 'failed', error: { code: 'invalid_plan', message: 'task "sum": nothing to reduce ("nothing" has no inputs)' } });
+  });
+});
+
 describe('reduce', () => {
   it('splits groups whose inputs would not fit the input budget: nothing is cut and every input reaches the root', async () => {
     const N = 40;
@@ -215,6 +259,38 @@ describe('reduce', () => {
     const firstLevel = merges.filter((r) => textOf(r).includes('lorem'));
     const seen = firstLevel.flatMap((r) => textOf(r).match(/MARK-\d+\./g) ?? []);
     expect(seen.sort()).toEqual([...marks].sort());
+  });
+
+  it('keeps item order past ten items in every group and in the final merge (26 items, fanIn 4)', async () => {
+    const letters = 'abcdefghijklmnopqrstuvwxyz'.split('');
+    // A group answers with its inputs in the order its prompt gives them.
+    const inputsIn = (r: ProviderRequest) => [...textOf(r).matchAll(/<input n="\d+">\n([\s\S]*?)\n<\/input>/g)].map((m) => m[1]!);
+    const { result, requests } = await runPlan(
+      {
+        models,
+        tasks: [
+          { id: 'describe', kind: 'map', items: { values: letters }, model: 'm', prompt: 'item {{item}} [[sim:reply {{item}}]]' },
+          { id: 'summary', kind: 'reduce', over: 'describe', fanIn: 4, model: 'm', prompt: 'merge {{inputs}}' },
+        ],
+      },
+      (r) => (r.meta.taskId.startsWith('summary') ? inputsIn(r).join(' ') : undefined),
+    );
+    expect(result.status).toBe('completed');
+    const groups = Object.fromEntries(requests.filter((r) => r.meta.taskId.startsWith('summary')).map((r) => [r.meta.taskId, inputsIn(r)]));
+    expect(groups).toEqual({
+      'summary/L1/0': ['a', 'b', 'c', 'd'],
+      'summary/L1/1': ['e', 'f', 'g', 'h'],
+      'summary/L1/2': ['i', 'j', 'k', 'l'],
+      'summary/L1/3': ['m', 'n', 'o', 'p'],
+      'summary/L1/4': ['q', 'r', 's', 't'],
+      'summary/L1/5': ['u', 'v', 'w', 'x'],
+      'summary/L1/6': ['y', 'z'],
+      'summary/L2/0': ['a b c d', 'e f g h', 'i j k l', 'm n o p'],
+      'summary/L2/1': ['q r s t', 'u v w x', 'y z'],
+      'summary/L3/0': ['a b c d e f g h i j k l m n o p', 'q r s t u v w x y z'],
+    });
+    expect(result.tasks.summary!.output).toBe('a b c d e f g h i j k l m n o p q r s t u v w x y z');
+    expect(result.tasks.describe!.output).toEqual(letters);
   });
 
   it('a group starts as soon as its own inputs are done, before the map has finished', async () => {

@@ -5,6 +5,9 @@
  * official SDKs' request types), a bad answer is retried with the problems in the next prompt,
  * and the result's output is the parsed value.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import type Anthropic from '@anthropic-ai/sdk';
@@ -12,6 +15,10 @@ import type OpenAI from 'openai';
 import { createSwarm, type OutputOf, type PlanInput, type ResultOf, type RunEvent, type RunResult } from '../../src/index.js';
 import { startSim, type SimServer } from '../../src/sim/index.js';
 import { recordingProxy, type RecordedRequest } from '../helpers/recordingProxy.js';
+import { cli } from '../helpers/cli.js';
+import { recordingProvider } from '../helpers/recordingProvider.js';
+import { toModelOutput } from '../../src/providers/scripted.js';
+import type { RunHandle } from '../../src/swarm.js';
 
 const schema = {
   type: 'object',
@@ -201,6 +208,19 @@ describe.each(['anthropic', 'openai'] as const)('quality gates over %s', (protoc
     expect(events.some((e) => e.type === 'budget:denied' && e.taskId === id)).toBe(true);
   });
 
+  it('a judge score exactly at the threshold passes (the threshold is the lowest passing score); just below it rejects', async () => {
+    const at = `judge-at-${protocol}`;
+    const below = `judge-below-${protocol}`;
+    const { result } = await run(
+      planOf(protocol, [
+        { id: at, model: 'fast', prompt: 'Write. [[sim:reply at the line]]', accept: { judge: { model: 'judge', prompt: 'good? [[sim:reply {"score": 0.7}]]', threshold: 0.7 } }, maxRetries: 0 },
+        { id: below, model: 'fast', prompt: 'Write. [[sim:reply under the line]]', accept: { judge: { model: 'judge', prompt: 'good? [[sim:reply {"score": 0.69}]]', threshold: 0.7 } }, maxRetries: 0 },
+      ]),
+    );
+    expect(result.tasks[at]).toMatchObject({ status: 'completed', attempts: 1, output: 'at the line' });
+    expect(result.tasks[below]).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'rejected_output', message: expect.stringContaining('the judge scored it 0.69, below the threshold of 0.7') } });
+  });
+
   it('fails with rejected_output after maxRetries and keeps the last output', async () => {
     const id = `rejected-${protocol}`;
     const { result } = await run(planOf(protocol, [{ id, model: 'fast', prompt: 'Describe. [[sim:reply tiny]]', accept: { minChars: 50 }, maxRetries: 1 }]));
@@ -239,6 +259,64 @@ describe('zod schemas in plans written in code', () => {
       const [sent] = bodiesOf('zod-extract');
       const format = sent!.body.response_format as { json_schema: { schema: Record<string, unknown> } };
       expect(format.json_schema.schema).toEqual(z.toJSONSchema(Product));
+    } finally {
+      await swarm.close();
+    }
+  });
+});
+
+describe('a pattern that backtracks for ever on a backtracking engine', () => {
+  // In a child process (the CLI), so that a regression ends in its kill, not in a hung suite.
+  it('^(a+)+$ runs in linear time and ^(?=(a+)+$) is stopped at its time bound, in accept and in a schema: failed checks, not a hung run', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'swarmstate-pattern-'));
+    const answer = 'a'.repeat(10_000) + 'b';
+    const file = join(dir, 'plan.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        providers: { sim: { type: 'sim' } },
+        models: { m: { provider: 'sim', model: 'sim-x', maxTokens: 8192 } },
+        tasks: [
+          { id: 'gate', model: 'm', prompt: `[[sim:reply ${answer}]]`, accept: { pattern: '^(a+)+$' }, maxRetries: 0 },
+          { id: 'schema', model: 'm', prompt: `[[sim:reply {"code": "${answer}"}]]`, output: { schema: { type: 'object', properties: { code: { type: 'string', pattern: '^(a+)+$' } } } }, maxRetries: 0 },
+          // Lookahead: JavaScript's backtracking engine, in a worker stopped after 1,000 ms.
+          { id: 'lookahead', model: 'm', prompt: `[[sim:reply ${answer}]]`, accept: { pattern: '^(?=(a+)+$)' }, maxRetries: 0 },
+          { id: 'items', model: 'm', prompt: `[[sim:reply ["${answer}", "${answer}"] ]]`, output: { schema: { type: 'array', items: { type: 'string', pattern: '^(?=(a+)+$)' } } }, maxRetries: 0 },
+        ],
+      }),
+    );
+    const r = await cli(['run', file, '--json', '--store', 'memory']);
+    expect(r.code).toBe(1);
+    const result = JSON.parse(r.stdout) as RunResult;
+    expect(result.tasks.gate!.error).toMatchObject({ code: 'rejected_output', message: 'task "gate" attempt 1: the answer was rejected by its quality gate: the answer does not match the pattern /^(a+)+$/' });
+    expect(result.tasks.schema!.error).toMatchObject({ code: 'invalid_output', message: 'task "schema" attempt 1: the answer does not meet its output schema: the JSON at /code must match pattern "^(a+)+$"' });
+    const stopped = 'checking the pattern /^(?=(a+)+$)/ took more than 1000 ms and was stopped (a pattern with lookaround or backreferences runs on a backtracking engine, with this time bound; without them it runs in linear time)';
+    expect(result.tasks.lookahead!.error).toMatchObject({ code: 'rejected_output', problems: [stopped] });
+    expect(result.tasks.items!.error).toMatchObject({ code: 'invalid_output', problems: [stopped] });
+  });
+});
+
+describe('repair attempts are bounded', () => {
+  it('an answer that never meets its schema is tried maxRetries + 1 times, then the task fails (a bound of its own ends the test if not)', async () => {
+    let calls = 0;
+    let handle: RunHandle | undefined;
+    const { provider } = recordingProvider(sim.url, (r) => {
+      calls += 1;
+      // Twice the bound: past it the retry loop would go on for ever, so the run is cancelled instead.
+      if (calls > 6) handle?.cancel('the retry loop did not stop');
+      return Promise.resolve(toModelOutput(r, 'not JSON at all', 0));
+    });
+    const swarm = createSwarm({ store: false, providers: { p: provider }, backoff: { baseMs: 1, maxMs: 2 } });
+    try {
+      handle = swarm.run({
+        providers: { p: { type: 'sim' } },
+        models: { m: { provider: 'p', model: 'claude-haiku-4-5', maxTokens: 64 } },
+        tasks: [{ id: 'stubborn', model: 'm', prompt: 'Extract.', output: { schema }, maxRetries: 2 }],
+      });
+      const result = await handle.result;
+      expect(calls).toBe(3);
+      expect(result.status).toBe('failed');
+      expect(result.tasks.stubborn).toMatchObject({ status: 'failed', attempts: 3, error: { code: 'invalid_output' } });
     } finally {
       await swarm.close();
     }

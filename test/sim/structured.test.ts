@@ -9,6 +9,7 @@ import OpenAI, { BadRequestError } from 'openai';
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { useSims } from './helpers.js';
+import { sampleValue } from '../../src/sim/structured.js';
 
 const sim = useSims();
 
@@ -90,5 +91,23 @@ describe('structured outputs in the simulator', () => {
     await expect(
       anthropic.messages.create({ model: 'claude-sim', max_tokens: 64, messages: [{ role: 'user', content: 'x' }], output_config: { format: { type: 'json_schema', schema: 'object' as unknown as Record<string, unknown> } } }),
     ).rejects.toBeInstanceOf(AnthropicBadRequest);
+  });
+
+  it('caps what it builds: 1,000 items an array, 10,000 values and 10,000 characters a string in all, whatever minItems and minLength ask', async () => {
+    expect((sampleValue({ type: 'array', minItems: 100_000, items: { type: 'integer' } }) as unknown[]).length).toBe(1000);
+    expect((sampleValue({ type: 'array', minItems: 3e7, items: { type: 'string' } }) as unknown[]).length).toBe(1000);
+    expect((sampleValue({ type: 'string', minLength: 3e9 }) as string).length).toBe(10_000);
+    // 1,000 arrays of 1,000: the values run out after 10,000 (the outer array and 9,999 inside it).
+    const nested = sampleValue({ type: 'array', minItems: 1000, items: { type: 'array', minItems: 1000, items: { type: 'integer' } } }) as number[][];
+    expect(nested.flat().length + nested.length + 1).toBe(10_000);
+    // Through HTTP: an answer, not a crashed server.
+    const s = await sim({});
+    const client = new OpenAI({ apiKey: 'any', baseURL: `${s.url}/v1`, maxRetries: 0 });
+    const answer = await client.chat.completions.create({
+      model: 'gpt-sim',
+      messages: [{ role: 'user', content: 'List.' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'list', schema: { type: 'array', minItems: 3e7, items: { type: 'integer' } } } },
+    });
+    expect(JSON.parse(answer.choices[0]!.message.content!)).toHaveLength(1000);
   });
 });
