@@ -133,7 +133,8 @@ describe('agentMachine: errors and retries', () => {
 
   it('waits out any number of 429s without using its retries (maxRetries 0), on one key', async () => {
     const h = createAgentHarness({
-      keys: [{ keyId: 'A', limits: {} }],
+      // Past maxRateLimitedMs of nothing but 429s the key would be set aside: an hour here.
+      keys: [{ keyId: 'A', limits: {}, maxRateLimitedMs: 3_600_000 }],
       model: (_, n) => (n < 6 ? modelError('rate_limited', { status: 429, retryAfterMs: 1_000 }) : textReply('ok')),
     });
     const id = h.start(agentInput({ retries: 0, timeoutMs: 3_600_000 }));

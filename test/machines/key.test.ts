@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createActor, setup, SimulatedClock, spawnChild } from 'xstate';
 import type { ActorRefFrom } from 'xstate';
 import { keyMachine } from '../../machines/key.machine.js';
-import type { KeyEvent, KeyReply } from '../../machines/key.machine.js';
+import type { KeyEvent, KeyInput, KeyReply } from '../../machines/key.machine.js';
 import { advance, canGrant, capacityOf, grant, grantLeavesRoom, JITTER_MS, msUntilCapacity, newBook, PACING_SHARE, rateOf } from '../../machines/keyLimits.js';
 import { rateLimitDelay, release } from '../../machines/keyRelease.js';
 import type { KeyLimits, KeyState, LeaseOutcome, LeaseReply, LeaseRequest, RunEvent, Usage } from '../../machines/protocol.js';
@@ -16,14 +16,14 @@ const usage = (inputTokens: number, outputTokens: number): Usage => ({ inputToke
 
 
 /** A key under a minimal parent that logs what the key tells it, on a SimulatedClock. */
-function harness(limits: KeyLimits, probation?: boolean) {
+function harness(limits: KeyLimits, probation?: boolean, more: Partial<KeyInput> = {}) {
   const clock = new SimulatedClock();
   const replies: Array<{ at: number; reply: KeyReply | LeaseReply }> = [];
   const reports: Array<RunEvent & { at: number }> = [];
   const key = keyMachine.provide({ actions: { report: (_, e: RunEvent) => void reports.push({ ...e, at: clock.now() }) } });
   const parent = createActor(
     setup({ actors: { key } }).createMachine({
-      entry: spawnChild('key', { id: 'key', input: probation === undefined ? { keyId: 'k1', limits } : { keyId: 'k1', limits, probation } }),
+      entry: spawnChild('key', { id: 'key', input: { ...(probation === undefined ? { keyId: 'k1', limits } : { keyId: 'k1', limits, probation }), ...more } }),
       on: { '*': { actions: ({ event }) => void replies.push({ at: clock.now(), reply: event as KeyReply | LeaseReply }) } },
     }),
     { clock },
@@ -390,7 +390,8 @@ describe('keyMachine: 429 and auth', () => {
 
   it('without Retry-After waits 1 s, doubling on consecutive 429s, capped at 60 s, reset by a success', () => {
     expect([1, 2, 3, 4, 7, 8, 50].map((n) => rateLimitDelay(n, undefined))).toEqual([1_000, 2_000, 4_000, 8_000, 60_000, 60_000, 60_000]);
-    const h = harness({});
+    // 200 s of nothing but 429s would set the key aside at the default maxRateLimitedMs.
+    const h = harness({}, undefined, { maxRateLimitedMs: 3_600_000 });
     const backoffs = () => h.reports.filter((r) => r.type === 'key:backoff').map((r) => (r as { retryAfterMs: number }).retryAfterMs);
     let t = 0;
     for (const id of ['a', 'b', 'c']) {
@@ -429,6 +430,123 @@ describe('keyMachine: 429 and auth', () => {
       ['saturated', 0],
       ['ready', refilled],
     ]);
+  });
+});
+
+describe('keyMachine: a key that meets nothing but 429s', () => {
+  /** The pool's part while the key is wanted: a request whenever it is ready, answered by the server. */
+  function wanted(h: ReturnType<typeof harness>) {
+    let n = 0;
+    return (outcome: LeaseOutcome = { kind: 'rate_limited', retryAfterMs: 1_500 }) => {
+      expect(h.state()).toBe('ready');
+      const id = `r${n++}`;
+      h.grant(id);
+      h.release(id, outcome);
+    };
+  }
+  // A rate the cuts after each 429 (AIMD) leave far above one request per backoff: ready at each backoff's end.
+  const FAST = 6_000;
+  const setAsides = (h: ReturnType<typeof harness>) => h.reports.filter((r) => r.type === 'key:set-aside');
+
+  it('is set aside at maxRateLimitedMs after its first 429, not before, says so (key, provider, how long), and refuses grants from then on', () => {
+    const h = harness({ rpm: FAST, concurrency: 1 }, undefined, { maxRateLimitedMs: 10_000, provider: 'acme' });
+    const ask = wanted(h);
+    for (const t of [0, 1_500, 3_000, 4_500, 6_000, 7_500, 9_000]) {
+      h.at(t);
+      ask(); // 429, Retry-After 1.5 s: the last one backs off until 10,500
+    }
+    h.at(9_999);
+    expect(h.state()).toBe('backoff');
+    expect(setAsides(h)).toEqual([]);
+    h.at(10_000);
+    expect(h.state()).toBe('setAside');
+    expect(setAsides(h)).toEqual([{ type: 'key:set-aside', keyId: 'k1', provider: 'acme', rateLimitedMs: 10_000, responses: 7, at: 10_000 }]);
+    expect(h.reports.at(-2)).toEqual({ type: 'key:state', keyId: 'k1', state: 'setAside', at: 10_000 });
+    expect(h.last()).toEqual({ type: 'KEY.STATE', keyId: 'k1', state: 'setAside' });
+    // Its backoff's end does not bring it back, and a grant the pool sent before it heard is refused.
+    h.at(60_000);
+    expect(h.state()).toBe('setAside');
+    h.grant('late');
+    expect(h.answers().at(-1)).toEqual({ type: 'KEY.REJECTED', keyId: 'k1', leaseId: 'late', request: request() });
+    expect(setAsides(h)).toHaveLength(1);
+  });
+
+  it('by default after 120,000 ms (2 minutes) of nothing but 429s', () => {
+    const h = harness({ rpm: FAST });
+    const ask = wanted(h);
+    for (const t of [0, 50_000, 100_000]) {
+      h.at(t);
+      ask({ kind: 'rate_limited', retryAfterMs: 50_000 });
+    }
+    h.at(119_999);
+    expect(h.state()).toBe('backoff');
+    h.at(120_000);
+    expect(h.state()).toBe('setAside');
+    expect(setAsides(h)).toEqual([{ type: 'key:set-aside', keyId: 'k1', provider: 'k1', rateLimitedMs: 120_000, responses: 3, at: 120_000 }]);
+  });
+
+  for (const answer of [{ kind: 'ok', usage: usage(1, 1) }, { kind: 'error' }] as LeaseOutcome[]) {
+    it(`counts again from the first 429 after any other answer (here: ${answer.kind})`, () => {
+      const h = harness({ rpm: FAST, concurrency: 2 }, undefined, { maxRateLimitedMs: 10_000 });
+      h.grant('slow'); // out while the others meet 429s
+      const ask = wanted(h);
+      for (const t of [0, 1_500, 3_000]) {
+        h.at(t);
+        ask();
+      }
+      h.at(4_000);
+      h.release('slow', answer); // an answer that is not a 429, during the backoff
+      for (const t of [4_500, 6_000, 7_500, 9_000, 10_500, 12_000, 13_500]) {
+        h.at(t);
+        ask();
+      }
+      h.at(14_499);
+      expect(h.state()).toBe('backoff');
+      expect(setAsides(h)).toEqual([]);
+      h.at(14_500);
+      expect(h.state()).toBe('setAside');
+      expect(setAsides(h)).toEqual([expect.objectContaining({ rateLimitedMs: 10_000, responses: 7, at: 14_500 })]);
+    });
+  }
+
+  it('is not set aside at its time while nobody waits on it (ready with nothing out): its next answer decides', () => {
+    for (const next of ['429', 'ok'] as const) {
+      const h = harness({ rpm: FAST }, undefined, { maxRateLimitedMs: 10_000 });
+      const ask = wanted(h);
+      ask(); // one 429 at 0; from 1,500 on the key stands ready and nobody asks it
+      h.at(10_000);
+      expect(h.state()).toBe('ready');
+      expect(setAsides(h)).toEqual([]);
+      h.at(20_000);
+      if (next === '429') {
+        ask(); // asked again, refused again: nothing but 429s for 20 s
+        expect(h.state()).toBe('setAside');
+        expect(setAsides(h)).toEqual([expect.objectContaining({ rateLimitedMs: 20_000, responses: 2, at: 20_000 })]);
+      } else {
+        ask({ kind: 'ok', usage: usage(1, 1) });
+        for (let t = 21_000; t < 31_000; t += 1_500) {
+          h.at(t);
+          ask();
+        }
+        h.at(30_999); // counted again from the 429 at 21,000
+        expect(h.state()).toBe('backoff');
+        expect(setAsides(h)).toEqual([]);
+        h.at(31_000);
+        expect(h.state()).toBe('setAside');
+      }
+    }
+  });
+
+  it('settles the leases still out on it once set aside, and stays aside', () => {
+    const h = harness({ concurrency: 4 }, undefined, { maxRateLimitedMs: 1_000 });
+    h.grant('a');
+    h.grant('b');
+    h.release('a', { kind: 'rate_limited', retryAfterMs: 5_000 });
+    h.at(1_000);
+    expect(h.state()).toBe('setAside');
+    h.release('b', { kind: 'ok', usage: usage(1, 1) });
+    expect(h.state()).toBe('setAside');
+    expect(h.ref.getSnapshot().context.leasesOut).toBe(0);
   });
 });
 
@@ -550,11 +668,11 @@ describe('keyMachine: properties', () => {
         const checkReplies = () => {
           for (; seen < h.replies.length; seen++) {
             const { at, reply } = h.replies[seen];
-            if (reply.type === 'KEY.STATE' && reply.state !== 'backoff' && reply.state !== 'revoked') expect(at).toBeGreaterThanOrEqual(backoffUntil);
+            if (reply.type === 'KEY.STATE' && (reply.state === 'ready' || reply.state === 'saturated')) expect(at).toBeGreaterThanOrEqual(backoffUntil);
           }
         };
         for (const op of ops) {
-          if (h.state() === 'revoked') break;
+          if (h.state() === 'revoked' || h.state() === 'setAside') break;
           if (op.kind === 'wait') h.at(h.clock.now() + op.ms);
           if (op.kind === 'grant') {
             const wasReady = h.state() === 'ready';
@@ -622,7 +740,7 @@ describe('keyMachine: properties', () => {
         // In the order the key saw them (time never goes back).
         events.sort((a, b) => a.seq - b.seq).forEach((e) => e.run());
         // Liveness: with everything released and time passed, an unrevoked key is ready again.
-        if (h.state() !== 'revoked') {
+        if (h.state() !== 'revoked' && h.state() !== 'setAside') {
           for (const lease of out.splice(0)) h.release(lease.leaseId, { kind: 'ok', usage: usage(lease.input, 0) });
           h.at(h.clock.now() + 60 * 60_000);
           checkReplies();
