@@ -198,15 +198,16 @@ export function rateSourceOf(book: KeyBook): RateSource {
 }
 
 /**
- * The bucket's capacity: the plan's burst, else one second of the rate it paces at, at least 1
- * (a lane paced below its limit holds no more than that pace refills in a second, so it never
- * stands above the server's bucket).
+ * The bucket's capacity: the plan's burst, else one second of the limit in force, at least 1: the
+ * server's own bucket. A lane paced below its limit refills slower than the server's, so it never
+ * stands above it; and one that held less (a second of its pace) would find itself full, for a
+ * request larger than the bucket, before the server's bucket is (after a learned limit lowers it).
  */
 export function capacityOf(book: KeyBook, lane: Lane): number {
-  const rate = rateOf(book, lane);
-  if (rate === undefined) return 0;
+  const ceiling = ceilingOf(book, lane);
+  if (ceiling === undefined) return 0;
   const burst = book.limits.burst?.[STATED[lane]];
-  return burst ?? Math.max(1, rate / 60);
+  return burst ?? Math.max(1, ceiling / 60);
 }
 
 /** Brings the book to time `now`: refills the buckets. */

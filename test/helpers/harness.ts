@@ -24,7 +24,6 @@ import type {
   ContentBlock,
   ErrorCode,
   ErrorInfo,
-  KeyLimits,
   ModelCallInput,
   ModelCallOutput,
   RunEvent,
