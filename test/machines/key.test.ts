@@ -220,6 +220,20 @@ describe('keyMachine: limits', () => {
     expect(h.state()).toBe('ready');
   });
 
+  it('pauses, once the server said more remained, only for one request\'s share of the reset: reset / (most remaining + 1)', () => {
+    const h = harness({});
+    h.grant('a');
+    h.release('a', { kind: 'ok', usage: usage(1, 1), rateLimit: { requestsRemaining: 4 } });
+    h.grant('b');
+    h.at(1_000);
+    h.release('b', { kind: 'ok', usage: usage(1, 1), rateLimit: { requestsRemaining: 0, requestsResetMs: 3_000 } });
+    expect(h.state()).toBe('saturated');
+    h.at(1_599); // 3,000 / (4 + 1) = 600 ms
+    expect(h.state()).toBe('saturated');
+    h.at(1_600);
+    expect(h.state()).toBe('ready');
+  });
+
   it('lowers a token bucket to what the server says remains', () => {
     const h = harness({ otpm: 60_000 }); // 0.97 tokens per ms
     h.grant('a', request(0, 10));
