@@ -6,7 +6,16 @@
  *     │  ╲                        │
  *     │   ╲── 429 ──▶ backoff ◀───┘ (a 429 during backoff extends it)
  *     │               │ Retry-After passed ──▶ ready | saturated
- *     └── 401/403 ──▶ revoked (final)
+ *     ├── 401/403 ──▶ revoked (final)
+ *     └── nothing but 429s for maxRateLimitedMs ──▶ setAside (from any state but revoked)
+ *
+ * A key that meets only 429s would otherwise be tried for ever: each attempt on it would wait out
+ * its deadline. Its first 429 after any other answer starts a timer of `maxRateLimitedMs`; any
+ * other answer (a success, an error) stops it. When it fires while the key is refusing (backing
+ * off, or with leases out), the key is set aside for good (`key:set-aside`). Ready or paced with
+ * nothing out, it is not known to be refused by anyone (it may have no work): its next answer
+ * decides, a 429 setting it aside at once. A key set aside refuses every grant (the pool learns
+ * it from `KEY.STATE` and sends it nothing more).
  *
  * The key never decides by itself to take work: the pool sends `KEY.GRANT` only while the key
  * said `ready`, and at most `room` of them (the requests of the likely size the key can take one
@@ -30,6 +39,7 @@ import {
   advance,
   awaiting,
   canGrant,
+  DEFAULT_MAX_RATE_LIMITED_MS,
   fits,
   grant,
   grantLeavesRoom,
@@ -53,6 +63,10 @@ export interface KeyInput {
   limits: KeyLimits;
   /** One request at a time until the server has accepted the key once. Default false. */
   probation?: boolean;
+  /** The plan's provider, for events. Default: the key id. */
+  provider?: string;
+  /** Meeting nothing but 429s this long (ms) sets the key aside. Default DEFAULT_MAX_RATE_LIMITED_MS. */
+  maxRateLimitedMs?: number;
 }
 
 /** What the pool sends its keys. `replyTo`: the agent that asked, told `LEASE.GRANTED` by the key. */
@@ -70,8 +84,14 @@ export type KeyReply =
   | { type: 'KEY.STATE'; keyId: string; state: KeyState; until?: number; room?: number }
   | { type: 'KEY.REJECTED'; keyId: string; leaseId: string; request: LeaseRequest };
 
+/** The key's own timer: `maxRateLimitedMs` after the first 429 of a run of them. */
+type KeyTimer = { type: 'KEY.LIMITED_TOO_LONG' };
+const LIMIT_TIMER = 'limitedTooLong';
+
 export interface KeyContext extends KeyBook {
   keyId: string;
+  provider: string;
+  maxRateLimitedMs: number;
   /** The state last announced (undefined before the first). */
   state?: KeyState;
   /** The request rate last reported (`key:rate`), rounded; undefined before the first. */
@@ -113,7 +133,7 @@ type Grant = Extract<KeyEvent, { type: 'KEY.GRANT' }>;
  * The grant leaves the key ready. Judged on the book before the clock's sync, which only adds
  * capacity: a `true` here holds after it too.
  */
-const keepsReady = (context: KeyContext, event: KeyEvent) =>
+const keepsReady = (context: KeyContext, event: KeyEvent | KeyTimer) =>
   event.type === 'KEY.GRANT' && fits(context, event.request) && grantLeavesRoom(context, event.leaseId, event.request);
 
 /** The two named effects the actions below enqueue: typed here, since setup cannot infer them. */
@@ -137,7 +157,7 @@ function announceTo(context: KeyContext, enqueue: unknown, state: KeyState): voi
 export const keyMachine = setup({
   types: {
     context: {} as KeyContext,
-    events: {} as KeyEvent,
+    events: {} as KeyEvent | KeyTimer,
     input: {} as KeyInput,
   },
   actions: {
@@ -197,6 +217,23 @@ export const keyMachine = setup({
     reportRevoked: enqueueActions(({ context, enqueue }) => {
       enqueueEffect(enqueue, { type: 'report', params: { type: 'key:revoked', keyId: context.keyId } });
     }),
+    /** The first 429 after any other answer: the count of `maxRateLimitedMs` starts (after `release`). */
+    watchLimited: enqueueActions(({ context, enqueue }) => {
+      if (context.limited?.responses === 1) enqueue.raise({ type: 'KEY.LIMITED_TOO_LONG' }, { id: LIMIT_TIMER, delay: 'maxRateLimited' });
+    }),
+    /** Before `release`: an answer that is not a 429 ends the run of 429s, and its timer. */
+    unwatchLimited: enqueueActions(({ context, event, enqueue }) => {
+      if (context.limited === undefined || event.type !== 'KEY.RELEASE') return;
+      if (event.outcome.kind === 'ok' || event.outcome.kind === 'error') enqueue.cancel(LIMIT_TIMER);
+    }),
+    /** The count's end with nothing out and no backoff: the next answer decides (a 429 sets the key aside). */
+    markDue: assign(({ context }) => (context.limited === undefined ? {} : { limited: { ...context.limited, due: true } })),
+    reportSetAside: enqueueActions(({ context, enqueue }) => {
+      const { keyId, provider } = context;
+      const rateLimitedMs = context.at - (context.limited?.since ?? context.at);
+      const responses = context.limited?.responses ?? 0;
+      enqueueEffect(enqueue, { type: 'report', params: { type: 'key:set-aside', keyId, provider, rateLimitedMs, responses } });
+    }),
   },
   guards: {
     hasCapacity: ({ context }) => canGrant(context),
@@ -211,12 +248,20 @@ export const keyMachine = setup({
      * moves). The other outcomes were taken by the transitions before this one.
      */
     releaseKeepsReady: ({ context, event }) =>
-      event.type === 'KEY.RELEASE' && context.state === 'ready' && unpaced(context) && (event.outcome as { rateLimit?: unknown }).rateLimit === undefined,
+      event.type === 'KEY.RELEASE' &&
+      context.state === 'ready' &&
+      context.limited === undefined &&
+      unpaced(context) &&
+      (event.outcome as { rateLimit?: unknown }).rateLimit === undefined,
     waitsForRelease: ({ context }) => waitsForRelease(context),
     unknownLease: ({ context, event }) => event.type === 'KEY.RELEASE' && !holds(context, event.leaseId),
     authFailed: ({ event }) => event.type === 'KEY.RELEASE' && event.outcome.kind === 'auth',
     rateLimited: ({ event }) => event.type === 'KEY.RELEASE' && event.outcome.kind === 'rate_limited',
     inBackoff: stateIn('backoff'),
+    /** At the end of `maxRateLimitedMs` since the first of a run of 429s: the key still refuses (it backs off, or has leases out). */
+    refusing: ({ context }) => context.limited !== undefined && (context.state === 'backoff' || context.leasesOut > 0),
+    /** A 429 once the key's time of nothing but 429s is up. */
+    rateLimitedPastDue: ({ context, event }) => event.type === 'KEY.RELEASE' && event.outcome.kind === 'rate_limited' && context.limited?.due === true,
     /** Read in `deciding`, after a sync: the backoff has not ended yet. */
     stillBackingOff: ({ context }) => context.backoffUntil > context.at,
   },
@@ -225,10 +270,18 @@ export const keyMachine = setup({
     refill: ({ context }) => clampDelay(msUntilCapacity(context), 1),
     /** Until the latest Retry-After has passed: never sooner (a longer one is waited in steps). */
     backoffEnds: ({ context }) => clampDelay(context.backoffUntil - context.at, 1),
+    /** From the first 429 of a run of them until the key is set aside. */
+    maxRateLimited: ({ context }) => clampDelay(context.maxRateLimitedMs, 1),
   },
 }).createMachine({
   id: 'key',
-  context: ({ input, self }) => ({ keyId: input.keyId, ...newBook(input.limits, nowOf(self), input.probation), credit: 0 }),
+  context: ({ input, self }) => ({
+    keyId: input.keyId,
+    provider: input.provider ?? input.keyId,
+    maxRateLimitedMs: input.maxRateLimitedMs ?? DEFAULT_MAX_RATE_LIMITED_MS,
+    ...newBook(input.limits, nowOf(self), input.probation),
+    credit: 0,
+  }),
   initial: 'deciding',
   entry: 'noteRate',
   on: {
@@ -236,14 +289,16 @@ export const keyMachine = setup({
       // Released twice, or by an agent that was cancelled: nothing to settle.
       { guard: 'unknownLease', actions: 'announce' },
       { guard: 'authFailed', target: '.revoked', actions: 'release' },
+      { guard: 'rateLimitedPastDue', target: '.setAside', actions: 'release' },
       // Re-entering backoff restarts its timer from the (never earlier) new backoffUntil.
-      { guard: 'rateLimited', target: '.backoff', actions: ['release', 'noteRate', 'reportBackoff'] },
+      { guard: 'rateLimited', target: '.backoff', actions: ['release', 'watchLimited', 'noteRate', 'reportBackoff'] },
       // The pool knows the key backs off, and a release does not move its end: nothing to tell.
-      { guard: 'inBackoff', actions: ['release', 'noteRate'] },
-      // Unpaced and no headers: the rate cannot have moved either.
+      { guard: 'inBackoff', actions: ['unwatchLimited', 'release', 'noteRate'] },
+      // Unpaced, no headers and no run of 429s to end: the rate cannot have moved either.
       { guard: 'releaseKeepsReady', actions: 'release' },
-      { target: '.deciding', actions: ['release', 'noteRate'] },
+      { target: '.deciding', actions: ['unwatchLimited', 'release', 'noteRate'] },
     ],
+    'KEY.LIMITED_TOO_LONG': [{ guard: 'refusing', target: '.setAside', actions: 'sync' }, { actions: 'markDue' }],
   },
   states: {
     /** A choice point, never at rest: where the book says the key is now. */
@@ -295,6 +350,18 @@ export const keyMachine = setup({
     revoked: {
       type: 'final',
       entry: [{ type: 'enter', params: { state: 'revoked' } }, 'reportRevoked'],
+    },
+    /**
+     * Met nothing but 429s for `maxRateLimitedMs`: out of service for the run. Not final: a grant
+     * the pool sent before it heard is refused here, and a lease still out is settled.
+     */
+    setAside: {
+      entry: [{ type: 'enter', params: { state: 'setAside' } }, 'reportSetAside'],
+      on: {
+        'KEY.GRANT': { actions: 'reject' },
+        'KEY.RELEASE': { actions: 'release' },
+        'KEY.LIMITED_TOO_LONG': {},
+      },
     },
   },
 });

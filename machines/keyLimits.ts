@@ -31,6 +31,8 @@ export const MINUTE_MS = 60_000;
 export const BACKOFF_BASE_MS = 1_000;
 /** Cap of the doubling backoff. */
 export const BACKOFF_MAX_MS = 60_000;
+/** How long a key may meet nothing but 429s before it is set aside (a provider's `maxRateLimitedMs`). */
+export const DEFAULT_MAX_RATE_LIMITED_MS = 120_000;
 /**
  * Requests reach the server with a few ms of jitter after their grant: one that arrives a little
  * earlier than the one before finds the server's bucket a little lower than ours. Where the bucket
@@ -109,6 +111,12 @@ export interface KeyBook {
   backoffUntil: number;
   /** Consecutive 429s, for the doubling backoff; a success resets it. */
   strikes: number;
+  /**
+   * The 429s met since the last other answer (a success or an error), and when the first of them
+   * came; undefined while the last answer was not a 429. What sets a key aside; `due`: its time
+   * is up, and the next 429 does.
+   */
+  limited?: { since: number; responses: number; due?: boolean };
   /** Leases out, by lease id (`leasesOut` of them). */
   leases: LeaseTable<LeaseRecord>;
   leasesOut: number;
@@ -190,15 +198,16 @@ export function rateSourceOf(book: KeyBook): RateSource {
 }
 
 /**
- * The bucket's capacity: the plan's burst, else one second of the rate it paces at, at least 1
- * (a lane paced below its limit holds no more than that pace refills in a second, so it never
- * stands above the server's bucket).
+ * The bucket's capacity: the plan's burst, else one second of the limit in force, at least 1: the
+ * server's own bucket. A lane paced below its limit refills slower than the server's, so it never
+ * stands above it; and one that held less (a second of its pace) would find itself full, for a
+ * request larger than the bucket, before the server's bucket is (after a learned limit lowers it).
  */
 export function capacityOf(book: KeyBook, lane: Lane): number {
-  const rate = rateOf(book, lane);
-  if (rate === undefined) return 0;
+  const ceiling = ceilingOf(book, lane);
+  if (ceiling === undefined) return 0;
   const burst = book.limits.burst?.[STATED[lane]];
-  return burst ?? Math.max(1, rate / 60);
+  return burst ?? Math.max(1, ceiling / 60);
 }
 
 /** Brings the book to time `now`: refills the buckets. */

@@ -32,6 +32,8 @@ export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): 
   const lease = book.leases.get(leaseId);
   if (lease === undefined) return book;
   let next: KeyBook = { ...book, leases: book.leases.without(leaseId), leasesOut: book.leasesOut - 1 };
+  // Any answer but a 429 ends a run of nothing but 429s.
+  if ((outcome.kind === 'ok' || outcome.kind === 'error') && next.limited !== undefined) next = { ...next, limited: undefined };
   switch (outcome.kind) {
     case 'ok':
       next = settle(next, lease, charged(outcome.usage), outcome.usage.outputTokens);
@@ -52,7 +54,8 @@ export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): 
       next = learn(settle(next, lease, 0, 0, false), outcome.rateLimit);
       const strikes = next.strikes + 1;
       const until = next.at + rateLimitDelay(strikes, outcome.retryAfterMs);
-      next = { ...next, strikes, backoffUntil: Math.max(next.backoffUntil, until), proven: true };
+      const limited = { ...next.limited, since: next.limited?.since ?? next.at, responses: (next.limited?.responses ?? 0) + 1 };
+      next = { ...next, strikes, backoffUntil: Math.max(next.backoffUntil, until), proven: true, limited };
       // Against a stated or learned rate one 429 is more likely jitter (a request that reached
       // the server a few ms early) than a wrong rate, and its backoff already answers it: the
       // rate is cut on the second 429 in a row. With no rate known, on the first.

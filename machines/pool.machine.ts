@@ -11,7 +11,9 @@
  * (its `ready` went stale: `KEY.REJECTED`, and the request goes back to its place in the queue).
  * The key answers an accepted grant to the agent itself, so the agent hears `LEASE.GRANTED` only
  * once the key took it, and a task on a key with room costs the pool no message from the key.
- * When every key is revoked, the pool denies. The pool is also the front desk of its routes'
+ * When no key is left (each revoked, or set aside after nothing but 429s for `maxRateLimitedMs`),
+ * the pool denies: `no_keys`, or `rate_limited` when any was set aside (the agent's fallbacks take
+ * over, as at an open breaker). The pool is also the front desk of its routes'
  * breakers (breakerDesk.ts): a clean route's requests and successes never reach the breaker.
  *
  * The bookkeeping (heap, maps, ready set) is one mutable object created with the actor and never
@@ -23,13 +25,14 @@ import type { Env } from './breakerDesk.js';
 import { backoffEnd, denial, pastDeadline } from './poolKeys.js';
 import { dispatch, enqueueTicket, holdKey, keyActorId, newBook, nextLeaseId, popTicket, returnLease, type PoolBook, type Send, type Ticket } from './poolBook.js';
 import { keyMachine } from './key.machine.js';
-import type { KeyEvent, KeyReply } from './key.machine.js';
+import type { KeyEvent, KeyInput, KeyReply } from './key.machine.js';
+import { DEFAULT_MAX_RATE_LIMITED_MS } from './keyLimits.js';
 import type { BreakerNews, BreakerReply, ErrorInfo, KeyLimits, LeaseEvent, LeaseRequest, RunEvent } from './protocol.js';
 
-/** What the pool is spawned with. */
+/** What the pool is spawned with. `maxRateLimitedMs`: the key's (see KeyInput). */
 export interface PoolInput {
   provider: string;
-  keys: { keyId: string; limits: KeyLimits; probation?: boolean }[];
+  keys: { keyId: string; limits: KeyLimits; probation?: boolean; maxRateLimitedMs?: number }[];
 }
 
 export interface PoolContext {
@@ -47,7 +50,13 @@ export type PoolEvent = LeaseEvent | KeyReply | BreakerNews | Extract<BreakerRep
 function deny(context: PoolContext, ticket: { request: LeaseRequest; replyTo: AnyActorRef; guarded: boolean }, out: Send[], env: Env, error?: ErrorInfo): void {
   const { requestId, route } = ticket.request;
   if (ticket.guarded && route !== undefined) context.book.desk.withdraw(route, requestId, out, env);
-  out.push({ to: ticket.replyTo, event: { type: 'LEASE.DENIED', requestId, error: error ?? denial(context.provider, context.book.keys.size) } });
+  out.push({ to: ticket.replyTo, event: { type: 'LEASE.DENIED', requestId, error: error ?? noKeyLeft(context) } });
+}
+
+/** The denial when no key is left, with what became of the keys. */
+function noKeyLeft({ provider, keys, book }: PoolContext): ErrorInfo {
+  const maxRateLimitedMs = Math.max(0, ...keys.map((k) => k.maxRateLimitedMs ?? DEFAULT_MAX_RATE_LIMITED_MS));
+  return denial(provider, { count: book.keys.size, revoked: book.revoked, maxRateLimitedMs });
 }
 
 /** Denies the queued requests whose deadline comes before the earliest backoff end. O(queue), only while every key backs off. */
@@ -136,19 +145,19 @@ const onKeyRejectedWhenExhausted: Handler<'KEY.REJECTED'> = (context, { leaseId 
 const onKeyState: Handler<'KEY.STATE'> = (context, { keyId, state, until, room }, out, env) => {
   const { book } = context;
   const slot = book.keys.get(keyId);
-  if (slot === undefined || slot.state === 'revoked') return;
+  if (slot === undefined || slot.state === 'revoked' || slot.state === 'setAside') return;
   slot.state = state;
   slot.until = state === 'backoff' ? until : undefined;
   slot.room = state === 'ready' && !slot.closed ? (room ?? Infinity) : 0;
   if (slot.room > 0) book.ready.add(keyId); // keeps its place if already there
   else book.ready.delete(keyId);
   // A key goes final only on the auth release the pool sends it last (it sends a closed key
-  // nothing), so every grant it was sent has been answered by then: nothing to take back.
-  if (state === 'revoked') {
-    slot.closed = true;
-    book.revoked++;
-  }
-  if (state === 'backoff' || state === 'revoked') denyPastDeadline(context, out, env);
+  // nothing), so every grant it was sent has been answered by then: nothing to take back. A key
+  // set aside refuses the grants it is sent after that (KEY.REJECTED: they go back in the queue).
+  if (state === 'revoked') book.revoked++;
+  if (state === 'setAside') book.setAside++;
+  if (state === 'revoked' || state === 'setAside') slot.closed = true;
+  if (state === 'backoff' || state === 'revoked' || state === 'setAside') denyPastDeadline(context, out, env);
   dispatch(book, out);
 };
 
@@ -230,8 +239,10 @@ export const poolMachine = setup({
     /** Public run event (src forwards it). The pool has none of its own; its keys report theirs. */
     report: (_, _event: RunEvent) => {},
     spawnKeys: enqueueActions(({ context, enqueue }) => {
-      for (const { keyId, limits, probation } of context.keys) {
-        const input = probation === undefined ? { keyId, limits } : { keyId, limits, probation };
+      for (const { keyId, limits, probation, maxRateLimitedMs } of context.keys) {
+        const input: KeyInput = { keyId, limits, provider: context.provider };
+        if (probation !== undefined) input.probation = probation;
+        if (maxRateLimitedMs !== undefined) input.maxRateLimitedMs = maxRateLimitedMs;
         enqueue.spawnChild('key', { id: keyActorId(keyId), systemId: keyActorId(keyId), input });
       }
     }),
@@ -266,7 +277,7 @@ export const poolMachine = setup({
     relayRefusal: enqueueActions((args) => run(args, onBreakerRefused)),
   },
   guards: {
-    everyKeyRevoked: ({ context }) => context.book.revoked === context.book.keys.size,
+    noKeyLeft: ({ context }) => context.book.revoked + context.book.setAside === context.book.keys.size,
     grantsAtOnce: ({ context, event }) => grantsAtOnce(context.book, event),
     releasesToKey: ({ context, event }) => releasesToKey(context.book, event),
   },
@@ -283,14 +294,14 @@ export const poolMachine = setup({
   },
   states: {
     serving: {
-      always: { guard: 'everyKeyRevoked', target: 'exhausted' },
+      always: { guard: 'noKeyLeft', target: 'exhausted' },
       on: {
         'LEASE.REQUEST': [{ guard: 'grantsAtOnce', actions: ['grantNow', 'bookGrant'] }, { actions: 'admit' }],
         'KEY.STATE': { actions: 'noteKeyState' },
         'KEY.REJECTED': { actions: 'requeue' },
       },
     },
-    /** Every key is revoked (or there were none): deny what waits and whatever comes. */
+    /** No key is left (each revoked or set aside, or there were none): deny what waits and whatever comes. */
     exhausted: {
       entry: 'denyWaiting',
       on: {

@@ -37,6 +37,8 @@ export interface PoolBook {
   /** Keys whose last word was `ready` with room left, the longest since their last grant first. */
   ready: Set<string>;
   revoked: number;
+  /** Keys set aside after meeting nothing but 429s (key.machine.ts). */
+  setAside: number;
   arrivals: number;
   leases: number;
   /** What the pool knows of its routes' breakers (breakerDesk.ts). */
@@ -58,6 +60,7 @@ export function newBook(keys: readonly { keyId: string }[]): PoolBook {
     keys: new Map(keys.map((k) => [k.keyId, { state: 'starting', closed: false, room: 0 }])),
     ready: new Set(),
     revoked: 0,
+    setAside: 0,
     arrivals: 0,
     leases: 0,
     desk: new BreakerDesk(),

@@ -7,7 +7,7 @@ import type { ErrorInfo, KeyState } from './protocol.js';
 /** What the pool believes of one key. */
 export interface KeySlot {
   state: KeyState | 'starting';
-  /** Revoked, or an auth failure is on its way to it: never send it anything again. */
+  /** Revoked or set aside, or an auth failure is on its way to it: never send it anything again. */
   closed: boolean;
   /** In backoff: when it ends (the server's Retry-After). */
   until?: number;
@@ -15,13 +15,22 @@ export interface KeySlot {
   room: number;
 }
 
-/** Why a request is denied when no key is left. */
-export function denial(provider: string, keyCount: number): ErrorInfo {
-  const message =
-    keyCount === 0
-      ? `provider ${provider} has no API keys: add one to the provider's keys`
-      : `every key of provider ${provider} is revoked (401/403): check or replace the provider's API keys`;
-  return { code: 'no_keys', retryable: false, provider, message };
+/**
+ * Why a request is denied when no key is left: none at all or every one revoked (`no_keys`), or
+ * some set aside for meeting nothing but 429s (`rate_limited`: a fallback may take over).
+ */
+export function denial(provider: string, keys: { count: number; revoked: number; maxRateLimitedMs: number }): ErrorInfo {
+  if (keys.count === 0) return { code: 'no_keys', retryable: false, provider, message: `provider ${provider} has no API keys: add one to the provider's keys` };
+  if (keys.revoked === keys.count) {
+    return { code: 'no_keys', retryable: false, provider, message: `every key of provider ${provider} is revoked (401/403): check or replace the provider's API keys` };
+  }
+  const limited = `nothing but 429s (rate limited) for ${keys.maxRateLimitedMs} ms (maxRateLimitedMs)`;
+  const what =
+    keys.revoked === 0
+      ? `every key of provider ${provider} is set aside: each met ${limited}`
+      : `no key of provider ${provider} is left: ${keys.revoked} revoked (401/403), ${keys.count - keys.revoked} set aside after ${limited}`;
+  const message = `${what}. Add keys, wait for the limit to lift, or check the provider's limits for these keys`;
+  return { code: 'rate_limited', retryable: false, provider, message };
 }
 
 /**

@@ -16,6 +16,7 @@ import type { BusTool } from '../machines/protocol.js';
 import type { CallTarget } from '../machines/agent/index.js';
 import type { LedgerBudgets } from '../machines/ledger.machine.js';
 import type { BreakerOptions } from '../machines/breaker.machine.js';
+import { DEFAULT_MAX_RATE_LIMITED_MS } from '../machines/keyLimits.js';
 import { priceOf } from './cost/prices.js';
 import { outputCheckOf } from './plan/structured.js';
 
@@ -47,7 +48,8 @@ export function resolveRun(plan: Plan, opts: ResolveOptions): SupervisorInput {
     // key costs at most one burst of 401s, each sent again at once on another key. (A provider
     // without keys sends none: there is nothing a server could refuse.)
     const probation = spec.keys.length > 0 && spec.limits?.rpm === undefined;
-    return { name, keys: ids.map((keyId) => ({ keyId, limits: { ...spec.limits }, probation })) };
+    const maxRateLimitedMs = spec.maxRateLimitedMs ?? DEFAULT_MAX_RATE_LIMITED_MS;
+    return { name, keys: ids.map((keyId) => ({ keyId, limits: { ...spec.limits }, probation, maxRateLimitedMs })) };
   });
 
   const routes = new Set<string>();

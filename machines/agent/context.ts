@@ -146,8 +146,9 @@ export interface Held {
    * The route's breaker refused the turn (it is open): the search for a fallback whose breaker is
    * not. `index` is the fallback being asked, `open` its answer (null while awaited). Left set
    * when every later fallback was open, so the next lease request waits on the route's breaker.
+   * `why`: the pool denied the turn for 429s instead (absent: the breaker is open).
    */
-  reroute: { index: number; open: boolean | null } | null;
+  reroute: { index: number; open: boolean | null; why?: string } | null;
 }
 
 /**

@@ -205,9 +205,15 @@ export const leaseGranted = ({ context, event, enqueue, self }: ActionArgs) => {
   enqueueReport(enqueue, callEvent('model:request', context, keyId));
 };
 
-/** The route's breaker is open and said so: look for a fallback, starting with the next one. */
-export const refused = ({ context }: PatchArgs): Patch => ({
-  held: { pending: null, reroute: { index: context.routeIndex, open: null } },
+/** Why a turn the pool denied for 429s (every key set aside, or backing off past the deadline) moves on. */
+export const KEYS_RATE_LIMITED = 'every key rate limited (429)';
+
+/**
+ * The route's breaker is open and said so, or the pool denied the turn for 429s: look for a
+ * fallback, starting with the next one.
+ */
+export const refused = ({ context, event }: PatchArgs): Patch => ({
+  held: { pending: null, reroute: { index: context.routeIndex, open: null, ...(event.type === 'LEASE.DENIED' ? { why: KEYS_RATE_LIMITED } : {}) } },
 });
 
 /** Asks the breaker of the fallback under consideration whether it is open (no breaker: it is not). */
@@ -215,7 +221,7 @@ export const peekFallback = ({ context, enqueue, self, system }: ActionArgs) => 
   const { index } = context.held.reroute!;
   const breaker = system.get(`breaker:${routeOf(context.input.fallbacks![index]!)}`);
   if (!breaker) {
-    enqueue.assign(patchOf(context, { held: { reroute: { index, open: false } } }));
+    enqueue.assign(patchOf(context, { held: { reroute: { ...context.held.reroute!, open: false } } }));
     return;
   }
   const seq = context.counts.seq + 1;
@@ -226,11 +232,11 @@ export const peekFallback = ({ context, enqueue, self, system }: ActionArgs) => 
 };
 
 export const heardStatus = ({ context, event }: PatchArgs): Patch => ({
-  held: { pending: null, reroute: { index: context.held.reroute!.index, open: (event as Extract<AgentEvent, { type: 'BREAKER.STATUS' }>).open } },
+  held: { pending: null, reroute: { ...context.held.reroute!, open: (event as Extract<AgentEvent, { type: 'BREAKER.STATUS' }>).open } },
 });
 
 export const peekNext = ({ context }: PatchArgs): Patch => ({
-  held: { reroute: { index: context.held.reroute!.index + 1, open: null } },
+  held: { reroute: { ...context.held.reroute!, index: context.held.reroute!.index + 1, open: null } },
 });
 
 /**
@@ -239,7 +245,7 @@ export const peekNext = ({ context }: PatchArgs): Patch => ({
  */
 export const moveToFallback = ({ context, enqueue, system }: ActionArgs) => {
   const { index } = context.held.reroute!;
-  enqueueReport(enqueue, fallbackEvent(context, targetOf(context), context.input.fallbacks![index]!, 'breaker open'));
+  enqueueReport(enqueue, fallbackEvent(context, targetOf(context), context.input.fallbacks![index]!, context.held.reroute!.why ?? 'breaker open'));
   const ledger = system.get('ledger');
   if (context.held.reservation && ledger) {
     const release: LedgerEvent = { type: 'LEDGER.RELEASE', reservationId: context.held.reservation };

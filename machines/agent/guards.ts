@@ -46,6 +46,8 @@ export const agentGuards = {
     return error.code === 'rate_limited' && error.retryable && (cap === undefined || context.counts.rateLimitWaits < cap);
   },
   canReroute: ({ context }) => canReroute(context),
+  /** The pool denied the lease for 429s (no key left, or all backing off past the deadline): a fallback may serve. */
+  deniedForRateLimits: ({ event }) => event.type === 'LEASE.DENIED' && event.error.code === 'rate_limited',
   /** The fallback asked about is not open: the turn moves there. */
   fallbackUp: ({ context }) => context.held.reroute?.open === false,
   /** The fallback asked about is open too, and another one is left to ask. */

@@ -227,13 +227,18 @@ export const agentMachine = setup({
               ],
               on: {
                 'LEASE.GRANTED': { guard: 'isPending', target: '#agent.active.running', actions: 'leaseGranted' },
-                'LEASE.DENIED': { guard: 'isPending', target: '#agent.failed', actions: 'requestDenied' },
+                'LEASE.DENIED': [
+                  // Denied for 429s: the fallbacks take over, as at an open breaker.
+                  { guard: and(['isPending', 'canReroute', 'deniedForRateLimits']), target: 'rerouting', actions: 'refused' },
+                  { guard: 'isPending', target: '#agent.failed', actions: 'requestDenied' },
+                ],
                 // Only a request that asked to be refused rather than held (canReroute) is refused.
                 'BREAKER.REFUSED': { guard: and(['isPending', 'canReroute']), target: 'rerouting', actions: 'refused' },
               },
             },
             /**
-             * The route's breaker is open: ask the later fallbacks' breakers, in order, and move to
+             * The route's breaker is open (or its pool denied the turn for 429s): ask the later
+             * fallbacks' breakers, in order, and move to
              * the first that is not open (task:fallback; back to checking, so the hook and the
              * budget see the new route). All open: wait on the route's own breaker.
              */

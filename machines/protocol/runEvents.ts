@@ -86,6 +86,11 @@ export type RunEvent =
    */
   | { type: 'key:rate'; keyId: string; rpm: number | null; source: 'stated' | 'learned' | 'adaptive' | 'none' }
   | { type: 'key:revoked'; keyId: string }
+  /**
+   * A key met nothing but 429s for its provider's `maxRateLimitedMs` (`rateLimitedMs`, from its
+   * first 429 of the run, `responses` of them) and is out of service for the run.
+   */
+  | { type: 'key:set-aside'; keyId: string; provider: string; rateLimitedMs: number; responses: number }
   | { type: 'breaker:open'; route: string; cooldownMs: number; failures: number }
   | { type: 'breaker:halfOpen'; route: string }
   | { type: 'breaker:closed'; route: string }
@@ -109,6 +114,6 @@ export interface TaskCounters {
   taskUsage: Usage;
 }
 
-export type KeyState = 'ready' | 'saturated' | 'backoff' | 'revoked';
+export type KeyState = 'ready' | 'saturated' | 'backoff' | 'revoked' | 'setAside';
 export type RunStatus = 'completed' | 'partial' | 'failed' | 'cancelled' | 'budget_exceeded';
 export type TaskStatus = 'pending' | 'queued' | 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';

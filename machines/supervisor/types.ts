@@ -16,7 +16,7 @@ import type { Crew } from './crew.js';
 export interface SupervisorInput {
   runId: string;
   tasks: SupervisedTask[];
-  providers: { name: string; keys: { keyId: string; limits: KeyLimits; probation?: boolean }[] }[];
+  providers: { name: string; keys: { keyId: string; limits: KeyLimits; probation?: boolean; maxRateLimitedMs?: number }[] }[];
   /** One breaker per route `<provider>/<model>`. */
   routes: BreakerInput[];
   /** The tool bus: its tools and its batching, caching and timeout settings. */

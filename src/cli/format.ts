@@ -74,8 +74,8 @@ export function columns(rows: string[][], align: ('left' | 'right')[] = []): str
 }
 
 /**
- * A line for the events worth a person's attention (failures, retries, skips, keys backing off
- * or revoked, breakers opening and closing, compactions, denied tools, cancellation); undefined
+ * A line for the events worth a person's attention (failures, retries, skips, keys backing off,
+ * revoked or set aside, breakers opening and closing, compactions, denied tools, cancellation); undefined
  * for the rest, completed tasks included: a 10,000-task run must not print 10,000 lines.
  */
 export function formatEventLine(event: RunEvent): string | undefined {
@@ -98,6 +98,8 @@ export function formatEventLine(event: RunEvent): string | undefined {
       return `key      ${event.keyId} backs off ${event.retryAfterMs} ms`;
     case 'key:revoked':
       return `key      ${event.keyId} REVOKED`;
+    case 'key:set-aside':
+      return `key      ${event.keyId} SET ASIDE: nothing but 429s for ${event.rateLimitedMs} ms (${plural(event.responses, 'response')})`;
     case 'breaker:open':
       return `breaker  ${event.route} OPEN for ${event.cooldownMs} ms after ${plural(event.failures, 'failure')}`;
     case 'breaker:closed':

@@ -31,6 +31,11 @@ export interface ProviderSpec {
   headersTimeoutMs?: number;
   /** Max silence between two chunks of a response body, ms. Default 120000. */
   bodyTimeoutMs?: number;
+  /**
+   * A key that has met nothing but 429s for this long (ms) is set aside (`key:set-aside`); once
+   * every key of the provider is, its requests fail `rate_limited` at once. Default 120000.
+   */
+  maxRateLimitedMs?: number;
   /** Only for `type: "sim"`: how the embedded simulated server behaves. */
   sim?: SimSpec;
   /** Anthropic protocol: place prompt-cache breakpoints (tools, system, first user message). Default true. */
@@ -58,7 +63,7 @@ export interface SimSpec {
   tokensPerSecond?: number;
   /** Prompt processing: ms per 1,000 input tokens not read from the cache, added to the time to first token. Default 0. */
   prefillMsPer1kTokens?: number;
-  /** The server's own per-key limits. Default: the provider's `limits` (what the runtime is told). */
+  /** The server's own per-key limits (0: every request refused). Default: the provider's `limits` (what the runtime is told). */
   limits?: { rpm?: number; itpm?: number; otpm?: number; burst?: { rpm?: number; itpm?: number; otpm?: number } };
   /** Fault rates in [0, 1]. */
   faults?: { http500?: number; http529?: number; reset?: number; stall?: number; streamError?: number };

@@ -111,11 +111,12 @@ export const SimSchema = z.strictObject({
     .optional(),
   tokensPerSecond: z.number().gt(0, { error: 'must be greater than 0' }).optional(),
   prefillMsPer1kTokens: z.number().min(0, { error: 'must be >= 0' }).optional(),
+  // 0 is a key throttled to zero: the simulator refuses its every request (429).
   limits: z
     .strictObject({
-      rpm: positiveInt().optional(),
-      itpm: positiveInt().optional(),
-      otpm: positiveInt().optional(),
+      rpm: nonNegativeInt().optional(),
+      itpm: nonNegativeInt().optional(),
+      otpm: nonNegativeInt().optional(),
       burst: z.strictObject({ rpm: burst().optional(), itpm: burst().optional(), otpm: burst().optional() }).optional(),
     })
     .optional(),
@@ -132,6 +133,7 @@ export const ProviderSchema = z.strictObject({
   limits: LimitsSchema.optional(),
   headersTimeoutMs: durationMs().optional(),
   bodyTimeoutMs: durationMs().optional(),
+  maxRateLimitedMs: durationMs().optional(),
   sim: SimSchema.optional(),
   cache: z.boolean().optional(),
   cacheFanOut: z.boolean().optional(),

@@ -53,7 +53,7 @@ export function resolveConfig(options: SimOptions): Config {
     for (const [secret, limits] of Object.entries(options.keys)) {
       for (const name of ['rpm', 'itpm', 'otpm'] as const) {
         const v = limits[name];
-        if (v !== undefined && !(v > 0)) throw new TypeError(`startSim: keys[${fingerprint(secret)}].${name} must be > 0, got ${v}`);
+        if (v !== undefined && !(v >= 0)) throw new TypeError(`startSim: keys[${fingerprint(secret)}].${name} must be >= 0 (0: every request refused), got ${v}`);
         const b = limits.burst?.[name];
         if (b !== undefined && !(b > 0)) throw new TypeError(`startSim: keys[${fingerprint(secret)}].burst.${name} must be > 0, got ${b}`);
       }

@@ -11,10 +11,14 @@
  * A request larger than the short bucket is admitted only when that bucket is full, and leaves it
  * in debt; one larger than the per-minute limit itself is never admitted. Output tokens are
  * charged as max_tokens when a request is admitted and the unused part is given back when it ends.
+ * A limit of 0 is a key throttled to zero (or a gateway that refuses everything): every request
+ * is refused, with a Retry-After of 1 s, as such servers answer.
  */
 import type { BucketReport, RateLimitReport, SimKeyLimits } from './types.js';
 
 const MINUTE_MS = 60_000;
+/** The Retry-After of a limit of 0: a server that refuses everything still says when to ask again. */
+const ZERO_LIMIT_RETRY_MS = 1_000;
 
 /** One bucket. Time comes from the caller so tests can move it. */
 export class TokenBucket {
@@ -57,6 +61,8 @@ export class TokenBucket {
   }
 
   report(now: number): BucketReport {
+    // A bucket of 0 never fills: its reset is when the server says to ask again.
+    if (this.perMinute === 0) return { limit: 0, remaining: 0, resetMs: ZERO_LIMIT_RETRY_MS };
     const level = this.available(now);
     return {
       limit: this.perMinute,
@@ -139,6 +145,10 @@ export class KeyLimiter {
     ];
     for (const { limit, amount, name, unit } of checks) {
       if (!limit) continue;
+      if (limit.perMinute === 0) {
+        const message = `This key's rate limit is 0 ${unit} per minute: every request is refused.`;
+        return { ok: false, retryAfterMs: ZERO_LIMIT_RETRY_MS, limit: name, message };
+      }
       const wait = limit.waitMs(amount, now);
       if (wait === Infinity) {
         const message = `This request needs ${amount} ${unit}, more than this key's limit of ${limit.perMinute} ${unit} per minute.`;

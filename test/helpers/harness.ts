@@ -18,13 +18,12 @@ import type { AnyActorRef, DoneActorEvent, ErrorActorEvent } from 'xstate';
 import { agentMachine, modelCallActions, type AgentContext, type AgentInput } from '../../machines/agent/index.js';
 import { breakerMachine, type BreakerContext, type BreakerOptions } from '../../machines/breaker.machine.js';
 import { keyMachine, type KeyContext } from '../../machines/key.machine.js';
-import { poolMachine, type PoolContext } from '../../machines/pool.machine.js';
+import { poolMachine, type PoolContext, type PoolInput } from '../../machines/pool.machine.js';
 import type {
   AttemptReport,
   ContentBlock,
   ErrorCode,
   ErrorInfo,
-  KeyLimits,
   ModelCallInput,
   ModelCallOutput,
   RunEvent,
@@ -104,7 +103,7 @@ export function agentInput(overrides: Partial<AgentInput> = {}): AgentInput {
 export interface AgentHarnessOptions {
   model: ModelScript;
   /** Keys of provider `p`. Default: one key `A` without limits. */
-  keys?: { keyId: string; limits: KeyLimits }[];
+  keys?: PoolInput['keys'];
   /** Options of the breaker of route `p/m` (and of the other routes'). */
   breaker?: BreakerOptions;
   /** Models of provider `p` beside `m` that have a breaker (`breaker:p/<model>`), for fallbacks. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ContentBlock } from '../../machines/protocol.js';
 import { addUsage, ZERO_USAGE } from '../../machines/protocol.js';
-import { backoffDelay, nextRandom } from '../../machines/random.js';
+import { backoffDelay } from '../../machines/random.js';
 import { leaseTokensOf, requestTokensOf, type AgentContext } from '../../machines/agent/context.js';
 import {
   agentInput,
@@ -133,7 +133,8 @@ describe('agentMachine: errors and retries', () => {
 
   it('waits out any number of 429s without using its retries (maxRetries 0), on one key', async () => {
     const h = createAgentHarness({
-      keys: [{ keyId: 'A', limits: {} }],
+      // Past maxRateLimitedMs of nothing but 429s the key would be set aside: an hour here.
+      keys: [{ keyId: 'A', limits: {}, maxRateLimitedMs: 3_600_000 }],
       model: (_, n) => (n < 6 ? modelError('rate_limited', { status: 429, retryAfterMs: 1_000 }) : textReply('ok')),
     });
     const id = h.start(agentInput({ retries: 0, timeoutMs: 3_600_000 }));
@@ -434,14 +435,17 @@ describe('agentMachine: backoff jitter', () => {
     expect(b.delays).toEqual(a.delays);
     expect(c.delays).not.toEqual(a.delays);
     expect(a.gaps).toEqual(a.delays);
-    // Full jitter: retry i waits uniformly in [0, base * 2^i), drawn from the seeded PRNG.
-    let rng = 7;
-    const expected = [0, 1, 2].map((retry) => {
-      const [r, next] = nextRandom(rng);
-      rng = next;
-      return backoffDelay(retry, r, { baseMs: 1_000, maxMs: 60_000 });
-    });
-    expect(a.delays).toEqual(expected);
+    // Full jitter: retry i waits floor(r_i * 1,000 * 2^i) ms, r_i the seeded PRNG's i-th draw
+    // (seed 7: 0.011704..., 0.061958..., 0.976907...), worked out by hand: 11.7, 123.9, 3907.6.
+    expect(a.delays).toEqual([11, 123, 3_907]);
+  });
+
+  it('is a share of base * 2^retry, capped at maxMs, never below the floor (literal values)', () => {
+    const opts = { baseMs: 1_000, maxMs: 60_000 };
+    expect([0, 1, 2, 3, 5, 6, 40].map((retry) => backoffDelay(retry, 0.5, opts))).toEqual([500, 1_000, 2_000, 4_000, 16_000, 30_000, 30_000]);
+    expect(backoffDelay(2, 0.999_999, opts)).toBe(3_999);
+    expect(backoffDelay(0, 0.1, { ...opts, floorMs: 2_500.2 })).toBe(2_501);
+    expect(backoffDelay(4, 0.25, { ...opts, floorMs: 0 })).toBe(4_000);
   });
 });
 

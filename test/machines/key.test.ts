@@ -1,51 +1,13 @@
 import { getShortestPaths } from '@xstate/graph';
-import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createActor, setup, SimulatedClock, spawnChild } from 'xstate';
-import type { ActorRefFrom } from 'xstate';
+import { createActor, setup } from 'xstate';
 import { keyMachine } from '../../machines/key.machine.js';
-import type { KeyEvent, KeyReply } from '../../machines/key.machine.js';
-import { advance, canGrant, capacityOf, grant, grantLeavesRoom, JITTER_MS, msUntilCapacity, newBook, PACING_SHARE, rateOf } from '../../machines/keyLimits.js';
+import type { KeyEvent } from '../../machines/key.machine.js';
+import { advance, awaiting, canGrant, capacityOf, grant, JITTER_MS, msUntilCapacity, newBook, PACING_SHARE, rateOf, rateSourceOf } from '../../machines/keyLimits.js';
 import { rateLimitDelay, release } from '../../machines/keyRelease.js';
-import type { KeyLimits, KeyState, LeaseOutcome, LeaseReply, LeaseRequest, RunEvent, Usage } from '../../machines/protocol.js';
-import { advanceClock, pendingTimers } from '../helpers/clock.js';
-
-const request = (inputTokens = 10, outputTokens = 10): LeaseRequest => ({ requestId: 'r', priority: 0, inputTokens, outputTokens });
-const usage = (inputTokens: number, outputTokens: number): Usage => ({ inputTokens, outputTokens, cacheWriteTokens: 0, cacheReadTokens: 0 });
-
-
-
-/** A key under a minimal parent that logs what the key tells it, on a SimulatedClock. */
-function harness(limits: KeyLimits, probation?: boolean) {
-  const clock = new SimulatedClock();
-  const replies: Array<{ at: number; reply: KeyReply | LeaseReply }> = [];
-  const reports: Array<RunEvent & { at: number }> = [];
-  const key = keyMachine.provide({ actions: { report: (_, e: RunEvent) => void reports.push({ ...e, at: clock.now() }) } });
-  const parent = createActor(
-    setup({ actors: { key } }).createMachine({
-      entry: spawnChild('key', { id: 'key', input: probation === undefined ? { keyId: 'k1', limits } : { keyId: 'k1', limits, probation } }),
-      on: { '*': { actions: ({ event }) => void replies.push({ at: clock.now(), reply: event as KeyReply | LeaseReply }) } },
-    }),
-    { clock },
-  ).start();
-  const ref = parent.getSnapshot().children.key as ActorRefFrom<typeof keyMachine>;
-  const state = (): KeyState => {
-    const snap = ref.getSnapshot();
-    return (typeof snap.value === 'string' ? snap.value : Object.keys(snap.value)[0]) as KeyState;
-  };
-  return {
-    clock,
-    replies,
-    reports,
-    ref,
-    state,
-    grant: (leaseId: string, req = request()) => ref.send({ type: 'KEY.GRANT', leaseId, request: req, replyTo: parent }),
-    release: (leaseId: string, outcome: LeaseOutcome) => ref.send({ type: 'KEY.RELEASE', leaseId, outcome }),
-    at: (ms: number) => advanceClock(clock, ms),
-    last: () => replies[replies.length - 1]?.reply,
-    answers: () => replies.filter((r) => r.reply.type !== 'KEY.STATE').map((r) => r.reply),
-  };
-}
+import type { LeaseOutcome, RateLimitHint } from '../../machines/protocol.js';
+import { pendingTimers } from '../helpers/clock.js';
+import { harness, request, usage } from '../helpers/keyHarness.js';
 
 describe('keyMachine: graph', () => {
   it('reaches ready, saturated (by refill and by release), backoff and revoked by shortest paths', () => {
@@ -161,37 +123,41 @@ describe('keyMachine: limits', () => {
   });
 
   it('refuses a grant bigger than the bucket holds now and waits until it fits', () => {
-    const h = harness({ itpm: 60_000 }); // 970 tokens a second, bucket 970
-    h.grant('a', request(500, 0));
-    expect(h.state()).toBe('saturated'); // 470 left: another 500 (the likely next size) does not fit
-    h.at(Math.ceil((30 * 60_000) / 58_200)); // 500 fit again
+    const h = harness({ itpm: 60_000 }); // a bucket of 1,000 (the server's), refilled at 970 a second
+    h.grant('a', request(600, 0));
+    expect(h.state()).toBe('saturated'); // 400 left: another 600 (the likely next size) does not fit
+    h.at(206); // 599.82
+    expect(h.state()).toBe('saturated');
+    h.at(207); // 600.79: 600 fit again
     expect(h.state()).toBe('ready');
-    h.grant('b', request(900, 0)); // does not fit in 470
+    h.grant('b', request(900, 0)); // does not fit in 600.79
     expect(h.answers().at(-1)).toMatchObject({ type: 'KEY.REJECTED', leaseId: 'b' });
     expect(h.state()).toBe('saturated');
-    h.at(Math.ceil(((900 - 470) * 60_000) / 58_200) + 1);
+    h.at(515); // 899.55
+    expect(h.state()).toBe('saturated');
+    h.at(516); // 900.52
     expect(h.state()).toBe('ready');
     h.grant('b', request(900, 0));
     expect(h.answers().at(-1)).toMatchObject({ type: 'LEASE.GRANTED', leaseId: 'b' });
   });
 
   it('settles tokens to actual usage at release, never above capacity', () => {
-    let book = advance(newBook({ itpm: 60_000, otpm: 60_000 }, 0), 0); // buckets of 970
+    let book = advance(newBook({ itpm: 60_000, otpm: 60_000 }, 0), 0); // buckets of 1,000
     book = grant(book, 'a', request(800, 400));
-    expect([book.input.level, book.output.level]).toEqual([170, 570]);
+    expect([book.input.level, book.output.level]).toEqual([200, 600]);
     book = release(book, 'a', { kind: 'ok', usage: { inputTokens: 100, outputTokens: 50, cacheWriteTokens: 100, cacheReadTokens: 5_000 } });
-    expect([book.input.level, book.output.level]).toEqual([770, 920]); // cache reads do not count
+    expect([book.input.level, book.output.level]).toEqual([800, 950]); // cache reads do not count
     book = grant(book, 'b', request(10, 10));
     book = release(book, 'b', { kind: 'unused' });
-    expect([book.input.level, book.output.level]).toEqual([770, 920]);
+    expect([book.input.level, book.output.level]).toEqual([800, 950]);
     expect(grant(grant(book, 'x', request(1, 1)), 'x', request(1, 1)).leasesOut).toBe(1); // a repeated id counts once
     book = grant(book, 'c', request(0, 0));
     book = release(book, 'c', { kind: 'ok', usage: usage(2_000, 0) });
-    expect(book.input.level).toBe(-1_230); // used more than estimated: debt
+    expect(book.input.level).toBe(-1_200); // used more than estimated: debt
   });
 
   it('refunds a refused request no more than the server can have: other refunds since its grant count too', () => {
-    // The server's bucket of 100 output tokens (ours: 97, paced at 97%). A (300) was charged by both.
+    // The server's bucket of 100 output tokens (ours too, refilled at 97%). A (300) was charged by both.
     let book = advance(newBook({ otpm: 6_000 }, 0), 0);
     book = grant(book, 'A', request(0, 300));
     book = advance(book, 20_000); // both full again
@@ -199,10 +165,23 @@ describe('keyMachine: limits', () => {
     book = release(book, 'A', { kind: 'error' }); // the server gives A's 300 back too: both capped
     book = grant(book, 'C', request(0, 300)); // charged by both: the server is at -200
     // B's 429 arrives. Its 300 were debited here, but A's refund came in meanwhile and was lost to
-    // our cap: giving B's 300 back would put us 297 above the server.
+    // our cap: giving B's 300 back would put us 300 above the server.
     book = release(book, 'B', { kind: 'rate_limited', retryAfterMs: 0 });
-    expect(book.output.level).toBeCloseTo(97 - 300);
+    expect(book.output.level).toBeCloseTo(100 - 300);
     expect(canGrant(book)).toBe(false);
+  });
+
+  it('is full no sooner than the server after learning a lower limit: a request larger than the bucket waits for the server\'s', () => {
+    // The plan says 6,000 output tokens a minute; the server's headers say 3,000, and 40 left of
+    // its bucket of 50 (one second). Our bucket is the server's (50), refilled at 97% of 3,000: a
+    // request of 60 (more than either holds) waits for it to be full, 207 ms, not before the
+    // server's is (200 ms). (A bucket of one second of the pace, 48.5, was full after 176 ms.)
+    let book = newBook({ otpm: 6_000 }, 0);
+    book = grant(book, 'a', request(0, 10));
+    book = release(book, 'a', { kind: 'ok', usage: usage(0, 10), rateLimit: { outputTokensLimit: 3_000, outputTokensRemaining: 40 } });
+    expect([capacityOf(book, 'output'), book.output.level]).toEqual([50, 40]);
+    book = awaiting(book, request(0, 60));
+    expect(msUntilCapacity(book)).toBe(207);
   });
 
   it('counts a call sent later than granted (it waited for a worker) from when it was sent', () => {
@@ -238,6 +217,20 @@ describe('keyMachine: limits', () => {
     h.at(3_999);
     expect(h.state()).toBe('saturated');
     h.at(4_000);
+    expect(h.state()).toBe('ready');
+  });
+
+  it('pauses, once the server said more remained, only for one request\'s share of the reset: reset / (most remaining + 1)', () => {
+    const h = harness({});
+    h.grant('a');
+    h.release('a', { kind: 'ok', usage: usage(1, 1), rateLimit: { requestsRemaining: 4 } });
+    h.grant('b');
+    h.at(1_000);
+    h.release('b', { kind: 'ok', usage: usage(1, 1), rateLimit: { requestsRemaining: 0, requestsResetMs: 3_000 } });
+    expect(h.state()).toBe('saturated');
+    h.at(1_599); // 3,000 / (4 + 1) = 600 ms
+    expect(h.state()).toBe('saturated');
+    h.at(1_600);
     expect(h.state()).toBe('ready');
   });
 
@@ -298,6 +291,44 @@ describe('keyMachine: limits', () => {
     }
     expect(successes).toBe(18); // +1 rpm a success from 42 to 60
     expect(rateOf(book, 'requests')).toBeCloseTo(60);
+  });
+
+  it('above 60 rpm, cuts to 70% of the rate that met the 429s and raises it by 60/rate a success (literal rates)', () => {
+    let book = newBook({ rpm: 200 }, 0); // a bucket of 3.33 holds the margin: paced at the full 200
+    expect(rateOf(book, 'requests')).toBe(200);
+    book = grant(grant(book, 'a', request()), 'b', request());
+    book = release(book, 'a', { kind: 'rate_limited', retryAfterMs: 1_000 });
+    expect(rateOf(book, 'requests')).toBe(200); // one 429 against a stated rate: no cut
+    book = release(book, 'b', { kind: 'rate_limited', retryAfterMs: 1_000 });
+    expect(rateOf(book, 'requests')).toBeCloseTo(140, 9); // 200 x 0.7
+    // Each success raises the rate by 60 / rate (less than 1 above 60 rpm): 140 + 60/140, ...
+    const raised: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      book = grant(advance(book, 2_000 * (i + 1)), `s${i}`, request());
+      book = release(book, `s${i}`, { kind: 'ok', usage: usage(1, 1) });
+      raised.push(rateOf(book, 'requests')!);
+    }
+    expect(raised[0]).toBeCloseTo(140.42857142857142, 9);
+    expect(raised[1]).toBeCloseTo(140.85583490771688, 9);
+    expect(raised[2]).toBeCloseTo(141.28180235194316, 9);
+    expect(rateSourceOf(book)).toBe('adaptive');
+    // A cut rate is cut again by the next 429, from where it stands: 141.28 x 0.7.
+    book = grant(advance(book, 10_000), 'c', request());
+    book = release(book, 'c', { kind: 'rate_limited', retryAfterMs: 1_000 });
+    expect(rateOf(book, 'requests')).toBeCloseTo(98.8972616463602, 9);
+  });
+
+  it('learns each lane from its own headers: a limit lowers the rate, remaining lowers the bucket (literal values)', () => {
+    const start = () => grant(newBook({ rpm: 600, itpm: 60_000, otpm: 60_000 }, 0), 'a', request(10, 10));
+    const ok = (rateLimit: RateLimitHint) => release(start(), 'a', { kind: 'ok', usage: usage(10, 10), rateLimit });
+    expect(rateOf(ok({ requestsLimit: 120 }), 'requests')).toBe(120);
+    expect(rateOf(ok({ inputTokensLimit: 30_000 }), 'input')).toBe(29_100); // 97% of it
+    expect(rateOf(ok({ outputTokensLimit: 30_000 }), 'output')).toBe(29_100);
+    expect(ok({}).requests.level).toBe(9);
+    expect(ok({ requestsRemaining: 3 }).requests.level).toBe(3);
+    expect(ok({ inputTokensRemaining: 200 }).input.level).toBe(200);
+    expect(ok({ outputTokensRemaining: 300 }).output.level).toBe(300);
+    expect(ok({ outputTokensRemaining: 5_000 }).output.level).toBe(990); // never raised
   });
 
   it('with nothing known, a 429 cuts from the observed sending rate', () => {
@@ -373,6 +404,16 @@ describe('keyMachine: 429 and auth', () => {
     expect(h.state()).toBe('ready');
   });
 
+  it('takes a Retry-After of 0 as no wait (1 ms, a timer\'s least), not as a missing one (1 s)', () => {
+    expect([rateLimitDelay(1, 0), rateLimitDelay(5, 0), rateLimitDelay(1, 1_500.2), rateLimitDelay(2, -5), rateLimitDelay(1, Number.NaN)]).toEqual([0, 0, 1_501, 2_000, 1_000]);
+    const h = harness({});
+    h.grant('a');
+    h.release('a', { kind: 'rate_limited', retryAfterMs: 0 });
+    expect(h.reports).toContainEqual({ type: 'key:backoff', keyId: 'k1', retryAfterMs: 0, at: 0 });
+    h.at(1);
+    expect(h.state()).toBe('ready');
+  });
+
   it('extends backoff on a later 429 and never shortens it', () => {
     const h = harness({});
     for (const id of ['a', 'b', 'c']) h.grant(id);
@@ -390,7 +431,8 @@ describe('keyMachine: 429 and auth', () => {
 
   it('without Retry-After waits 1 s, doubling on consecutive 429s, capped at 60 s, reset by a success', () => {
     expect([1, 2, 3, 4, 7, 8, 50].map((n) => rateLimitDelay(n, undefined))).toEqual([1_000, 2_000, 4_000, 8_000, 60_000, 60_000, 60_000]);
-    const h = harness({});
+    // 200 s of nothing but 429s would set the key aside at the default maxRateLimitedMs.
+    const h = harness({}, undefined, { maxRateLimitedMs: 3_600_000 });
     const backoffs = () => h.reports.filter((r) => r.type === 'key:backoff').map((r) => (r as { retryAfterMs: number }).retryAfterMs);
     let t = 0;
     for (const id of ['a', 'b', 'c']) {
@@ -432,266 +474,120 @@ describe('keyMachine: 429 and auth', () => {
   });
 });
 
-// ---------------------------------------------------------------------------------------------
-// Property: random grants, releases and clock moves never break the key's promises.
-// ---------------------------------------------------------------------------------------------
-
-type Op =
-  | { kind: 'grant'; input: number; output: number }
-  | { kind: 'release'; pick: number; outcome: LeaseOutcome }
-  | { kind: 'wait'; ms: number };
-
-/** How a release ends; `ok` usage is filled in from the lease (input as estimated, output up to it). */
-const outcomeArb: fc.Arbitrary<LeaseOutcome> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('ok' as const), usage: fc.nat(1_000).map((o) => usage(0, o)) }) },
-  {
-    weight: 1,
-    arbitrary: fc.record({
-      kind: fc.constant('ok' as const),
-      usage: fc.constant(usage(0, 0)),
-      rateLimit: fc.record({ requestsRemaining: fc.constant(0), requestsResetMs: fc.integer({ min: 1, max: 30_000 }) }),
-    }),
-  },
-  { weight: 2, arbitrary: fc.constant({ kind: 'error' } as const) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('rate_limited' as const), retryAfterMs: fc.integer({ min: 0, max: 20_000 }) }) },
-  { weight: 1, arbitrary: fc.constant({ kind: 'rate_limited' } as const) },
-  { weight: 2, arbitrary: fc.constant({ kind: 'unused' } as const) },
-  { weight: 1, arbitrary: fc.constant({ kind: 'auth' } as const) },
-);
-
-const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('grant' as const), input: fc.nat(3_000), output: fc.nat(1_500) }) },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('release' as const), pick: fc.nat(), outcome: outcomeArb }) },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('wait' as const), ms: fc.oneof(fc.nat(500), fc.nat(3_000), fc.nat(30_000)) }) },
-);
-
-const limitsArb: fc.Arbitrary<KeyLimits> = fc.record(
-  {
-    rpm: fc.integer({ min: 6, max: 600 }),
-    concurrency: fc.integer({ min: 1, max: 8 }),
-    itpm: fc.integer({ min: 2_000, max: 200_000 }),
-    otpm: fc.integer({ min: 1_000, max: 100_000 }),
-    burst: fc.record({ rpm: fc.integer({ min: 1, max: 5 }) }, { requiredKeys: [] }),
-  },
-  { requiredKeys: ['rpm', 'concurrency'] },
-);
-
-/**
- * A strict server's bucket, as the providers document theirs: refills at the stated rate, holds
- * one second of it (or the stated burst), admits a request when it holds all of it (or is full,
- * for a request larger than the bucket). Fed only the facts of what was sent, in time order.
- */
-class ServerBucket {
-  private level: number;
-  private at = 0;
-  readonly capacity: number;
-  constructor(
-    private readonly perMinute: number,
-    burst: number | undefined,
-  ) {
-    this.capacity = burst ?? Math.max(1, perMinute / 60);
-    this.level = this.capacity;
+describe('keyMachine: a key that meets nothing but 429s', () => {
+  /** The pool's part while the key is wanted: a request whenever it is ready, answered by the server. */
+  function wanted(h: ReturnType<typeof harness>) {
+    let n = 0;
+    return (outcome: LeaseOutcome = { kind: 'rate_limited', retryAfterMs: 1_500 }) => {
+      expect(h.state()).toBe('ready');
+      const id = `r${n++}`;
+      h.grant(id);
+      h.release(id, outcome);
+    };
   }
-  private refill(t: number) {
-    this.level = Math.min(this.capacity, this.level + ((t - this.at) * this.perMinute) / 60_000);
-    this.at = t;
-  }
-  /** The room a request of `amount` needs now, minus what the bucket holds: <= 0 when admitted. */
-  shortfall(t: number, amount: number): number {
-    this.refill(t);
-    return Math.min(Math.max(amount, 1), this.capacity) - this.level;
-  }
-  take(t: number, amount: number) {
-    this.refill(t);
-    this.level -= amount;
-  }
-  give(t: number, amount: number) {
-    this.refill(t);
-    this.level = Math.min(this.capacity, this.level + amount);
-  }
-}
+  // A rate the cuts after each 429 (AIMD) leave far above one request per backoff: ready at each backoff's end.
+  const FAST = 6_000;
+  const setAsides = (h: ReturnType<typeof harness>) => h.reports.filter((r) => r.type === 'key:set-aside');
 
-describe('keyMachine: properties', () => {
-  it('grantLeavesRoom (the ready guard, which builds no book) says what canGrant of the granted book says', () => {
-    fc.assert(
-      fc.property(limitsArb, fc.boolean(), fc.array(fc.record({ input: fc.nat(3_000), output: fc.nat(1_500), waitMs: fc.nat(2_000), repeat: fc.boolean() }), { maxLength: 12 }), (limits, probation, grants) => {
-        let book = newBook(limits, 0, probation);
-        let last = '';
-        grants.forEach((g, i) => {
-          book = advance(book, book.at + g.waitMs);
-          // Now and then a lease id already out: the grant leaves the book as it is.
-          const leaseId = g.repeat && last ? last : `l${i}`;
-          const request = { requestId: leaseId, priority: 0, inputTokens: g.input, outputTokens: g.output };
-          expect(grantLeavesRoom(book, leaseId, request)).toBe(canGrant(grant(book, leaseId, request)));
-          book = grant(book, leaseId, request);
-          last = leaseId;
-        });
-      }),
-    );
+  it('is set aside at maxRateLimitedMs after its first 429, not before, says so (key, provider, how long), and refuses grants from then on', () => {
+    const h = harness({ rpm: FAST, concurrency: 1 }, undefined, { maxRateLimitedMs: 10_000, provider: 'acme' });
+    const ask = wanted(h);
+    for (const t of [0, 1_500, 3_000, 4_500, 6_000, 7_500, 9_000]) {
+      h.at(t);
+      ask(); // 429, Retry-After 1.5 s: the last one backs off until 10,500
+    }
+    h.at(9_999);
+    expect(h.state()).toBe('backoff');
+    expect(setAsides(h)).toEqual([]);
+    h.at(10_000);
+    expect(h.state()).toBe('setAside');
+    expect(setAsides(h)).toEqual([{ type: 'key:set-aside', keyId: 'k1', provider: 'acme', rateLimitedMs: 10_000, responses: 7, at: 10_000 }]);
+    expect(h.reports.at(-2)).toEqual({ type: 'key:state', keyId: 'k1', state: 'setAside', at: 10_000 });
+    expect(h.last()).toEqual({ type: 'KEY.STATE', keyId: 'k1', state: 'setAside' });
+    // Its backoff's end does not bring it back, and a grant the pool sent before it heard is refused.
+    h.at(60_000);
+    expect(h.state()).toBe('setAside');
+    h.grant('late');
+    expect(h.answers().at(-1)).toEqual({ type: 'KEY.REJECTED', keyId: 'k1', leaseId: 'late', request: request() });
+    expect(setAsides(h)).toHaveLength(1);
   });
 
-  it('a strict bucket server would admit every request the key sends (rpm, itpm, otpm), within concurrency, never before a Retry-After', () => {
-    let exercised = 0; // runs in which pacing refused a grant (the key was saturated by its rate)
-    let runs = 0;
-    fc.assert(
-      fc.property(limitsArb, fc.array(opArb, { minLength: 150, maxLength: 400 }), (limits, ops) => {
-        runs++;
-        const h = harness(limits);
-        type Sent = { leaseId: string; at: number; seq: number; input: number; output: number; end?: { at: number; seq: number; outcome: LeaseOutcome } };
-        let seq = 0;
-        const out: Sent[] = [];
-        const sent: Sent[] = [];
-        let strikes = 0;
-        let backoffUntil = 0;
-        let seen = 0;
-        let n = 0;
-        let refusedByPace = false;
-        /** Every state the key announced after a 429 respects the backoff so far. */
-        const checkReplies = () => {
-          for (; seen < h.replies.length; seen++) {
-            const { at, reply } = h.replies[seen];
-            if (reply.type === 'KEY.STATE' && reply.state !== 'backoff' && reply.state !== 'revoked') expect(at).toBeGreaterThanOrEqual(backoffUntil);
-          }
-        };
-        for (const op of ops) {
-          if (h.state() === 'revoked') break;
-          if (op.kind === 'wait') h.at(h.clock.now() + op.ms);
-          if (op.kind === 'grant') {
-            const wasReady = h.state() === 'ready';
-            const leaseId = `L${n++}`;
-            h.grant(leaseId, request(op.input, op.output));
-            const answer = h.answers().at(-1);
-            if (!wasReady) expect(answer?.type).toBe('KEY.REJECTED');
-            if (!wasReady && h.state() === 'saturated' && out.length < limits.concurrency! && h.clock.now() >= backoffUntil) refusedByPace = true;
-            if (answer?.type === 'LEASE.GRANTED' && answer.leaseId === leaseId) {
-              const s: Sent = { leaseId, at: h.clock.now(), seq: seq++, input: op.input, output: op.output };
-              out.push(s);
-              sent.push(s);
-            }
-          }
-          if (op.kind === 'release' && out.length > 0) {
-            const lease = out.splice(op.pick % out.length, 1)[0]!;
-            // The server bills the input as estimated; the output up to max_tokens.
-            const outcome: LeaseOutcome =
-              op.outcome.kind === 'ok' ? { ...op.outcome, usage: usage(lease.input, Math.min(lease.output, op.outcome.usage.outputTokens)) } : op.outcome;
-            lease.end = { at: h.clock.now(), seq: seq++, outcome };
-            h.release(lease.leaseId, outcome);
-            if (outcome.kind === 'ok') strikes = 0;
-            if (outcome.kind === 'rate_limited') {
-              strikes++;
-              backoffUntil = Math.max(backoffUntil, h.clock.now() + rateLimitDelay(strikes, outcome.retryAfterMs));
-            }
-          }
-          checkReplies();
-          expect(out.length).toBeLessThanOrEqual(limits.concurrency!);
-          expect(h.ref.getSnapshot().context.leasesOut).toBe(out.length);
+  it('by default after 120,000 ms (2 minutes) of nothing but 429s', () => {
+    const h = harness({ rpm: FAST });
+    const ask = wanted(h);
+    for (const t of [0, 50_000, 100_000]) {
+      h.at(t);
+      ask({ kind: 'rate_limited', retryAfterMs: 50_000 });
+    }
+    h.at(119_999);
+    expect(h.state()).toBe('backoff');
+    h.at(120_000);
+    expect(h.state()).toBe('setAside');
+    expect(setAsides(h)).toEqual([{ type: 'key:set-aside', keyId: 'k1', provider: 'k1', rateLimitedMs: 120_000, responses: 3, at: 120_000 }]);
+  });
+
+  for (const answer of [{ kind: 'ok', usage: usage(1, 1) }, { kind: 'error' }] as LeaseOutcome[]) {
+    it(`counts again from the first 429 after any other answer (here: ${answer.kind})`, () => {
+      const h = harness({ rpm: FAST, concurrency: 2 }, undefined, { maxRateLimitedMs: 10_000 });
+      h.grant('slow'); // out while the others meet 429s
+      const ask = wanted(h);
+      for (const t of [0, 1_500, 3_000]) {
+        h.at(t);
+        ask();
+      }
+      h.at(4_000);
+      h.release('slow', answer); // an answer that is not a 429, during the backoff
+      for (const t of [4_500, 6_000, 7_500, 9_000, 10_500, 12_000, 13_500]) {
+        h.at(t);
+        ask();
+      }
+      h.at(14_499);
+      expect(h.state()).toBe('backoff');
+      expect(setAsides(h)).toEqual([]);
+      h.at(14_500);
+      expect(h.state()).toBe('setAside');
+      expect(setAsides(h)).toEqual([expect.objectContaining({ rateLimitedMs: 10_000, responses: 7, at: 14_500 })]);
+    });
+  }
+
+  it('is not set aside at its time while nobody waits on it (ready with nothing out): its next answer decides', () => {
+    for (const next of ['429', 'ok'] as const) {
+      const h = harness({ rpm: FAST }, undefined, { maxRateLimitedMs: 10_000 });
+      const ask = wanted(h);
+      ask(); // one 429 at 0; from 1,500 on the key stands ready and nobody asks it
+      h.at(10_000);
+      expect(h.state()).toBe('ready');
+      expect(setAsides(h)).toEqual([]);
+      h.at(20_000);
+      if (next === '429') {
+        ask(); // asked again, refused again: nothing but 429s for 20 s
+        expect(h.state()).toBe('setAside');
+        expect(setAsides(h)).toEqual([expect.objectContaining({ rateLimitedMs: 20_000, responses: 2, at: 20_000 })]);
+      } else {
+        ask({ kind: 'ok', usage: usage(1, 1) });
+        for (let t = 21_000; t < 31_000; t += 1_500) {
+          h.at(t);
+          ask();
         }
-        if (refusedByPace) exercised++;
-        // Replay what reached the server (refused and unused requests never charged it) against
-        // strict buckets at the stated limits: each request must have fitted when it was sent.
-        const charged = sent.filter((s) => !s.end || (s.end.outcome.kind !== 'rate_limited' && s.end.outcome.kind !== 'unused' && s.end.outcome.kind !== 'auth'));
-        const buckets = {
-          requests: new ServerBucket(limits.rpm!, limits.burst?.rpm),
-          input: limits.itpm === undefined ? undefined : new ServerBucket(limits.itpm, undefined),
-          output: limits.otpm === undefined ? undefined : new ServerBucket(limits.otpm, undefined),
-        };
-        type Ev = { seq: number; run: () => void };
-        const events: Ev[] = [];
-        charged.forEach((s) => {
-          events.push({
-            seq: s.seq,
-            run: () => {
-              expect(buckets.requests.shortfall(s.at, 1)).toBeLessThanOrEqual(1e-6);
-              buckets.requests.take(s.at, 1);
-              if (buckets.input) {
-                expect(buckets.input.shortfall(s.at, s.input)).toBeLessThanOrEqual(1e-6);
-                buckets.input.take(s.at, s.input);
-              }
-              if (buckets.output) {
-                expect(buckets.output.shortfall(s.at, s.output)).toBeLessThanOrEqual(1e-6);
-                buckets.output.take(s.at, s.output);
-              }
-            },
-          });
-          const end = s.end;
-          if (end && buckets.output) {
-            const used = end.outcome.kind === 'ok' ? end.outcome.usage.outputTokens : 0;
-            events.push({ seq: end.seq, run: () => buckets.output!.give(end.at, s.output - used) });
-          }
-        });
-        // In the order the key saw them (time never goes back).
-        events.sort((a, b) => a.seq - b.seq).forEach((e) => e.run());
-        // Liveness: with everything released and time passed, an unrevoked key is ready again.
-        if (h.state() !== 'revoked') {
-          for (const lease of out.splice(0)) h.release(lease.leaseId, { kind: 'ok', usage: usage(lease.input, 0) });
-          h.at(h.clock.now() + 60 * 60_000);
-          checkReplies();
-          expect(h.state()).toBe('ready');
-        }
-      }),
-      { numRuns: 200 },
-    );
-    // The interesting case (a request refused by pacing alone) must really be reached.
-    expect(exercised / runs).toBeGreaterThan(0.5);
+        h.at(30_999); // counted again from the 429 at 21,000
+        expect(h.state()).toBe('backoff');
+        expect(setAsides(h)).toEqual([]);
+        h.at(31_000);
+        expect(h.state()).toBe('setAside');
+      }
+    }
   });
 
-  it('a request reaching the server up to JITTER_MS later than its grant (any mix of delays) is still admitted, wherever the bucket holds the margin', () => {
-    let tight = 0; // runs in which some request reached the server with less than the margin to spare
-    const runs = 200;
-    fc.assert(
-      fc.property(
-        fc.integer({ min: 60, max: 1_200 }),
-        fc.option(fc.integer({ min: 2, max: 8 }), { nil: undefined }),
-        fc.array(fc.tuple(fc.nat(JITTER_MS), fc.oneof(fc.constant(0), fc.nat(300), fc.nat(5_000))), { minLength: 100, maxLength: 300 }),
-        (rpm, burst, steps) => {
-          const limits: KeyLimits = burst === undefined ? { rpm } : { rpm, burst: { rpm: burst } };
-          let book = newBook(limits, 0);
-          const margin = (rpm * JITTER_MS) / 60_000;
-          fc.pre(capacityOf(book, 'requests') >= 1 + margin);
-          const arrivals: number[] = [];
-          let now = 0;
-          steps.forEach(([delay, gap], i) => {
-            // Ask as soon as the key could grant (a busy client) or after a pause.
-            now = gap === 0 && !canGrant(book) ? now + msUntilCapacity(book) : now + gap;
-            book = advance(book, now);
-            if (!canGrant(book)) return;
-            book = grant(book, `g${i}`, request());
-            book = release(book, `g${i}`, { kind: 'ok', usage: usage(0, 0) });
-            arrivals.push(now + delay);
-          });
-          const server = new ServerBucket(rpm, burst);
-          let least = Infinity;
-          for (const at of arrivals.sort((a, b) => a - b)) {
-            const shortfall = server.shortfall(at, 1);
-            least = Math.min(least, -shortfall);
-            expect(shortfall).toBeLessThanOrEqual(1e-6);
-            server.take(at, 1);
-          }
-          if (least < margin) tight++; // the jitter ate into the margin: without it, this run could be refused
-        },
-      ),
-      { numRuns: runs },
-    );
-    expect(tight / runs).toBeGreaterThan(0.3);
-  });
-
-  it('the refill timer never fires before a grant is possible, and never needlessly late', () => {
-    fc.assert(
-      fc.property(limitsArb, fc.array(fc.tuple(fc.nat(5_000), fc.nat(3_000), fc.nat(20_000)), { minLength: 1, maxLength: 10 }), (limits, grants) => {
-        let book = newBook({ ...limits, concurrency: undefined }, 0);
-        let now = 0;
-        grants.forEach(([input, output, gap], i) => {
-          now += gap;
-          book = advance(book, now);
-          if (canGrant(book)) book = grant(book, `g${i}`, request(input, output));
-        });
-        if (canGrant(book)) return;
-        const wait = msUntilCapacity(book);
-        expect(canGrant(advance(book, now + wait))).toBe(true);
-        if (wait > 1) expect(canGrant(advance(book, now + wait - 1))).toBe(false);
-      }),
-      { numRuns: 500 },
-    );
+  it('settles the leases still out on it once set aside, and stays aside', () => {
+    const h = harness({ concurrency: 4 }, undefined, { maxRateLimitedMs: 1_000 });
+    h.grant('a');
+    h.grant('b');
+    h.release('a', { kind: 'rate_limited', retryAfterMs: 5_000 });
+    h.at(1_000);
+    expect(h.state()).toBe('setAside');
+    h.release('b', { kind: 'ok', usage: usage(1, 1) });
+    expect(h.state()).toBe('setAside');
+    expect(h.ref.getSnapshot().context.leasesOut).toBe(0);
   });
 });
 

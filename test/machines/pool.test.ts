@@ -138,6 +138,75 @@ describe('poolMachine: capacity', () => {
   });
 });
 
+describe('poolMachine: keys that meet nothing but 429s', () => {
+  const limited = (keyId: string) => ({ keyId, limits: { rpm: 6_000, concurrency: 1 }, maxRateLimitedMs: 5_000 });
+  const LIMITED: LeaseOutcome = { kind: 'rate_limited', retryAfterMs: 2_000 };
+
+  it('denies the waiting requests and every later one with rate_limited once its last key is set aside', () => {
+    const h = harness([limited('A'), limited('B')]);
+    for (let i = 0; i < 10; i++) h.request(`r${i}`);
+    // Every answer is a 429 (Retry-After 2 s): both keys back off together and take the next two at their end.
+    for (const t of [0, 2_000, 4_000]) {
+      h.at(t);
+      const out = h.grantedIds().slice(-2);
+      expect(out).toEqual([`r${t / 1_000}`, `r${t / 1_000 + 1}`]);
+      for (const id of out) h.release(id, LIMITED);
+    }
+    h.at(4_999);
+    expect(h.denied()).toEqual([]);
+    h.at(5_000);
+    expect(h.denied().map((d) => d.requestId)).toEqual(['r6', 'r7', 'r8', 'r9']);
+    h.request('later');
+    expect(h.denied().map((d) => d.requestId)).toEqual(['r6', 'r7', 'r8', 'r9', 'later']);
+    for (const { error } of h.denied()) {
+      expect(error).toMatchObject({ code: 'rate_limited', retryable: false, provider: 'acme' });
+      expect(error.message).toBe(
+        'every key of provider acme is set aside: each met nothing but 429s (rate limited) for 5000 ms (maxRateLimitedMs). Add keys, wait for the limit to lift, or check the provider\'s limits for these keys',
+      );
+    }
+    expect(h.grantedIds()).toHaveLength(6);
+  });
+
+  it('says what became of each key when one was revoked and the other set aside', () => {
+    const h = harness([limited('A'), limited('B')]);
+    for (const id of ['r0', 'r1', 'w']) h.request(id);
+    h.release('r0', { kind: 'auth' });
+    h.release('r1', { kind: 'rate_limited', retryAfterMs: 6_000 });
+    h.at(5_000);
+    expect(h.denied()).toEqual([
+      {
+        type: 'LEASE.DENIED',
+        requestId: 'w',
+        error: {
+          code: 'rate_limited',
+          retryable: false,
+          provider: 'acme',
+          message:
+            "no key of provider acme is left: 1 revoked (401/403), 1 set aside after nothing but 429s (rate limited) for 5000 ms (maxRateLimitedMs). Add keys, wait for the limit to lift, or check the provider's limits for these keys",
+        },
+      },
+    ]);
+  });
+
+  it('sends nothing more to a key set aside while its other keys serve', () => {
+    const h = harness([limited('A'), { keyId: 'B', limits: { rpm: 6_000 } }]);
+    let n = 0;
+    for (let t = 0; t <= 6_000; t += 500) {
+      h.at(t);
+      // Two requests each step: A (while it is in service) answers 429, B answers.
+      for (const id of [`r${n++}`, `r${n++}`]) {
+        h.request(id);
+        if (h.keyOf(id) !== undefined) h.release(id, h.keyOf(id) === 'A' ? LIMITED : OK);
+      }
+    }
+    const onA = h.granted().filter((g) => g.keyId === 'A');
+    expect(onA.length).toBeGreaterThan(1);
+    expect(h.replies.filter((r) => r.reply.type === 'LEASE.GRANTED' && r.reply.keyId === 'A' && r.at >= 5_000)).toEqual([]);
+    expect(h.replies.filter((r) => r.reply.type === 'LEASE.GRANTED' && r.at >= 5_000).length).toBeGreaterThan(0);
+    expect(h.denied()).toEqual([]);
+  });
+});
+
 describe('poolMachine: cancel and stale state', () => {
   it('releases the slot of a lease cancelled after its grant: the next request gets it', () => {
     const h = harness([key('A', { concurrency: 1, rpm: 1 })]);

@@ -159,6 +159,25 @@ describe('rate limits', () => {
     expect(s.stats().log.filter((l) => l.status === 429).map((l) => l.retryAfterMs)).toEqual([20_000, 1]);
   });
 
+  it('rpm 0 (a key throttled to zero) refuses every request, on both protocols, with Retry-After 1 s, at any time', async () => {
+    const clock = manualClock();
+    const s = await sim({ keys: { 'sk-zero': { rpm: 0 } }, now: clock.now });
+    for (let i = 0; i < 3; i++) {
+      const anthropic = await post(messages(s), messagesBody('hi'), { key: 'sk-zero' });
+      expect(anthropic.status).toBe(429);
+      expect(anthropic.headers.get('retry-after')).toBe('1');
+      expect(anthropic.json.error.message).toBe("This key's rate limit is 0 requests per minute: every request is refused.");
+      expect(anthropic.headers.get('anthropic-ratelimit-requests-limit')).toBe('0');
+      expect(anthropic.headers.get('anthropic-ratelimit-requests-remaining')).toBe('0');
+      expect(anthropic.headers.get('anthropic-ratelimit-requests-reset')).toBe(new Date(clock.now() + 1_000).toISOString().replace('.000Z', 'Z'));
+      const openai = await post(chat(s), chatBody('hi'), { bearer: 'sk-zero' });
+      expect(openai.status).toBe(429);
+      expect(openai.headers.get('x-ratelimit-reset-requests')).toBe('1s');
+      clock.advance(60 * 60_000);
+    }
+    expect(s.stats().byStatus).toEqual({ '429': 6 });
+  });
+
   it('a stated burst lets that many through at once; the next waits for the rate', async () => {
     const clock = manualClock();
     const s = await sim({ keys: { 'sk-burst': { rpm: 60, burst: { rpm: 3 } } }, now: clock.now });
