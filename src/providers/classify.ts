@@ -23,7 +23,7 @@
  * attempts.
  */
 import type { ErrorCode, RateLimitHint } from '../../machines/protocol.js';
-import { ProviderError } from './errors.js';
+import { ProviderError, thrownMessage } from './errors.js';
 import { type HeaderSource, headerOf, parseDuration, parseRetryAfter, rateLimitOf } from './ratelimit.js';
 
 /** Who made the call: every error names them. */
@@ -281,8 +281,7 @@ export function classifyTransportError(
     const hint = found.code === 'ENOTFOUND' || found.code === 'ECONNREFUSED' ? ' (check the base URL)' : '';
     return new ProviderError('network', `${who}: the connection failed (${found.code}: ${found.message})${hint}: the call is retried with backoff.`, base);
   }
-  const message = error instanceof Error ? error.message : String(error);
-  return new ProviderError('internal', `${who}: the provider adapter failed: ${message}`, { ...base, retryable: false });
+  return new ProviderError('internal', `${who}: the provider adapter failed: ${thrownMessage(error)}`, { ...base, retryable: false });
 }
 
 /** A stream that ended before its final event: the response is incomplete. */

@@ -62,8 +62,38 @@ export function asProviderError(error: unknown, facts: ProviderErrorFacts): Prov
   if (error && typeof error === 'object' && (error as { name?: string }).name === 'AbortError') {
     return new ProviderError('cancelled', 'the call was aborted', { ...facts, retryable: false });
   }
-  const message = error instanceof Error ? error.message : String(error);
-  return new ProviderError('internal', `provider adapter failed: ${message}`, { ...facts, retryable: false });
+  return new ProviderError('internal', `provider adapter failed: ${thrownMessage(error)}`, { ...facts, retryable: false });
+}
+
+/** How much of what was thrown a message shows. */
+const MAX_THROWN_CHARS = 500;
+
+/**
+ * What was thrown, as a message can say it: an Error's message, a string, an object's `message`,
+ * else the object as JSON (a thrown `{ status, detail }` says what it holds, not `[object
+ * Object]`); at most MAX_THROWN_CHARS characters.
+ *
+ * @example
+ * thrownMessage({ status: 'nope' }); // '{"status":"nope"}'
+ */
+export function thrownMessage(error: unknown): string {
+  let text: string;
+  if (error instanceof Error) text = error.message || error.name;
+  else if (typeof error === 'string') text = error;
+  else if (error !== null && typeof error === 'object') {
+    const message = (error as { message?: unknown }).message;
+    text = typeof message === 'string' && message !== '' ? message : jsonOf(error);
+  } else text = String(error);
+  return text.length > MAX_THROWN_CHARS ? `${text.slice(0, MAX_THROWN_CHARS)}…` : text;
+}
+
+function jsonOf(value: object): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    // A cycle, a BigInt, a getter that throws: its class name at least.
+    return `a thrown ${value.constructor?.name ?? 'object'} that cannot be shown as JSON`;
+  }
 }
 
 function stripUndefined(info: ErrorInfo): ProviderErrorFacts {

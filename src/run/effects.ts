@@ -24,6 +24,7 @@ import type { Keyring } from '../keys.js';
 import type { PlanExpander } from '../planner.js';
 import { checkOutput } from '../plan/structured.js';
 import { ProviderError, asProviderError } from '../providers/errors.js';
+import { checkReply } from '../providers/replyCheck.js';
 import { fromWire, toolNaming, toWire } from '../providers/toolNames.js';
 import type { Sampling } from '../resolve.js';
 import type { RunTools } from '../tools/registry.js';
@@ -86,7 +87,8 @@ export function provideEffects(report: (_: unknown, event: RunEvent) => void, { 
             : {}),
         },
       );
-      const out = fromWire(naming, reply);
+      // Whatever made the reply (an adapter, an AI SDK model, a custom provider's code, a worker), it is checked here, once.
+      const out = fromWire(naming, checkReply(reply, call.maxTokens, facts));
       stream?.end(textOf(out.content));
       // A reply that echoes a key (a hostile or broken endpoint) does not carry it into the run.
       return withVerdict(call, keyring.redactor.redactDeep(out));
