@@ -85,6 +85,21 @@ export type RunEvent =
       spentUsd: number;
       reservedUsd: number;
     }
+  /**
+   * A call cost more than it reserved (`actualUsd` above `reservedUsd`), and its settlement left
+   * this budget's settled spend (`spentUsd`) over its `limitUsd`. One per budget it took over; a
+   * run budget overrun ends the run `budget_exceeded`.
+   */
+  | {
+      type: 'budget:overrun';
+      taskId: string;
+      model: string;
+      reservedUsd: number;
+      actualUsd: number;
+      budget: BudgetKind;
+      limitUsd: number;
+      spentUsd: number;
+    }
   | { type: 'run:cancelled'; reason: string }
   | { type: 'run:completed'; status: RunStatus };
 

@@ -88,3 +88,34 @@ describe('budgets', () => {
     expect(failed.error!.message).toMatch(/model "pricey"/);
   });
 });
+
+describe('a call that costs far more than it reserved', () => {
+  it('is charged what it cost, and the run says so: budget:overrun, status budget_exceeded, never completed over budget', async () => {
+    // 5 million input tokens (under the bound of a plausible count) at $1 per million: $5 for a
+    // call that reserved a few cents, on a $1 budget.
+    const provider = {
+      async call() {
+        return { content: [{ type: 'text' as const, text: 'done' }], stopReason: 'end_turn' as const, usage: { inputTokens: 5_000_000, outputTokens: 10, cacheReadTokens: 0, cacheWriteTokens: 0 } };
+      },
+    };
+    const swarm = createSwarm({ providers: { p: provider }, store: false });
+    const run = swarm.run({
+      providers: { p: { type: 'custom' } },
+      models: { m: { provider: 'p', model: 'x', maxTokens: 64, price: { input: 1, output: 1 } } },
+      budget: { usd: 1 },
+      tasks: [{ id: 'big', model: 'm', prompt: 'hi' }],
+    });
+    const events: RunEvent[] = [];
+    run.events.on('*', (_t, e) => events.push(e as RunEvent));
+    const result = await run.result;
+    await swarm.close();
+
+    expect(result.tasks.big).toMatchObject({ status: 'completed', output: 'done' });
+    expect(result.totals.costUsd).toBe(5.00001);
+    expect(result.status).toBe('budget_exceeded');
+    const overruns = events.filter((e) => e.type === 'budget:overrun');
+    expect(overruns).toHaveLength(1);
+    expect(overruns[0]).toMatchObject({ taskId: 'big', model: 'm', actualUsd: 5.00001, budget: 'run', limitUsd: 1, spentUsd: 5.00001 });
+    expect((overruns[0] as { reservedUsd: number }).reservedUsd).toBeLessThan(0.001);
+  });
+});

@@ -260,6 +260,43 @@ describe('ledgerMachine: settle and release', () => {
     expect(h.reserve('r2', 't', 'm', 0.25).type).toBe('LEDGER.DENIED');
   });
 
+  it('reports a settlement far above its reservation that takes budgets over their limits: budget:overrun per budget, and the run once to notify', () => {
+    const h = harness({ runUsd: 1, perTaskUsd: { t: 2 }, perModelUsd: { m: 0.5 } });
+    h.reserve('r1', 't', 'm', 0.25);
+    h.reserve('r2', 'u', 'm', 0.1);
+    // $3 for a call that reserved $0.25: the run ($1), the task ($2) and the model ($0.5) are all over.
+    h.settle('r1', 3);
+    expect(h.reports).toEqual([
+      { type: 'budget:overrun', taskId: 't', model: 'm', reservedUsd: 0.25, actualUsd: 3, budget: 'run', limitUsd: 1, spentUsd: 3 },
+      { type: 'budget:overrun', taskId: 't', model: 'm', reservedUsd: 0.25, actualUsd: 3, budget: 'task', limitUsd: 2, spentUsd: 3 },
+      { type: 'budget:overrun', taskId: 't', model: 'm', reservedUsd: 0.25, actualUsd: 3, budget: 'model', limitUsd: 0.5, spentUsd: 3 },
+    ]);
+    expect(h.news).toEqual([{ type: 'LEDGER.RUN_OVERSPENT', afterReplies: h.replies.length }]);
+    // Another settlement above its reservation on the overspent run: reported again (what it adds), news not again.
+    h.settle('r2', 0.2);
+    expect(h.reports.slice(3)).toEqual([
+      { type: 'budget:overrun', taskId: 'u', model: 'm', reservedUsd: 0.1, actualUsd: 0.2, budget: 'run', limitUsd: 1, spentUsd: 3.2 },
+      { type: 'budget:overrun', taskId: 'u', model: 'm', reservedUsd: 0.1, actualUsd: 0.2, budget: 'model', limitUsd: 0.5, spentUsd: 3.2 },
+    ]);
+    expect(h.news.map((n) => n.type)).toEqual(['LEDGER.RUN_OVERSPENT']);
+  });
+
+  it('says nothing of a settlement at or under its reservation, nor of one above it that stays within every budget', () => {
+    const h = harness({ runUsd: 1, perTaskUsd: { t: 1 } });
+    h.reserve('r1', 't', 'm', 0.5);
+    h.settle('r1', 0.5);
+    h.reserve('r2', 't', 'm', 0.1);
+    h.settle('r2', 0.4); // above its reservation, but $0.9 of $1
+    expect(h.book().counts.overruns).toBe(1);
+    expect(h.reports).toEqual([]);
+    expect(h.news).toEqual([]);
+    // A worst-case settlement (NaN: the whole reservation) never overruns.
+    h.reserve('r3', 't', 'm', 0.1);
+    h.settle('r3', Number.NaN);
+    expect(h.book().run()).toEqual({ limitUsd: 1, spentUsd: 1, reservedUsd: 0 });
+    expect(h.reports).toEqual([]);
+  });
+
   it('ignores a second settle, a release after a settle, and unknown ids', () => {
     const h = harness({ runUsd: 1 });
     h.reserve('r1', 't', 'm', 0.5);
@@ -608,10 +645,10 @@ describe('ledgerMachine: context changes only in assign; the balance leaves by a
     expect(before.context.runDenied).toBe(false);
     expect(next.context.runDenied).toBe(true);
     // The agent's answer, then the news for `notify` (this harness's ledger has one).
-    expect(next.context.outbox.map((a) => a.reply.type)).toEqual(['LEDGER.DENIED', 'LEDGER.RUN_DENIED']);
+    expect(next.context.outbox.map((a) => a.reply?.type)).toEqual(['LEDGER.DENIED', 'LEDGER.RUN_DENIED']);
     expect(next.context).not.toBe(before.context);
     expect(before.context.outbox).toBe(outbox);
-    expect(before.context.outbox.map((a) => a.reply.type)).toEqual(['LEDGER.RESERVED']);
+    expect(before.context.outbox.map((a) => a.reply?.type)).toEqual(['LEDGER.RESERVED']);
   });
 
   it('announces the run budget left through its balance action: at start (a resumed run\'s spend counted) and after every event', () => {
