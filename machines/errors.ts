@@ -39,6 +39,27 @@ export function toErrorInfo(error: unknown): ErrorInfo {
   return { code: 'internal', message: String(error), retryable: false };
 }
 
+/**
+ * What a provider's message says of a retryable error (src/providers/classify.ts writes it): it
+ * is written when the error is classified, before anyone knows whether a retry is left.
+ */
+export const RETRIED_WITH_BACKOFF = 'the call is retried with backoff';
+
+/**
+ * A retryable error an attempt ends with because no retry is left: its message made true (a
+ * "retried with backoff" becomes "not retried", and any other says the retries are spent).
+ *
+ * @example
+ * retriesSpent({ code: 'network', message: 'p/m: reset: the call is retried with backoff.', retryable: true }).message
+ * // "p/m: reset: the call is not retried: the task's retries are spent."
+ */
+export function retriesSpent(error: ErrorInfo): ErrorInfo {
+  const message = error.message.includes(RETRIED_WITH_BACKOFF)
+    ? error.message.replace(RETRIED_WITH_BACKOFF, "the call is not retried: the task's retries are spent")
+    : `${error.message.replace(/\.$/, '')}; the task's retries are spent, so it is not retried.`;
+  return { ...error, message };
+}
+
 export function breakerVerdictOf(error: ErrorInfo): BreakerVerdict {
   return SERVER_SIDE.has(error.code) ? 'failure' : 'neutral';
 }

@@ -8,7 +8,7 @@
 import { compact } from '../compaction.js';
 import { nowOf } from '../clock.js';
 import { costOfUsage } from '../cost.js';
-import { breakerVerdictOf, errorInfo, isKeyScoped, leaseOutcomeOf } from '../errors.js';
+import { breakerVerdictOf, errorInfo, isKeyScoped, leaseOutcomeOf, retriesSpent } from '../errors.js';
 import { scoreOf } from '../judge.js';
 import { enqueueReport } from '../kit.js';
 import { addUsage } from '../protocol.js';
@@ -134,7 +134,11 @@ export const rateLimitedOut: Outcome = (context, event) => {
   return { patch: { error: { ...last, retryable: false, message } } };
 };
 
-export const fatal: Outcome = (_, event) => ({ patch: { error: errorOf(event) } });
+/** The attempt ends with the error; a retryable one ends it because no retry is left, and says so. */
+export const fatal: Outcome = (_, event) => {
+  const error = errorOf(event);
+  return { patch: { error: error.retryable ? retriesSpent(error) : error } };
+};
 
 /** Full-jitter exponential backoff; a route-level Retry-After is a floor, a key-level one is the key's. */
 export const retryPlanned: Outcome = (context, event) => {

@@ -21,6 +21,7 @@
  */
 import type { ContentBlock, Message, ModelCallOutput, StopReason, Usage } from '../../machines/protocol.js';
 import { classifyHttpError, classifyTransportError, malformedResponse, scrubbed, toolInputOf, type CallFacts } from './classify.js';
+import { RETRIED_WITH_BACKOFF } from '../../machines/errors.js';
 import { ProviderError, thrownMessage } from './errors.js';
 import { rateLimitOf } from './ratelimit.js';
 import { shownValue, tokenCountProblem } from './replyCheck.js';
@@ -297,6 +298,7 @@ export function errorOf(error: unknown, facts: CallFacts, signal: AbortSignal, n
       status: api.statusCode,
       body: api.responseBody ?? api.message,
       ...(api.responseHeaders ? { headers: api.responseHeaders } : {}),
+      ...(api.url !== undefined ? { url: api.url } : {}),
       now,
     });
   }
@@ -308,7 +310,7 @@ export function errorOf(error: unknown, facts: CallFacts, signal: AbortSignal, n
     return classifyHttpError({ ...facts, status: 400, body: message, now });
   }
   // An APICallError without a status that the SDK calls retryable is a failed connection.
-  if (api?.isRetryable) return new ProviderError('network', `${facts.provider}/${facts.model}, key ${facts.keyId}: ${message}: the call is retried with backoff.`, facts);
+  if (api?.isRetryable) return new ProviderError('network', `${facts.provider}/${facts.model}, key ${facts.keyId}: ${message}: ${RETRIED_WITH_BACKOFF}.`, facts);
   return found;
 }
 
@@ -318,6 +320,7 @@ interface ApiCallErrorShape {
   responseHeaders?: Record<string, string>;
   responseBody?: string;
   isRetryable?: boolean;
+  url?: string;
 }
 
 /** The AI SDK's APICallError, read by its shape (its class is in a package we do not load). */
@@ -331,5 +334,6 @@ function apiCallErrorOf(error: unknown): ApiCallErrorShape | undefined {
     ...(e.responseHeaders && typeof e.responseHeaders === 'object' ? { responseHeaders: e.responseHeaders as Record<string, string> } : {}),
     ...(typeof e.responseBody === 'string' && e.responseBody !== '' ? { responseBody: e.responseBody } : {}),
     ...(typeof e.isRetryable === 'boolean' ? { isRetryable: e.isRetryable } : {}),
+    ...(typeof e.url === 'string' ? { url: e.url } : {}),
   };
 }

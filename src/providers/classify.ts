@@ -13,6 +13,7 @@
  * | 408, headers/body/connect timeouts                             | timeout          | yes     |
  * | 529                                                            | overloaded       | yes     |
  * | 500, 502, 503, 504 and any other 5xx                           | server_error     | yes     |
+ * | 3xx (a redirect: not followed; the message names its Location)  | bad_request      | no      |
  * | 400/413/422 saying the prompt exceeds the context window       | context_overflow | no (compact) |
  * | other 4xx                                                      | bad_request      | no      |
  * | ECONNRESET, UND_ERR_SOCKET, refused, truncated stream          | network          | yes     |
@@ -23,7 +24,9 @@
  * attempts.
  */
 import type { ErrorCode, RateLimitHint } from '../../machines/protocol.js';
+import { RETRIED_WITH_BACKOFF } from '../../machines/errors.js';
 import { ProviderError, thrownMessage } from './errors.js';
+import { shownUrl } from '../tools/urls.js';
 import { type HeaderSource, headerOf, parseDuration, parseRetryAfter, rateLimitOf } from './ratelimit.js';
 
 /** Who made the call: every error names them. */
@@ -40,6 +43,8 @@ export interface HttpErrorInput extends CallFacts {
   headers?: HeaderSource;
   /** For HTTP-date Retry-After and RFC 3339 resets; default Date.now(). */
   now?: number;
+  /** Where the request went: a redirect's relative Location is read against it, and the message names it. */
+  url?: string;
 }
 
 /** The error a server put in its body, in either dialect (or a compatible server's variant). */
@@ -124,6 +129,7 @@ export function serverErrorOf(body: string): ServerError {
  * // ProviderError { code: 'auth', message: 'anthropic/claude-x, key anthropic:ab12: HTTP 401 ...' }
  */
 export function classifyHttpError(input: HttpErrorInput): ProviderError {
+  if (input.status >= 300 && input.status < 400) return redirectError(input);
   const now = input.now ?? Date.now();
   const server = serverErrorOf(input.body);
   const requestId = server.requestId ?? headerOf(input.headers, 'request-id') ?? headerOf(input.headers, 'x-request-id');
@@ -195,6 +201,31 @@ function codeFor(status: number | undefined, server: ServerError, hasRetryAfter:
   }
 }
 
+/**
+ * A 3xx: the adapters do not follow redirects (a POST with a key in its headers is not sent on to
+ * wherever a server points), so the call cannot succeed as configured. The Location is shown
+ * without its user, password or query values; the adapter scrubs the key from the rest.
+ */
+function redirectError(input: HttpErrorInput): ProviderError {
+  const location = headerOf(input.headers, 'location');
+  const target = location === undefined ? undefined : shownUrl(resolvedUrl(location, input.url));
+  const where = target === undefined ? ' (no Location header)' : ` to ${clip(target)}`;
+  const went = input.url === undefined ? '' : ` (this request went to ${clip(shownUrl(input.url))})`;
+  const message =
+    `${input.provider}/${input.model}, key ${input.keyId}: HTTP ${input.status} redirect${where}: swarmstate does not follow redirects. ` +
+    `Check the provider's baseURL${went}: point it at the address the redirect names (https rather than http, another host or path); this is not retried.`;
+  return new ProviderError('bad_request', message, { provider: input.provider, model: input.model, keyId: input.keyId, status: input.status });
+}
+
+/** A Location read against the request's URL (it may be relative); as it came when it cannot be. */
+function resolvedUrl(location: string, base: string | undefined): string {
+  try {
+    return new URL(location, base).toString();
+  } catch {
+    return location;
+  }
+}
+
 /** OpenAI says "Please try again in 6.5s" when it sends no Retry-After. */
 function retryAfterInMessage(message: string): number | undefined {
   const match = /try again in ((?:\d+(?:\.\d+)?(?:ms|h|m|s))+)/i.exec(message);
@@ -211,11 +242,11 @@ function advice(code: ErrorCode, facts: CallFacts, status: number | undefined, r
     case 'auth':
       return `The key ${facts.keyId} was rejected (${status ?? 'auth error'}): it will not be used again in this run.`;
     case 'overloaded':
-      return `The provider is overloaded${wait}: the call is retried with backoff.`;
+      return `The provider is overloaded${wait}: ${RETRIED_WITH_BACKOFF}.`;
     case 'server_error':
-      return `The provider failed${wait}: the call is retried with backoff; repeated failures open the route's breaker.`;
+      return `The provider failed${wait}: ${RETRIED_WITH_BACKOFF}; repeated failures open the route's breaker.`;
     case 'timeout':
-      return `The server timed out the request${wait}: the call is retried with backoff.`;
+      return `The server timed out the request${wait}: ${RETRIED_WITH_BACKOFF}.`;
     case 'context_overflow':
       return `The conversation exceeds the context window of ${facts.model}: compact it or pick a model with a larger window.`;
     default:
@@ -275,11 +306,11 @@ export function classifyTransportError(
         : found.code === 'UND_ERR_BODY_TIMEOUT'
           ? `the response stalled for more than ${facts.bodyTimeoutMs ?? '?'} ms`
           : 'the connection timed out';
-    return new ProviderError('timeout', `${who}: ${what} (${found.code}): the call is retried with backoff.`, base);
+    return new ProviderError('timeout', `${who}: ${what} (${found.code}): ${RETRIED_WITH_BACKOFF}.`, base);
   }
   if (found) {
     const hint = found.code === 'ENOTFOUND' || found.code === 'ECONNREFUSED' ? ' (check the base URL)' : '';
-    return new ProviderError('network', `${who}: the connection failed (${found.code}: ${found.message})${hint}: the call is retried with backoff.`, base);
+    return new ProviderError('network', `${who}: the connection failed (${found.code}: ${found.message})${hint}: ${RETRIED_WITH_BACKOFF}.`, base);
   }
   return new ProviderError('internal', `${who}: the provider adapter failed: ${thrownMessage(error)}`, { ...base, retryable: false });
 }
@@ -288,7 +319,7 @@ export function classifyTransportError(
 export function truncatedStream(facts: CallFacts, missing: string, rateLimit?: RateLimitHint): ProviderError {
   return new ProviderError(
     'network',
-    `${facts.provider}/${facts.model}, key ${facts.keyId}: the stream ended before ${missing} (truncated response): the call is retried with backoff.`,
+    `${facts.provider}/${facts.model}, key ${facts.keyId}: the stream ended before ${missing} (truncated response): ${RETRIED_WITH_BACKOFF}.`,
     { provider: facts.provider, model: facts.model, keyId: facts.keyId, ...(rateLimit ? { rateLimit } : {}) },
   );
 }
@@ -297,7 +328,7 @@ export function truncatedStream(facts: CallFacts, missing: string, rateLimit?: R
 export function malformedResponse(facts: CallFacts, what: string, rateLimit?: RateLimitHint): ProviderError {
   return new ProviderError(
     'server_error',
-    `${facts.provider}/${facts.model}, key ${facts.keyId}: malformed response: ${clip(what)}: the call is retried with backoff.`,
+    `${facts.provider}/${facts.model}, key ${facts.keyId}: malformed response: ${clip(what)}: ${RETRIED_WITH_BACKOFF}.`,
     { provider: facts.provider, model: facts.model, keyId: facts.keyId, ...(rateLimit ? { rateLimit } : {}) },
   );
 }

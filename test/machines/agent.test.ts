@@ -235,6 +235,30 @@ describe('agentMachine: errors and retries', () => {
     expect(h.leasesOut()).toEqual({ pool: 0, A: 0 });
   });
 
+  it('says, on its last error, that the retries are spent: the provider\'s "retried with backoff" was written before anyone knew', async () => {
+    const said = 'p/m, key A: the connection failed (ECONNRESET: socket hang up): the call is retried with backoff.';
+    const h = createAgentHarness({ model: () => modelError('network', { message: said }) });
+    const id = h.start(agentInput({ retries: 1 }));
+    await runUntilSettled(h, [id]);
+    expect(h.calls).toHaveLength(2);
+    // Each call's own error is what the provider said; the retry in between did happen.
+    expect(h.reports.filter((e) => e.type === 'model:error').map((e) => (e as { error: { message: string } }).error.message)).toEqual([said, said]);
+    expect(h.output(id)!.error).toMatchObject({
+      code: 'network',
+      message: 'p/m, key A: the connection failed (ECONNRESET: socket hang up): the call is not retried: the task\'s retries are spent.',
+    });
+    // A retryable error whose text says nothing of retries gets the same ending.
+    const h2 = createAgentHarness({ model: () => modelError('server_error', { status: 500, message: 'p/m: HTTP 500: boom' }) });
+    const id2 = h2.start(agentInput({ retries: 0 }));
+    await runUntilSettled(h2, [id2]);
+    expect(h2.output(id2)!.error!.message).toBe('p/m: HTTP 500: boom; the task\'s retries are spent, so it is not retried.');
+    // A fatal error keeps its own words.
+    const h3 = createAgentHarness({ model: () => modelError('bad_request', { status: 400, message: 'p/m: HTTP 400: bad field. This is not retried.' }) });
+    const id3 = h3.start(agentInput({ retries: 2 }));
+    await runUntilSettled(h3, [id3]);
+    expect(h3.output(id3)!.error!.message).toBe('p/m: HTTP 400: bad field. This is not retried.');
+  });
+
   it('fails with task_timeout at exactly its deadline, aborting the call and giving the lease back', async () => {
     const h = createAgentHarness({ keys: [{ keyId: 'A', limits: { concurrency: 1 } }], model: () => 'hang' });
     const id = h.start(agentInput({ timeoutMs: 30_000 }));
