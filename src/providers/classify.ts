@@ -17,6 +17,11 @@
  * | 400/413/422 saying the prompt exceeds the context window       | context_overflow | no (compact) |
  * | other 4xx                                                      | bad_request      | no      |
  * | ECONNRESET, UND_ERR_SOCKET, refused, truncated stream          | network          | yes     |
+ *
+ * A failure of the connection itself, before any byte of the request left (a system error of
+ * `connect` or `getaddrinfo`: refused, no such host, unreachable, a connect timeout; undici's
+ * UND_ERR_CONNECT_TIMEOUT) is marked `unsent`: the call was not billed. Any other `timeout` or
+ * `network` may have reached the server (docs/architecture.md, Budgets).
  * | the call's AbortSignal fired                                   | cancelled        | no      |
  *
  * Extending spend_cap beyond 429 is deliberate: Anthropic reports a reached workspace spend
@@ -265,14 +270,19 @@ const NETWORK_CODES = new Set([
   'ERR_STREAM_PREMATURE_CLOSE', 'UND_ERR_PRX_TLS',
 ]);
 
-/** The first `code` in an error's cause chain that we know, with its message. */
-function transportCode(error: unknown): { code: string; message: string } | undefined {
+/** The system calls whose failure means no connection was made, so nothing of the request was sent. */
+const CONNECT_SYSCALLS = new Set(['connect', 'getaddrinfo']);
+
+/** The first `code` in an error's cause chain that we know, with its message and whether the request was ever sent. */
+function transportCode(error: unknown): { code: string; message: string; unsent: boolean } | undefined {
   let e: unknown = error;
   for (let depth = 0; depth < 5 && e && typeof e === 'object'; depth++) {
     const code = (e as { code?: unknown }).code;
     const message = (e as { message?: unknown }).message;
     if (typeof code === 'string' && (TIMEOUT_CODES.has(code) || NETWORK_CODES.has(code) || code.startsWith('HPE_'))) {
-      return { code, message: typeof message === 'string' ? message : code };
+      const syscall = (e as { syscall?: unknown }).syscall;
+      const unsent = code === 'UND_ERR_CONNECT_TIMEOUT' || (typeof syscall === 'string' && CONNECT_SYSCALLS.has(syscall));
+      return { code, message: typeof message === 'string' ? message : code, unsent };
     }
     e = (e as { cause?: unknown }).cause;
   }
@@ -299,6 +309,7 @@ export function classifyTransportError(
     return new ProviderError('internal', `${who}: ${(error as Error).message}.`, { ...base, retryable: false });
   }
   const found = transportCode(error);
+  const sent = found?.unsent ? { ...base, unsent: true } : base;
   if (found && TIMEOUT_CODES.has(found.code)) {
     const what =
       found.code === 'UND_ERR_HEADERS_TIMEOUT'
@@ -306,11 +317,11 @@ export function classifyTransportError(
         : found.code === 'UND_ERR_BODY_TIMEOUT'
           ? `the response stalled for more than ${facts.bodyTimeoutMs ?? '?'} ms`
           : 'the connection timed out';
-    return new ProviderError('timeout', `${who}: ${what} (${found.code}): ${RETRIED_WITH_BACKOFF}.`, base);
+    return new ProviderError('timeout', `${who}: ${what} (${found.code}): ${RETRIED_WITH_BACKOFF}.`, sent);
   }
   if (found) {
     const hint = found.code === 'ENOTFOUND' || found.code === 'ECONNREFUSED' ? ' (check the base URL)' : '';
-    return new ProviderError('network', `${who}: the connection failed (${found.code}: ${found.message})${hint}: ${RETRIED_WITH_BACKOFF}.`, base);
+    return new ProviderError('network', `${who}: the connection failed (${found.code}: ${found.message})${hint}: ${RETRIED_WITH_BACKOFF}.`, sent);
   }
   return new ProviderError('internal', `${who}: the provider adapter failed: ${thrownMessage(error)}`, { ...base, retryable: false });
 }

@@ -17,6 +17,8 @@ export interface ProviderErrorFacts {
   rateLimit?: RateLimitHint;
   /** Overrides the default for the code. */
   retryable?: boolean;
+  /** The request never left: the connection failed before it was sent (not billed). */
+  unsent?: boolean;
 }
 
 export class ProviderError extends Error implements ErrorInfo {
@@ -29,6 +31,7 @@ export class ProviderError extends Error implements ErrorInfo {
   readonly model?: string;
   readonly keyId?: string;
   readonly rateLimit?: RateLimitHint;
+  readonly unsent?: boolean;
 
   constructor(code: ErrorCode, message: string, facts: ProviderErrorFacts = {}) {
     super(message);
@@ -40,6 +43,7 @@ export class ProviderError extends Error implements ErrorInfo {
     if (facts.model !== undefined) this.model = facts.model;
     if (facts.keyId !== undefined) this.keyId = facts.keyId;
     if (facts.rateLimit !== undefined) this.rateLimit = facts.rateLimit;
+    if (facts.unsent === true) this.unsent = true;
   }
 
   toJSON(): ErrorInfo {
@@ -50,6 +54,7 @@ export class ProviderError extends Error implements ErrorInfo {
     if (this.model !== undefined) info.model = this.model;
     if (this.keyId !== undefined) info.keyId = this.keyId;
     if (this.rateLimit !== undefined) info.rateLimit = this.rateLimit;
+    if (this.unsent === true) info.unsent = true;
     return info;
   }
 }
@@ -104,5 +109,6 @@ function stripUndefined(info: ErrorInfo): ProviderErrorFacts {
   if (info.status !== undefined) out.status = info.status;
   if (info.retryAfterMs !== undefined) out.retryAfterMs = info.retryAfterMs;
   if (info.rateLimit !== undefined) out.rateLimit = info.rateLimit;
+  if (info.unsent === true) out.unsent = true;
   return out;
 }
