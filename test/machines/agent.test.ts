@@ -324,6 +324,32 @@ describe('agentMachine: cancellation', () => {
     expect(h.agent(later).value).toEqual({ active: 'running' });
   });
 
+  it('a cancel of one agent ends that one alone: cancelled with its reason, its call aborted; the others keep going and complete', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const h = createAgentHarness({ model: (call) => (call.taskId === 'b' ? gate.then(() => textReply('b done')) : 'hang') });
+    const a = h.start(agentInput({ taskId: 'a' }));
+    const b = h.start(agentInput({ taskId: 'b' }));
+    const c = h.start(agentInput({ taskId: 'c' }));
+    await h.advance(0);
+    expect(h.calls.map((x) => x.input.taskId)).toEqual(['a', 'b', 'c']);
+    h.cancel(a, 'not needed');
+    await h.settle();
+    expect(h.output(a)).toMatchObject({ status: 'cancelled', error: { code: 'cancelled', message: 'not needed', retryable: false }, requests: 1 });
+    expect(h.callsOf('a')[0]!.signal.aborted).toBe(true);
+    // The others: calls still live, still running.
+    expect(h.callsOf('b')[0]!.signal.aborted).toBe(false);
+    expect(h.callsOf('c')[0]!.signal.aborted).toBe(false);
+    expect(h.output(b)).toBeUndefined();
+    expect(h.output(c)).toBeUndefined();
+    release();
+    await h.settle();
+    expect(h.output(b)).toMatchObject({ status: 'completed', output: 'b done' });
+    expect(h.output(c)).toBeUndefined();
+    // a's lease went back; b's too; c still holds one.
+    expect(h.leasesOut()).toEqual({ pool: 1, A: 1 });
+  });
+
   it('withdraws from the breaker when cancelled while the route is open', async () => {
     const h = createAgentHarness({
       breaker: { failureThreshold: 1, cooldownMs: 10_000 },
