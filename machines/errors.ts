@@ -32,11 +32,46 @@ export function toErrorInfo(error: unknown): ErrorInfo {
       if (typeof e.model === 'string') info.model = e.model;
       if (typeof e.keyId === 'string') info.keyId = e.keyId;
       if (e.rateLimit && typeof e.rateLimit === 'object') info.rateLimit = e.rateLimit;
+      if (e.unsent === true) info.unsent = true;
       return info;
     }
     if (typeof e.message === 'string') return { code: 'internal', message: e.message, retryable: false };
   }
   return { code: 'internal', message: String(error), retryable: false };
+}
+
+/**
+ * What a provider's message says of a retryable error (src/providers/classify.ts writes it): it
+ * is written when the error is classified, before anyone knows whether a retry is left.
+ */
+export const RETRIED_WITH_BACKOFF = 'the call is retried with backoff';
+
+/**
+ * A retryable error an attempt ends with because no retry is left: its message made true (a
+ * "retried with backoff" becomes "not retried", and any other says the retries are spent).
+ *
+ * @example
+ * retriesSpent({ code: 'network', message: 'p/m: reset: the call is retried with backoff.', retryable: true }).message
+ * // "p/m: reset: the call is not retried: the task's retries are spent."
+ */
+export function retriesSpent(error: ErrorInfo): ErrorInfo {
+  const message = error.message.includes(RETRIED_WITH_BACKOFF)
+    ? error.message.replace(RETRIED_WITH_BACKOFF, "the call is not retried: the task's retries are spent")
+    : `${error.message.replace(/\.$/, '')}; the task's retries are spent, so it is not retried.`;
+  return { ...error, message };
+}
+
+/**
+ * Whether a failed call may have reached the server, and so may have been billed: a timeout, a
+ * reset or a cut stream (`network`), or an `overloaded` / `server_error` without an HTTP status
+ * (an error event inside a 200 stream, a malformed 200 body), unless the error says the request
+ * was never sent (`unsent`: the connection failed before it). A status means the server answered
+ * the request by refusing it: not billed.
+ */
+export function mayHaveReachedServer(error: ErrorInfo): boolean {
+  if (error.unsent === true) return false;
+  if (error.code === 'timeout' || error.code === 'network') return true;
+  return (error.code === 'overloaded' || error.code === 'server_error') && error.status === undefined;
 }
 
 export function breakerVerdictOf(error: ErrorInfo): BreakerVerdict {

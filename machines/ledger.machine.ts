@@ -30,12 +30,12 @@
  */
 import { assign, enqueueActions, setup, type AnyActorRef } from 'xstate';
 import { LedgerBook, denialMessage } from './ledgerBook.js';
-import type { LedgerInput, ReserveOutcome } from './ledgerBook.js';
+import type { LedgerInput, Overrun, ReserveOutcome } from './ledgerBook.js';
 import type { ErrorInfo, LedgerEvent, LedgerReply, RunEvent } from './protocol.js';
 import { enqueueReport } from './kit.js';
 
 export { LedgerBook, denialMessage, formatUsd } from './ledgerBook.js';
-export type { AccountView, Denial, LedgerBudgets, LedgerCounts, LedgerInput, LedgerRequest, ReserveOutcome } from './ledgerBook.js';
+export type { AccountView, Denial, LedgerBudgets, LedgerCounts, LedgerInput, LedgerRequest, Overrun, ReserveOutcome } from './ledgerBook.js';
 
 export interface LedgerContext {
   /**
@@ -48,6 +48,11 @@ export interface LedgerContext {
    * supervisor reports the run as over budget. Task and model denials do not set it.
    */
   runDenied: boolean;
+  /**
+   * A settlement took the RUN budget's settled spend over its limit (a call cost more than it
+   * reserved): the run cannot end `completed`. Told to `notify` once.
+   */
+  runOverspent: boolean;
   /** The answers the last event decided, in order: the `answer` action sends them. */
   outbox: readonly Answer[];
   /** Who is told, once, that the run budget refused a reservation (the supervisor that spawned it). */
@@ -59,8 +64,11 @@ export interface LedgerMachineInput extends LedgerInput {
   notify?: AnyActorRef;
 }
 
-/** What the ledger tells `notify` once, when the run budget first refuses a reservation. */
-export type LedgerNews = { type: 'LEDGER.RUN_DENIED' };
+/**
+ * What the ledger tells `notify`, each once: the run budget first refused a reservation
+ * (RUN_DENIED), or a settlement first took its settled spend over its limit (RUN_OVERSPENT).
+ */
+export type LedgerNews = { type: 'LEDGER.RUN_DENIED' } | { type: 'LEDGER.RUN_OVERSPENT' };
 
 /** The run budget's balance, as the `balance` action announces it. */
 export interface LedgerBalance {
@@ -70,11 +78,15 @@ export interface LedgerBalance {
 
 type Reserve = Extract<LedgerEvent, { type: 'LEDGER.RESERVE' }>;
 
-/** One reply to an agent (or the news to `notify`), with the `budget:denied` report that goes before it when it is a budget denial. */
+/**
+ * What one event makes the ledger say, in order: a reply to an agent (or the news to `notify`),
+ * with the run event reported before it (`budget:denied` before its denial); or a report alone
+ * (`budget:overrun`).
+ */
 interface Answer {
-  to: AnyActorRef;
-  reply: LedgerReply | LedgerNews;
-  denied?: Extract<RunEvent, { type: 'budget:denied' }>;
+  to?: AnyActorRef;
+  reply?: LedgerReply | LedgerNews;
+  report?: Extract<RunEvent, { type: 'budget:denied' | 'budget:overrun' }>;
 }
 
 function invalidAmount(event: Reserve): ErrorInfo {
@@ -92,8 +104,15 @@ function answerOf(e: Reserve, outcome: ReserveOutcome): Answer {
   return {
     to: e.replyTo,
     reply: { type: 'LEDGER.DENIED', reservationId: e.reservationId, error },
-    denied: { type: 'budget:denied', taskId, model, amountUsd, budget, limitUsd, spentUsd, reservedUsd },
+    report: { type: 'budget:denied', taskId, model, amountUsd, budget, limitUsd, spentUsd, reservedUsd },
   };
+}
+
+/** What a settlement that overran budgets says: a `budget:overrun` per budget. */
+function overrunAnswers(overruns: readonly Overrun[]): Answer[] {
+  return overruns.map(({ taskId, model, reservedUsd, actualUsd, budget, limitUsd, spentUsd }) => ({
+    report: { type: 'budget:overrun', taskId, model, reservedUsd, actualUsd, budget, limitUsd, spentUsd },
+  }));
 }
 
 /**
@@ -101,8 +120,12 @@ function answerOf(e: Reserve, outcome: ReserveOutcome): Answer {
  * and the first one is news for `notify` (after the answers: the agent hears first).
  */
 function answered(context: LedgerContext, outbox: Answer[]) {
-  if (context.runDenied || !outbox.some((a) => a.denied?.budget === 'run')) return { outbox, runDenied: context.runDenied };
-  return { outbox: context.notify ? [...outbox, { to: context.notify, reply: { type: 'LEDGER.RUN_DENIED' as const } }] : outbox, runDenied: true };
+  const news: Answer[] = [];
+  const runDenied = context.runDenied || outbox.some((a) => a.report?.type === 'budget:denied' && a.report.budget === 'run');
+  const runOverspent = context.runOverspent || outbox.some((a) => a.report?.type === 'budget:overrun' && a.report.budget === 'run');
+  if (runDenied && !context.runDenied) news.push({ to: context.notify, reply: { type: 'LEDGER.RUN_DENIED' } });
+  if (runOverspent && !context.runOverspent) news.push({ to: context.notify, reply: { type: 'LEDGER.RUN_OVERSPENT' } });
+  return { outbox: context.notify && news.length > 0 ? [...outbox, ...news] : outbox, runDenied, runOverspent };
 }
 
 /**
@@ -133,27 +156,28 @@ export const ledgerMachine = setup({
       const outcome = context.book.ask(e);
       return answered(context, outcome === undefined ? [] : [answerOf(e, outcome)]);
     }),
-    /** After a settle or release: answer the waiting requests that can be answered now, in order. */
-    drain: assign(({ context }) => answered(context, context.book.drain().map(({ request, outcome }) => answerOf(request, outcome)))),
+    /** After a settle or release: answer the waiting requests that can be answered now, in order (after what the settlement said). */
+    drain: assign(({ context }) => answered(context, [...context.outbox, ...context.book.drain().map(({ request, outcome }) => answerOf(request, outcome))])),
     /** A request released while it waits (its agent went away) leaves the queue unanswered. */
     dropWaiting: assign(({ context, event }) => {
       context.book.withdraw((event as Extract<LedgerEvent, { type: 'LEDGER.RELEASE' }>).reservationId);
       return {};
     }),
+    /** A settlement far above its reservation may leave budgets over their limits: said before the queue's answers. */
     settle: assign(({ context, event }) => {
       const e = event as Extract<LedgerEvent, { type: 'LEDGER.SETTLE' }>;
       context.book.settle(e.reservationId, e.actualUsd); // unknown or closed: ignored
-      return {};
+      return { outbox: overrunAnswers(context.book.lastOverruns) };
     }),
     release: assign(({ context, event }) => {
       context.book.release((event as Extract<LedgerEvent, { type: 'LEDGER.RELEASE' }>).reservationId); // idem
-      return {};
+      return { outbox: [] };
     }),
     /** Sends what the assigns before it decided (each denial's report first), then the balance. */
     answer: enqueueActions(({ context, enqueue }) => {
-      for (const { to, reply, denied } of context.outbox) {
-        if (denied) enqueueReport(enqueue, denied);
-        enqueue.sendTo(to, reply);
+      for (const { to, reply, report } of context.outbox) {
+        if (report) enqueueReport(enqueue, report);
+        if (to && reply) enqueue.sendTo(to, reply);
       }
       const budgetLeftUsd = context.book.runLeft();
       // The same cast as enqueueReport's: an action of setup() cannot name another with its types.
@@ -162,7 +186,7 @@ export const ledgerMachine = setup({
   },
 }).createMachine({
   id: 'ledger',
-  context: ({ input }) => ({ book: new LedgerBook<Reserve>(input.budgets), runDenied: false, outbox: [], notify: input.notify }),
+  context: ({ input }) => ({ book: new LedgerBook<Reserve>(input.budgets), runDenied: false, runOverspent: false, outbox: [], notify: input.notify }),
   initial: 'open',
   states: {
     /** Always open: a denied reservation says nothing of a smaller one, or of the next settlement. */

@@ -64,6 +64,21 @@ export interface Denial {
   reservedUsd: number;
 }
 
+/**
+ * A budget a settlement left over its limit: the call cost more than it reserved (a provider's
+ * count above the reservation's bound), and that budget's settled spend now passes its cap.
+ */
+export interface Overrun {
+  budget: BudgetKind;
+  taskId: string;
+  model: string;
+  reservedUsd: number;
+  actualUsd: number;
+  limitUsd: number;
+  /** That budget's settled spend after the settlement. */
+  spentUsd: number;
+}
+
 /** A request for a reservation, as the book queues it (the ledger's carries its reply address too). */
 export interface LedgerRequest {
   reservationId: string;
@@ -87,6 +102,8 @@ interface Account {
 
 interface Reservation {
   amount: number;
+  taskId: string;
+  model: string;
   /** The accounts it is held against, kept so settling is O(1). */
   accounts: [Account, Account, Account];
 }
@@ -125,6 +142,8 @@ function viewOf(account: Account): AccountView {
  */
 export class LedgerBook<R extends LedgerRequest = LedgerRequest> {
   readonly counts: LedgerCounts = { reserved: 0, denied: 0, settled: 0, released: 0, overruns: 0 };
+  /** The budgets the last settlement left over their limits (empty unless it overran one). */
+  lastOverruns: Overrun[] = [];
   private readonly runAccount: Account;
   private readonly tasks = new Map<string, Account>();
   private readonly models = new Map<string, Account>();
@@ -188,7 +207,7 @@ export class LedgerBook<R extends LedgerRequest = LedgerRequest> {
       return { kind: 'denied', denial };
     }
     for (const account of accounts) account.reserved += amount;
-    this.open.set(reservationId, { amount, accounts });
+    this.open.set(reservationId, { amount, taskId, model, accounts });
     this.counts.reserved++;
     return { kind: 'reserved', duplicate: false };
   }
@@ -258,15 +277,29 @@ export class LedgerBook<R extends LedgerRequest = LedgerRequest> {
    * Replaces a reservation by what the call actually cost, even above the reservation: that is
    * what was spent. An actual that is not a finite, non-negative number counts as the whole
    * reservation (the worst case we held). Unknown or already closed ids: false, nothing changes.
+   * A settlement above its reservation that leaves budgets over their limits says which in
+   * `lastOverruns` (run, task, model order); any other settlement leaves it empty.
    */
   settle(reservationId: string, actualUsd: number): boolean {
+    this.lastOverruns = [];
     const reservation = this.close(reservationId);
     if (reservation === undefined) return false;
     const actual = isAmount(actualUsd) ? toNanos(actualUsd) : reservation.amount;
     for (const account of reservation.accounts) account.spent += actual;
     this.counts.settled++;
-    if (actual > reservation.amount) this.counts.overruns++;
+    if (actual > reservation.amount) {
+      this.counts.overruns++;
+      this.lastOverruns = this.overrunsOf(reservation, actual);
+    }
     return true;
+  }
+
+  private overrunsOf(reservation: Reservation, actual: number): Overrun[] {
+    const kinds: BudgetKind[] = ['run', 'task', 'model'];
+    return reservation.accounts.flatMap((account, i): Overrun[] => {
+      if (account.limit === undefined || account.spent <= account.limit) return [];
+      return [{ budget: kinds[i]!, taskId: reservation.taskId, model: reservation.model, reservedUsd: toUsd(reservation.amount), actualUsd: toUsd(actual), limitUsd: toUsd(account.limit), spentUsd: toUsd(account.spent) }];
+    });
   }
 
   /** Drops a reservation without spend (the call was never sent). Unknown or closed ids: false. */

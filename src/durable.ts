@@ -69,7 +69,7 @@ export class RunJournal {
     // Every event of the run comes through here: no closure per event, as `attempt` would take.
     try {
       this.journal.record(event);
-      if (event.type === 'model:response' && event.costUsd !== undefined) this.spendPending = true;
+      if ((event.type === 'model:response' || event.type === 'model:error') && event.costUsd !== undefined) this.spendPending = true;
       if (event.type === 'task:planned') {
         // The sub-tasks joined the run: their specs (kept from the check), and which ones the
         // planner made this time (a planner that plans again after a crash leaves older rows behind).

@@ -293,6 +293,16 @@ export const errorOf = (event: unknown) => toErrorInfo((event as { error?: unkno
 export const outputOf = (event: unknown) => (event as { output: ModelCallOutput }).output;
 
 /**
+ * The worst case of the call the agent is making now, at its model's price: what it reserves,
+ * and what a call that may have reached the server is charged when it fails (its real count is
+ * never known). Undefined for an unpriced model.
+ */
+export function worstCaseOf(ctx: AgentContext): number | undefined {
+  const target = targetOf(ctx);
+  return target.price ? reservationUsd(target.price, requestTokenBoundOf(ctx), target.maxTokens) : undefined;
+}
+
+/**
  * What a call reserves: its worst case, with the input estimate (about 4 characters a token)
  * given a quarter more room and a little fixed slack, since the server's count may differ.
  */

@@ -13,10 +13,9 @@ import {
   patchOf,
   poolOf,
   requestIdOf,
-  requestTokenBoundOf,
   leaseTokensOf,
   requestTokensOf,
-  reservationUsd,
+  worstCaseOf,
   routeOf,
   targetOf,
   type ActionArgs,
@@ -44,7 +43,8 @@ export function dispatchInfoOf(context: AgentContext): DispatchInfo {
     maxTokens: target.maxTokens,
     depth: context.input.depth ?? 0,
   };
-  if (target.price) info.estimatedCostUsd = reservationUsd(target.price, requestTokenBoundOf(context), target.maxTokens);
+  const worst = worstCaseOf(context);
+  if (worst !== undefined) info.estimatedCostUsd = worst;
   return info;
 }
 
@@ -128,7 +128,7 @@ export const requestReservation = ({ context, enqueue, self, system }: ActionArg
     reservationId,
     taskId: context.input.taskId,
     model: target.modelName ?? target.model,
-    amountUsd: reservationUsd(target.price!, requestTokenBoundOf(context), target.maxTokens),
+    amountUsd: worstCaseOf(context)!,
     replyTo: self,
   };
   enqueue.sendTo(ledger, event);

@@ -8,7 +8,7 @@
 import { compact } from '../compaction.js';
 import { nowOf } from '../clock.js';
 import { costOfUsage } from '../cost.js';
-import { breakerVerdictOf, errorInfo, isKeyScoped, leaseOutcomeOf } from '../errors.js';
+import { breakerVerdictOf, errorInfo, isKeyScoped, leaseOutcomeOf, mayHaveReachedServer, retriesSpent } from '../errors.js';
 import { scoreOf } from '../judge.js';
 import { enqueueReport } from '../kit.js';
 import { addUsage } from '../protocol.js';
@@ -27,6 +27,7 @@ import {
   routedOf,
   targetOf,
   patchOf,
+  worstCaseOf,
   type ActionArgs,
   type AgentContext,
   type Counts,
@@ -134,7 +135,11 @@ export const rateLimitedOut: Outcome = (context, event) => {
   return { patch: { error: { ...last, retryable: false, message } } };
 };
 
-export const fatal: Outcome = (_, event) => ({ patch: { error: errorOf(event) } });
+/** The attempt ends with the error; a retryable one ends it because no retry is left, and says so. */
+export const fatal: Outcome = (_, event) => {
+  const error = errorOf(event);
+  return { patch: { error: error.retryable ? retriesSpent(error) : error } };
+};
 
 /** Full-jitter exponential backoff; a route-level Retry-After is a floor, a key-level one is the key's. */
 export const retryPlanned: Outcome = (context, event) => {
@@ -213,29 +218,42 @@ function settledOf(context: AgentContext, spend: Partial<AgentContext['spend']>,
   return out;
 }
 
-/** A failed call: the outcome goes to the key (429, 401), to the breaker through the pool (5xx and kin) and the ledger. */
+/**
+ * A failed call: the outcome goes to the key (429, 401), to the breaker through the pool (5xx
+ * and kin) and the ledger. Refused before processing (429, 401, 4xx, a 5xx status) or never sent
+ * (`unsent`): not billed, the reservation goes back. Cut off after it may have reached the server
+ * (timeout, reset, an error mid-stream, a malformed 200): it may have been billed and the server's
+ * count will never be known, so it is charged its worst case, in the ledger (NaN: the whole
+ * reservation) and in the attempt's cost and its `model:error` event.
+ */
 export const settleFailure = ({ context, event, enqueue, system, self }: ActionArgs, { then }: { then: Outcome }) => {
   const error = errorOf(event);
   const { reservation } = context.held;
   const lease = context.held.lease!;
   enqueue.sendTo(poolOf(system, context)!, releaseOf(lease, leaseOutcomeOf(error), breakerVerdictOf(error)));
+  const billed = mayHaveReachedServer(error);
   if (reservation) {
-    // Refused before processing (429, 401, 4xx, a 5xx status): not billed, the reservation goes
-    // back. Cut off after the server began (timeout, reset, an error mid-stream): it may have
-    // been billed, so the worst case it held counts as spent (NaN: the whole reservation).
-    const midStream = (error.code === 'overloaded' || error.code === 'server_error') && error.status === undefined;
-    const mayBeBilled = error.code === 'timeout' || error.code === 'network' || midStream;
-    const msg: LedgerEvent = mayBeBilled
-      ? { type: 'LEDGER.SETTLE', reservationId: reservation, actualUsd: Number.NaN }
-      : { type: 'LEDGER.RELEASE', reservationId: reservation };
+    const msg: LedgerEvent = billed ? { type: 'LEDGER.SETTLE', reservationId: reservation, actualUsd: Number.NaN } : { type: 'LEDGER.RELEASE', reservationId: reservation };
     enqueue.sendTo(system.get('ledger')!, msg);
   }
-  enqueueReport(enqueue, { ...callEvent('model:error', context, lease.keyId), error });
+  const failed: RunEvent & { costUsd?: number; modelName?: string } = { ...callEvent('model:error', context, lease.keyId), error };
   const record: CallRecord = { route: routeOf(targetOf(context)), ms: Math.max(0, nowOf(self) - context.spend.callStartedAt), ok: false };
+  const spend: Partial<AgentContext['spend']> = billed ? worstCaseSpend(context) : {};
+  if (billed && spend.costUsd !== undefined) {
+    failed.costUsd = record.costUsd = spend.costUsd - context.spend.costUsd;
+    failed.modelName = targetOf(context).modelName ?? targetOf(context).model;
+  }
+  enqueueReport(enqueue, failed);
   const next = then(context, event);
-  enqueue.assign(settledOf(context, { calls: [...context.spend.calls, record] }, undefined, next.patch));
+  enqueue.assign(settledOf(context, { ...spend, calls: [...context.spend.calls, record] }, undefined, next.patch));
   for (const report of next.reports ?? []) enqueueReport(enqueue, report);
 };
+
+/** The spend after a call that may have been billed for an unknown amount: its worst case, or one more unpriced call. */
+function worstCaseSpend(context: AgentContext): Partial<AgentContext['spend']> {
+  const worst = worstCaseOf(context);
+  return worst === undefined ? { unpricedCalls: context.spend.unpricedCalls + 1 } : { costUsd: context.spend.costUsd + worst };
+}
 
 // ---------------------------------------------------------------------------------------------
 // Compaction without a call, the deadline, and the way out
@@ -269,7 +287,11 @@ export const cannotCompact = ({ context }: PatchArgs): Patch => ({
   ),
 });
 
-/** On the way out: withdraw what is requested, give back what is held, and say how it ended. */
+/**
+ * On the way out: withdraw what is requested, give back what is held, and say how it ended. A
+ * call still in flight (a lease held: cancelled, past its deadline) may have reached the server:
+ * charged its worst case, as the ledger settles it (handBack).
+ */
 export const giveBack = ({ context, enqueue, system }: ActionArgs, { status }: { status: AgentStatus }) => {
   for (const { to, event } of handBack(context)) {
     const target = system.get(to);
@@ -278,5 +300,8 @@ export const giveBack = ({ context, enqueue, system }: ActionArgs, { status }: {
   // Nothing held (the common way out): only the status changes.
   const { pending, lease, reservation } = context.held;
   const held = pending || lease || reservation;
-  enqueue.assign(held ? patchOf(context, { status, held: { pending: null, lease: null, reservation: null } }) : { status });
+  if (!held) return void enqueue.assign({ status });
+  const patch: Patch = { status, held: { pending: null, lease: null, reservation: null } };
+  if (lease) patch.spend = worstCaseSpend(context);
+  enqueue.assign(patchOf(context, patch));
 };

@@ -68,6 +68,12 @@ export interface ErrorInfo {
   rateLimit?: RateLimitHint;
   /** `invalid_output` / `rejected_output`: what was wrong with the answer (the next attempt's prompt says it). */
   problems?: string[];
+  /**
+   * The request never reached the server: the connection failed before anything was sent
+   * (refused, no such host, unreachable, a connect timeout). Such a call was not billed; any
+   * other failed call may have been (docs/architecture.md, Budgets).
+   */
+  unsent?: boolean;
 }
 
 /** Rate-limit facts read from response headers; each field optional. Durations are in ms. */

@@ -74,7 +74,12 @@ export type RunEvent =
   | { type: 'model:request'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string }
   /** `costUsd`: the call's cost at its model's price (absent when unpriced), charged to the plan model `modelName`. */
   | { type: 'model:response'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; usage: Usage; costUsd?: number; modelName?: string }
-  | { type: 'model:error'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; error: ErrorInfo }
+  /**
+   * `costUsd`: a call that may have reached the server (a timeout, a reset, an error inside a 200
+   * stream, a malformed reply) is charged its worst case, the amount a budget reserved for it,
+   * at its model's price (absent when it was not billed, or unpriced), to the plan model `modelName`.
+   */
+  | { type: 'model:error'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; error: ErrorInfo; costUsd?: number; modelName?: string }
   | { type: 'tool:called'; taskId: string; name: string; shared: boolean; cached?: boolean }
   | { type: 'tool:result'; name: string; isError: boolean; durationMs?: number; timedOut?: boolean; batch?: number; cancelled?: boolean }
   | { type: 'tool:denied'; taskId: string; name: string; reason: string }
@@ -103,6 +108,21 @@ export type RunEvent =
       limitUsd: number;
       spentUsd: number;
       reservedUsd: number;
+    }
+  /**
+   * A call cost more than it reserved (`actualUsd` above `reservedUsd`), and its settlement left
+   * this budget's settled spend (`spentUsd`) over its `limitUsd`. One per budget it took over; a
+   * run budget overrun ends the run `budget_exceeded`.
+   */
+  | {
+      type: 'budget:overrun';
+      taskId: string;
+      model: string;
+      reservedUsd: number;
+      actualUsd: number;
+      budget: BudgetKind;
+      limitUsd: number;
+      spentUsd: number;
     }
   | { type: 'run:cancelled'; reason: string }
   | { type: 'run:completed'; status: RunStatus };

@@ -132,6 +132,8 @@ export const supervisorMachine = setup({
 
     /** The ledger's news: the run budget refused a reservation (the run is then over budget unless all completed). */
     noteRunDenied: assign({ told: ({ context }) => ({ ...context.told, runBudgetDenied: true }) }),
+    /** The ledger's news: a call cost more than it reserved and took the run's spend over its budget. */
+    noteRunOverspent: assign({ told: ({ context }) => ({ ...context.told, runOverspent: true }) }),
 
     /** The run closes: the bus is asked for its counters (a bus that crashed is gone: then none). */
     askBusStats: enqueueActions(({ enqueue, self, system }) => {
@@ -146,7 +148,7 @@ export const supervisorMachine = setup({
     }),
 
     finish: enqueueActions(({ context, enqueue, self }) => {
-      const status = runStatusOf(context, context.told.runBudgetDenied);
+      const status = runStatusOf(context, context.told);
       const result = context.table.result(context.runId, status, Math.max(0, nowOf(self) - context.startedAt));
       if (context.told.tools) result.tools = context.told.tools;
       enqueue.assign({ result });
@@ -181,14 +183,14 @@ export const supervisorMachine = setup({
     startedAt: nowOf(self),
     infra: { providers: input.providers, routes: input.routes, toolBus: input.toolBus, budgets: input.budgets, routeNames: new Map() },
     stop: null,
-    told: { runBudgetDenied: false, tools: undefined },
+    told: { runBudgetDenied: false, runOverspent: false, tools: undefined },
     result: null,
   }),
   entry: ['announce', 'spawnInfrastructure'],
   initial: 'running',
   output: ({ context }) => context.result!,
   // The ledger's news may come while the run runs or drains (never once it has finished).
-  on: { 'LEDGER.RUN_DENIED': { actions: 'noteRunDenied' } },
+  on: { 'LEDGER.RUN_DENIED': { actions: 'noteRunDenied' }, 'LEDGER.RUN_OVERSPENT': { actions: 'noteRunOverspent' } },
   states: {
     running: {
       entry: 'dispatch',

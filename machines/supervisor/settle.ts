@@ -107,10 +107,12 @@ export function releaseGroup(context: SupervisorContext, enqueue: Enqueue, taskI
   enqueueReport(enqueue, { type: 'cache:release', taskId, group: released.key, released: released.released.length, warm });
 }
 
-export function runStatusOf(ctx: SupervisorContext, runBudgetDenied: boolean): RunStatus {
+export function runStatusOf(ctx: SupervisorContext, told: Pick<SupervisorContext['told'], 'runBudgetDenied' | 'runOverspent'>): RunStatus {
   if (ctx.stop) return ctx.stop.status;
   // The run budget ran out: what completed is kept, the rest could not be paid for.
-  if (runBudgetDenied && ctx.table.counts.completed < ctx.table.size) return 'budget_exceeded';
+  if (told.runBudgetDenied && ctx.table.counts.completed < ctx.table.size) return 'budget_exceeded';
+  // A call cost more than it reserved and spend passed the budget: never `completed` over budget.
+  if (told.runOverspent) return 'budget_exceeded';
   const c = ctx.table.counts;
   if (c.completed === ctx.table.size) return 'completed';
   return c.completed === 0 && ctx.table.size > 0 ? 'failed' : 'partial';

@@ -94,10 +94,11 @@ export interface SupervisorContext {
   stop: { status: Extract<RunStatus, 'failed' | 'cancelled'>; reason: string } | null;
   /**
    * What other actors told the supervisor for the result, by event (never read from their
-   * snapshots): the run budget refused a reservation (the ledger's LEDGER.RUN_DENIED), and the
-   * bus's counters (asked for as the run closes).
+   * snapshots): the run budget refused a reservation (the ledger's LEDGER.RUN_DENIED), a call's
+   * settlement took the run's spend over its budget (LEDGER.RUN_OVERSPENT), and the bus's
+   * counters (asked for as the run closes).
    */
-  told: { runBudgetDenied: boolean; tools: ToolBusStats | undefined };
+  told: { runBudgetDenied: boolean; runOverspent: boolean; tools: ToolBusStats | undefined };
   result: RunResult | null;
 }
 

@@ -20,9 +20,11 @@
  *   `cancelled`. The key's secret is scrubbed from every message.
  */
 import type { ContentBlock, Message, ModelCallOutput, StopReason, Usage } from '../../machines/protocol.js';
-import { classifyHttpError, classifyTransportError, scrubbed, toolInputOf, type CallFacts } from './classify.js';
-import { ProviderError } from './errors.js';
+import { classifyHttpError, classifyTransportError, malformedResponse, scrubbed, toolInputOf, type CallFacts } from './classify.js';
+import { RETRIED_WITH_BACKOFF } from '../../machines/errors.js';
+import { ProviderError, thrownMessage } from './errors.js';
 import { rateLimitOf } from './ratelimit.js';
+import { shownValue, tokenCountProblem } from './replyCheck.js';
 import { callHeader, responseStartNotifier, type Provider, type ProviderKey, type ProviderRequest } from './types.js';
 
 /** The call options of the spec that the adapter sends (a subset of LanguageModelV3CallOptions). */
@@ -206,24 +208,33 @@ const FINISH: Record<string, StopReason> = {
   'content-filter': 'refusal',
 };
 
-/** The spec's result -> ours. */
+/** The spec's result -> ours. A result that is not one (no content array, a part of the wrong shape, a count that is not a count) is a malformed response. */
 export function outputOf(result: AiSdkGenerateResult, request: ProviderRequest, facts: CallFacts, now: number): ModelCallOutput {
+  const fail = (what: string) => malformedResponse(facts, what);
+  const raw: unknown = result;
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw fail(`the model's result is ${shownValue(raw)}, not an object`);
+  if (!Array.isArray(result.content)) throw fail(`the model's result has no content array (content is ${shownValue(result.content)})`);
   const finish = typeof result.finishReason === 'string' ? result.finishReason : result.finishReason?.unified;
   const cut = finish === 'length';
   const content: ContentBlock[] = [];
-  for (const part of result.content ?? []) {
-    if (part.type === 'text' && typeof part.text === 'string' && part.text !== '') content.push({ type: 'text', text: part.text });
-    if (part.type === 'tool-call' && typeof part.toolName === 'string') {
-      // The spec sends the input as JSON text; a provider that hands over an object is taken as it is.
-      const input = typeof part.input === 'string' ? toolInputOf(part.input, part.toolName, cut, facts) : (part.input ?? {});
-      if (input === undefined) continue;
-      content.push({ type: 'tool_use', id: part.toolCallId ?? `call_${request.meta.turn}_${content.length}`, name: part.toolName, input });
+  result.content.forEach((part: unknown, i) => {
+    if (part === null || typeof part !== 'object') throw fail(`content[${i}] is ${shownValue(part)}, not a part`);
+    const p = part as AiSdkGenerateResult['content'][number];
+    if (p.type === 'text') {
+      if (typeof p.text !== 'string') throw fail(`content[${i}].text is ${shownValue(p.text)}, not a string`);
+      if (p.text !== '') content.push({ type: 'text', text: p.text });
     }
-  }
+    if (p.type === 'tool-call' && typeof p.toolName === 'string') {
+      // The spec sends the input as JSON text; a provider that hands over an object is taken as it is.
+      const input = typeof p.input === 'string' ? toolInputOf(p.input, p.toolName, cut, facts) : (p.input ?? {});
+      if (input === undefined) return;
+      content.push({ type: 'tool_use', id: p.toolCallId ?? `call_${request.meta.turn}_${content.length}`, name: p.toolName, input });
+    }
+  });
   const hasToolCall = content.some((b) => b.type === 'tool_use');
   // A "tool-calls" finish whose calls were all cut off by the output limit ends the turn.
   const stopReason: StopReason = hasToolCall ? 'tool_use' : finish === 'tool-calls' ? 'end_turn' : (FINISH[finish ?? ''] ?? 'other');
-  const output: ModelCallOutput = { content, stopReason, usage: usageOf(result) };
+  const output: ModelCallOutput = { content, stopReason, usage: usageOf(result, facts) };
   const headers = result.response?.headers;
   if (headers) {
     const hint = rateLimitOf(headers, now);
@@ -232,29 +243,41 @@ export function outputOf(result: AiSdkGenerateResult, request: ProviderRequest, 
   return output;
 }
 
-const n = (value: Count): number => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
+/**
+ * One count of the spec's usage: absent (undefined or null: the provider did not say) is 0;
+ * anything else must be a token count (replyCheck.ts), or the reply is malformed.
+ */
+function countOf(value: unknown, path: string, facts: CallFacts): number {
+  if (value === undefined || value === null) return 0;
+  const problem = tokenCountProblem(value, path);
+  if (problem) throw malformedResponse(facts, problem);
+  return value as number;
+}
 
 /** The spec's usage (V3 detailed, V2 flat, cache figures in providerMetadata) -> our disjoint split. */
-export function usageOf(result: Pick<AiSdkGenerateResult, 'usage' | 'providerMetadata'>): Usage {
-  const u = result.usage;
+export function usageOf(result: Pick<AiSdkGenerateResult, 'usage' | 'providerMetadata'>, facts: CallFacts): Usage {
+  const u = result.usage as unknown;
+  const n = (value: unknown, path: string) => countOf(value, `usage.${path}`, facts);
   let total: number;
   let cacheRead: number;
   let cacheWrite: number;
   let outputTokens: number;
-  if (u && typeof u.inputTokens === 'object' && u.inputTokens !== null) {
+  if (u && typeof u === 'object' && typeof (u as { inputTokens?: unknown }).inputTokens === 'object' && (u as { inputTokens?: unknown }).inputTokens !== null) {
     const v3 = u as Extract<AiSdkUsage, { inputTokens: object }>;
-    cacheRead = n(v3.inputTokens.cacheRead);
-    cacheWrite = n(v3.inputTokens.cacheWrite);
-    total = v3.inputTokens.total !== undefined ? n(v3.inputTokens.total) : n(v3.inputTokens.noCache) + cacheRead + cacheWrite;
-    outputTokens = n(v3.outputTokens?.total);
+    cacheRead = n(v3.inputTokens.cacheRead, 'inputTokens.cacheRead');
+    cacheWrite = n(v3.inputTokens.cacheWrite, 'inputTokens.cacheWrite');
+    total = v3.inputTokens.total !== undefined && v3.inputTokens.total !== null ? n(v3.inputTokens.total, 'inputTokens.total') : n(v3.inputTokens.noCache, 'inputTokens.noCache') + cacheRead + cacheWrite;
+    outputTokens = n(v3.outputTokens?.total, 'outputTokens.total');
+    // The total includes the cache counts: more of them than of it is not a count of anything.
+    if (cacheRead + cacheWrite > total) throw malformedResponse(facts, `usage.inputTokens: cache reads (${cacheRead}) and writes (${cacheWrite}) pass the total (${total})`);
   } else {
     const v2 = (u ?? {}) as Extract<AiSdkUsage, { inputTokens: Count }>;
-    total = n(v2.inputTokens);
-    cacheRead = n(v2.cachedInputTokens);
+    total = n(v2.inputTokens, 'inputTokens');
+    cacheRead = n(v2.cachedInputTokens, 'cachedInputTokens');
     // V2 Anthropic models report cache writes only in their provider metadata.
     const anthropic = result.providerMetadata?.anthropic;
-    cacheWrite = n(anthropic?.cacheCreationInputTokens as Count);
-    outputTokens = n(v2.outputTokens);
+    cacheWrite = countOf(anthropic?.cacheCreationInputTokens, 'providerMetadata.anthropic.cacheCreationInputTokens', facts);
+    outputTokens = n(v2.outputTokens, 'outputTokens');
   }
   return {
     inputTokens: Math.max(0, total - cacheRead - cacheWrite),
@@ -275,18 +298,19 @@ export function errorOf(error: unknown, facts: CallFacts, signal: AbortSignal, n
       status: api.statusCode,
       body: api.responseBody ?? api.message,
       ...(api.responseHeaders ? { headers: api.responseHeaders } : {}),
+      ...(api.url !== undefined ? { url: api.url } : {}),
       now,
     });
   }
   const found = classifyTransportError(error, facts);
   if (found.code !== 'internal') return found;
   // Some providers throw a plain error for an overlong prompt (no status): still not retried as is.
-  const message = error instanceof Error ? error.message : String(error);
+  const message = thrownMessage(error);
   if (/prompt is too long|context_length_exceeded|maximum context length|context window|context limit/i.test(message)) {
     return classifyHttpError({ ...facts, status: 400, body: message, now });
   }
   // An APICallError without a status that the SDK calls retryable is a failed connection.
-  if (api?.isRetryable) return new ProviderError('network', `${facts.provider}/${facts.model}, key ${facts.keyId}: ${message}: the call is retried with backoff.`, facts);
+  if (api?.isRetryable) return new ProviderError('network', `${facts.provider}/${facts.model}, key ${facts.keyId}: ${message}: ${RETRIED_WITH_BACKOFF}.`, facts);
   return found;
 }
 
@@ -296,6 +320,7 @@ interface ApiCallErrorShape {
   responseHeaders?: Record<string, string>;
   responseBody?: string;
   isRetryable?: boolean;
+  url?: string;
 }
 
 /** The AI SDK's APICallError, read by its shape (its class is in a package we do not load). */
@@ -309,5 +334,6 @@ function apiCallErrorOf(error: unknown): ApiCallErrorShape | undefined {
     ...(e.responseHeaders && typeof e.responseHeaders === 'object' ? { responseHeaders: e.responseHeaders as Record<string, string> } : {}),
     ...(typeof e.responseBody === 'string' && e.responseBody !== '' ? { responseBody: e.responseBody } : {}),
     ...(typeof e.isRetryable === 'boolean' ? { isRetryable: e.isRetryable } : {}),
+    ...(typeof e.url === 'string' ? { url: e.url } : {}),
   };
 }

@@ -13,9 +13,15 @@
  * | 408, headers/body/connect timeouts                             | timeout          | yes     |
  * | 529                                                            | overloaded       | yes     |
  * | 500, 502, 503, 504 and any other 5xx                           | server_error     | yes     |
+ * | 3xx (a redirect: not followed; the message names its Location)  | bad_request      | no      |
  * | 400/413/422 saying the prompt exceeds the context window       | context_overflow | no (compact) |
  * | other 4xx                                                      | bad_request      | no      |
  * | ECONNRESET, UND_ERR_SOCKET, refused, truncated stream          | network          | yes     |
+ *
+ * A failure of the connection itself, before any byte of the request left (a system error of
+ * `connect` or `getaddrinfo`: refused, no such host, unreachable, a connect timeout; undici's
+ * UND_ERR_CONNECT_TIMEOUT) is marked `unsent`: the call was not billed. Any other `timeout` or
+ * `network` may have reached the server (docs/architecture.md, Budgets).
  * | the call's AbortSignal fired                                   | cancelled        | no      |
  *
  * Extending spend_cap beyond 429 is deliberate: Anthropic reports a reached workspace spend
@@ -23,7 +29,9 @@
  * attempts.
  */
 import type { ErrorCode, RateLimitHint } from '../../machines/protocol.js';
-import { ProviderError } from './errors.js';
+import { RETRIED_WITH_BACKOFF } from '../../machines/errors.js';
+import { ProviderError, thrownMessage } from './errors.js';
+import { shownUrl } from '../tools/urls.js';
 import { type HeaderSource, headerOf, parseDuration, parseRetryAfter, rateLimitOf } from './ratelimit.js';
 
 /** Who made the call: every error names them. */
@@ -40,6 +48,8 @@ export interface HttpErrorInput extends CallFacts {
   headers?: HeaderSource;
   /** For HTTP-date Retry-After and RFC 3339 resets; default Date.now(). */
   now?: number;
+  /** Where the request went: a redirect's relative Location is read against it, and the message names it. */
+  url?: string;
 }
 
 /** The error a server put in its body, in either dialect (or a compatible server's variant). */
@@ -124,6 +134,7 @@ export function serverErrorOf(body: string): ServerError {
  * // ProviderError { code: 'auth', message: 'anthropic/claude-x, key anthropic:ab12: HTTP 401 ...' }
  */
 export function classifyHttpError(input: HttpErrorInput): ProviderError {
+  if (input.status >= 300 && input.status < 400) return redirectError(input);
   const now = input.now ?? Date.now();
   const server = serverErrorOf(input.body);
   const requestId = server.requestId ?? headerOf(input.headers, 'request-id') ?? headerOf(input.headers, 'x-request-id');
@@ -195,6 +206,31 @@ function codeFor(status: number | undefined, server: ServerError, hasRetryAfter:
   }
 }
 
+/**
+ * A 3xx: the adapters do not follow redirects (a POST with a key in its headers is not sent on to
+ * wherever a server points), so the call cannot succeed as configured. The Location is shown
+ * without its user, password or query values; the adapter scrubs the key from the rest.
+ */
+function redirectError(input: HttpErrorInput): ProviderError {
+  const location = headerOf(input.headers, 'location');
+  const target = location === undefined ? undefined : shownUrl(resolvedUrl(location, input.url));
+  const where = target === undefined ? ' (no Location header)' : ` to ${clip(target)}`;
+  const went = input.url === undefined ? '' : ` (this request went to ${clip(shownUrl(input.url))})`;
+  const message =
+    `${input.provider}/${input.model}, key ${input.keyId}: HTTP ${input.status} redirect${where}: swarmstate does not follow redirects. ` +
+    `Check the provider's baseURL${went}: point it at the address the redirect names (https rather than http, another host or path); this is not retried.`;
+  return new ProviderError('bad_request', message, { provider: input.provider, model: input.model, keyId: input.keyId, status: input.status });
+}
+
+/** A Location read against the request's URL (it may be relative); as it came when it cannot be. */
+function resolvedUrl(location: string, base: string | undefined): string {
+  try {
+    return new URL(location, base).toString();
+  } catch {
+    return location;
+  }
+}
+
 /** OpenAI says "Please try again in 6.5s" when it sends no Retry-After. */
 function retryAfterInMessage(message: string): number | undefined {
   const match = /try again in ((?:\d+(?:\.\d+)?(?:ms|h|m|s))+)/i.exec(message);
@@ -211,11 +247,11 @@ function advice(code: ErrorCode, facts: CallFacts, status: number | undefined, r
     case 'auth':
       return `The key ${facts.keyId} was rejected (${status ?? 'auth error'}): it will not be used again in this run.`;
     case 'overloaded':
-      return `The provider is overloaded${wait}: the call is retried with backoff.`;
+      return `The provider is overloaded${wait}: ${RETRIED_WITH_BACKOFF}.`;
     case 'server_error':
-      return `The provider failed${wait}: the call is retried with backoff; repeated failures open the route's breaker.`;
+      return `The provider failed${wait}: ${RETRIED_WITH_BACKOFF}; repeated failures open the route's breaker.`;
     case 'timeout':
-      return `The server timed out the request${wait}: the call is retried with backoff.`;
+      return `The server timed out the request${wait}: ${RETRIED_WITH_BACKOFF}.`;
     case 'context_overflow':
       return `The conversation exceeds the context window of ${facts.model}: compact it or pick a model with a larger window.`;
     default:
@@ -234,14 +270,19 @@ const NETWORK_CODES = new Set([
   'ERR_STREAM_PREMATURE_CLOSE', 'UND_ERR_PRX_TLS',
 ]);
 
-/** The first `code` in an error's cause chain that we know, with its message. */
-function transportCode(error: unknown): { code: string; message: string } | undefined {
+/** The system calls whose failure means no connection was made, so nothing of the request was sent. */
+const CONNECT_SYSCALLS = new Set(['connect', 'getaddrinfo']);
+
+/** The first `code` in an error's cause chain that we know, with its message and whether the request was ever sent. */
+function transportCode(error: unknown): { code: string; message: string; unsent: boolean } | undefined {
   let e: unknown = error;
   for (let depth = 0; depth < 5 && e && typeof e === 'object'; depth++) {
     const code = (e as { code?: unknown }).code;
     const message = (e as { message?: unknown }).message;
     if (typeof code === 'string' && (TIMEOUT_CODES.has(code) || NETWORK_CODES.has(code) || code.startsWith('HPE_'))) {
-      return { code, message: typeof message === 'string' ? message : code };
+      const syscall = (e as { syscall?: unknown }).syscall;
+      const unsent = code === 'UND_ERR_CONNECT_TIMEOUT' || (typeof syscall === 'string' && CONNECT_SYSCALLS.has(syscall));
+      return { code, message: typeof message === 'string' ? message : code, unsent };
     }
     e = (e as { cause?: unknown }).cause;
   }
@@ -268,6 +309,7 @@ export function classifyTransportError(
     return new ProviderError('internal', `${who}: ${(error as Error).message}.`, { ...base, retryable: false });
   }
   const found = transportCode(error);
+  const sent = found?.unsent ? { ...base, unsent: true } : base;
   if (found && TIMEOUT_CODES.has(found.code)) {
     const what =
       found.code === 'UND_ERR_HEADERS_TIMEOUT'
@@ -275,21 +317,20 @@ export function classifyTransportError(
         : found.code === 'UND_ERR_BODY_TIMEOUT'
           ? `the response stalled for more than ${facts.bodyTimeoutMs ?? '?'} ms`
           : 'the connection timed out';
-    return new ProviderError('timeout', `${who}: ${what} (${found.code}): the call is retried with backoff.`, base);
+    return new ProviderError('timeout', `${who}: ${what} (${found.code}): ${RETRIED_WITH_BACKOFF}.`, sent);
   }
   if (found) {
     const hint = found.code === 'ENOTFOUND' || found.code === 'ECONNREFUSED' ? ' (check the base URL)' : '';
-    return new ProviderError('network', `${who}: the connection failed (${found.code}: ${found.message})${hint}: the call is retried with backoff.`, base);
+    return new ProviderError('network', `${who}: the connection failed (${found.code}: ${found.message})${hint}: ${RETRIED_WITH_BACKOFF}.`, sent);
   }
-  const message = error instanceof Error ? error.message : String(error);
-  return new ProviderError('internal', `${who}: the provider adapter failed: ${message}`, { ...base, retryable: false });
+  return new ProviderError('internal', `${who}: the provider adapter failed: ${thrownMessage(error)}`, { ...base, retryable: false });
 }
 
 /** A stream that ended before its final event: the response is incomplete. */
 export function truncatedStream(facts: CallFacts, missing: string, rateLimit?: RateLimitHint): ProviderError {
   return new ProviderError(
     'network',
-    `${facts.provider}/${facts.model}, key ${facts.keyId}: the stream ended before ${missing} (truncated response): the call is retried with backoff.`,
+    `${facts.provider}/${facts.model}, key ${facts.keyId}: the stream ended before ${missing} (truncated response): ${RETRIED_WITH_BACKOFF}.`,
     { provider: facts.provider, model: facts.model, keyId: facts.keyId, ...(rateLimit ? { rateLimit } : {}) },
   );
 }
@@ -298,7 +339,7 @@ export function truncatedStream(facts: CallFacts, missing: string, rateLimit?: R
 export function malformedResponse(facts: CallFacts, what: string, rateLimit?: RateLimitHint): ProviderError {
   return new ProviderError(
     'server_error',
-    `${facts.provider}/${facts.model}, key ${facts.keyId}: malformed response: ${clip(what)}: the call is retried with backoff.`,
+    `${facts.provider}/${facts.model}, key ${facts.keyId}: malformed response: ${clip(what)}: ${RETRIED_WITH_BACKOFF}.`,
     { provider: facts.provider, model: facts.model, keyId: facts.keyId, ...(rateLimit ? { rateLimit } : {}) },
   );
 }

@@ -17,6 +17,8 @@ export interface ProviderErrorFacts {
   rateLimit?: RateLimitHint;
   /** Overrides the default for the code. */
   retryable?: boolean;
+  /** The request never left: the connection failed before it was sent (not billed). */
+  unsent?: boolean;
 }
 
 export class ProviderError extends Error implements ErrorInfo {
@@ -29,6 +31,7 @@ export class ProviderError extends Error implements ErrorInfo {
   readonly model?: string;
   readonly keyId?: string;
   readonly rateLimit?: RateLimitHint;
+  readonly unsent?: boolean;
 
   constructor(code: ErrorCode, message: string, facts: ProviderErrorFacts = {}) {
     super(message);
@@ -40,6 +43,7 @@ export class ProviderError extends Error implements ErrorInfo {
     if (facts.model !== undefined) this.model = facts.model;
     if (facts.keyId !== undefined) this.keyId = facts.keyId;
     if (facts.rateLimit !== undefined) this.rateLimit = facts.rateLimit;
+    if (facts.unsent === true) this.unsent = true;
   }
 
   toJSON(): ErrorInfo {
@@ -50,6 +54,7 @@ export class ProviderError extends Error implements ErrorInfo {
     if (this.model !== undefined) info.model = this.model;
     if (this.keyId !== undefined) info.keyId = this.keyId;
     if (this.rateLimit !== undefined) info.rateLimit = this.rateLimit;
+    if (this.unsent === true) info.unsent = true;
     return info;
   }
 }
@@ -62,8 +67,38 @@ export function asProviderError(error: unknown, facts: ProviderErrorFacts): Prov
   if (error && typeof error === 'object' && (error as { name?: string }).name === 'AbortError') {
     return new ProviderError('cancelled', 'the call was aborted', { ...facts, retryable: false });
   }
-  const message = error instanceof Error ? error.message : String(error);
-  return new ProviderError('internal', `provider adapter failed: ${message}`, { ...facts, retryable: false });
+  return new ProviderError('internal', `provider adapter failed: ${thrownMessage(error)}`, { ...facts, retryable: false });
+}
+
+/** How much of what was thrown a message shows. */
+const MAX_THROWN_CHARS = 500;
+
+/**
+ * What was thrown, as a message can say it: an Error's message, a string, an object's `message`,
+ * else the object as JSON (a thrown `{ status, detail }` says what it holds, not `[object
+ * Object]`); at most MAX_THROWN_CHARS characters.
+ *
+ * @example
+ * thrownMessage({ status: 'nope' }); // '{"status":"nope"}'
+ */
+export function thrownMessage(error: unknown): string {
+  let text: string;
+  if (error instanceof Error) text = error.message || error.name;
+  else if (typeof error === 'string') text = error;
+  else if (error !== null && typeof error === 'object') {
+    const message = (error as { message?: unknown }).message;
+    text = typeof message === 'string' && message !== '' ? message : jsonOf(error);
+  } else text = String(error);
+  return text.length > MAX_THROWN_CHARS ? `${text.slice(0, MAX_THROWN_CHARS)}…` : text;
+}
+
+function jsonOf(value: object): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    // A cycle, a BigInt, a getter that throws: its class name at least.
+    return `a thrown ${value.constructor?.name ?? 'object'} that cannot be shown as JSON`;
+  }
 }
 
 function stripUndefined(info: ErrorInfo): ProviderErrorFacts {
@@ -74,5 +109,6 @@ function stripUndefined(info: ErrorInfo): ProviderErrorFacts {
   if (info.status !== undefined) out.status = info.status;
   if (info.retryAfterMs !== undefined) out.retryAfterMs = info.retryAfterMs;
   if (info.rateLimit !== undefined) out.rateLimit = info.rateLimit;
+  if (info.unsent === true) out.unsent = true;
   return out;
 }

@@ -245,7 +245,7 @@ export async function exchange<T>(
     const rateLimit = rateLimitOf(response.headers, now);
     if (response.status < 200 || response.status >= 300) {
       const text = redactSecret(await response.text(ERROR_BODY_LIMIT), call.secret);
-      throw classifyHttpError({ ...facts, status: response.status, body: text, headers: response.headers, now });
+      throw classifyHttpError({ ...facts, status: response.status, body: text, headers: response.headers, now, url: call.url });
     }
     return await read(response, rateLimit);
   } catch (error) {

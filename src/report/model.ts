@@ -144,6 +144,8 @@ export function analyze(events: readonly TimedRunEvent[], result?: RunResult, st
         } else {
           call.outcome = outcomeOf(e.error);
           call.error = e.error;
+          // A failed call that may have reached the server is charged its worst case (the agent says how much).
+          if (e.costUsd !== undefined) call.costUsd = e.costUsd;
           errorCodes.set(e.error.code, (errorCodes.get(e.error.code) ?? 0) + 1);
         }
         break;

@@ -18,12 +18,14 @@ import { breakerMachine } from '../../machines/breaker.machine.js';
 import { toolBusMachine } from '../../machines/toolBus.machine.js';
 import { ledgerMachine, type LedgerBalance } from '../../machines/ledger.machine.js';
 import { nowOf } from '../../machines/clock.js';
+import { errorText } from '../../machines/toolBusResults.js';
 import { textOf } from '../../machines/tokens.js';
 import type { RunJournal } from '../durable.js';
 import type { Keyring } from '../keys.js';
 import type { PlanExpander } from '../planner.js';
 import { checkOutput } from '../plan/structured.js';
 import { ProviderError, asProviderError } from '../providers/errors.js';
+import { checkReply } from '../providers/replyCheck.js';
 import { fromWire, toolNaming, toWire } from '../providers/toolNames.js';
 import type { Sampling } from '../resolve.js';
 import type { RunTools } from '../tools/registry.js';
@@ -86,7 +88,8 @@ export function provideEffects(report: (_: unknown, event: RunEvent) => void, { 
             : {}),
         },
       );
-      const out = fromWire(naming, reply);
+      // Whatever made the reply (an adapter, an AI SDK model, a custom provider's code, a worker), it is checked here, once.
+      const out = fromWire(naming, checkReply(reply, call.maxTokens, facts));
       stream?.end(textOf(out.content));
       // A reply that echoes a key (a hostile or broken endpoint) does not carry it into the run.
       return withVerdict(call, keyring.redactor.redactDeep(out));
@@ -96,26 +99,35 @@ export function provideEffects(report: (_: unknown, event: RunEvent) => void, { 
       throw new ProviderError(e.code, keyring.redact(e.message), e.toJSON());
     }
   });
-  /** One tool execution, wherever the transport makes it. */
-  const execute = async (name: string, args: unknown, signal: AbortSignal, idempotencyKey?: string): Promise<string> => {
-    // What a tool says goes to a model and to the journal: no secret of the run in it, result or error.
+  /**
+   * The one path every tool outcome takes before it enters a conversation (or the journal):
+   * local or MCP, single or batched, live or replayed from the journal. A result is redacted; so
+   * is whatever was thrown (an Error, a frozen one, a string, a plain object), as a new Error
+   * whose message is its text.
+   */
+  const redacted = async <T extends string | ToolResult[]>(outcome: Promise<T>): Promise<T> => {
+    let value: T;
     try {
-      return keyring.redact(await transport.tool(name, args, signal, idempotencyKey));
+      value = await outcome;
     } catch (error) {
-      if (error instanceof Error) error.message = keyring.redact(error.message);
-      throw error;
+      throw new Error(keyring.redact(errorText(error)));
     }
+    if (typeof value === 'string') return keyring.redact(value) as T;
+    return value.map((r) => ({ ...r, content: keyring.redact(r.content) })) as T;
   };
+  /** One tool execution, wherever the transport makes it; what it throws as an Error with its text (the journal keeps that). */
+  const execute = (name: string, args: unknown, signal: AbortSignal, idempotencyKey?: string): Promise<string> =>
+    transport.tool(name, args, signal, idempotencyKey).catch((error: unknown) => {
+      throw error instanceof Error ? error : new Error(errorText(error));
+    });
   const executeTool = fromPromise<string, ToolExecInput>(({ input: call, signal }) => {
-    if (!journal) return execute(call.name, call.args, signal);
+    if (!journal) return redacted(execute(call.name, call.args, signal));
     // A call with a side effect runs once per run: a resumed agent gets the recorded result.
-    if (call.taskId !== undefined && !readOnly.has(call.name)) return journal.sideEffect(call.taskId, call.name, call.args, signal, (idempotencyKey) => execute(call.name, call.args, signal, idempotencyKey));
+    if (call.taskId !== undefined && !readOnly.has(call.name)) return redacted(journal.sideEffect(call.taskId, call.name, call.args, signal, (idempotencyKey) => execute(call.name, call.args, signal, idempotencyKey)));
     journal.flush();
-    return execute(call.name, call.args, signal);
+    return redacted(execute(call.name, call.args, signal));
   });
-  const executeBatch = fromPromise<ToolResult[], ToolBatchInput>(async ({ input: batch, signal }) =>
-    (await transport.batch(batch.name, batch.calls, signal)).map((r) => ({ ...r, content: keyring.redact(r.content) })),
-  );
+  const executeBatch = fromPromise<ToolResult[], ToolBatchInput>(({ input: batch, signal }) => redacted(transport.batch(batch.name, batch.calls, signal)));
   const expandPlan = fromPromise<PlanExpansion, PlanExpansionInput>(async ({ input }) => expander.expand(input));
   return supervisorMachine.provide({
     actions: { report },

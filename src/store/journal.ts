@@ -10,6 +10,7 @@
  *   task:skipped    -> taskFinal('skipped', reason)
  *   task:cancelled  -> taskCounters (an attempt was in flight), then taskFinal('cancelled', 'cancelled')
  *   model:response  -> recordSpend, when the call was priced (`costUsd`)
+ *   model:error     -> recordSpend, when the failed call was charged its worst case (`costUsd`)
  *   task:reviewed   -> the reviewer's rounds (setTaskExtra); a revision also ends the review's
  *                      attempt (with its counters) and reopens the reviewed task with its feedback (durable)
  *   anything else   -> nothing
@@ -70,6 +71,7 @@ export class Journal {
         this.store.taskFinal(this.runId, event.taskId, 'cancelled', 'cancelled', event.at ?? Date.now());
         return;
       case 'model:response':
+      case 'model:error':
         if (event.costUsd !== undefined) this.store.recordSpend(this.runId, event.taskId, event.modelName ?? event.model, event.costUsd);
         return;
       case 'task:reviewed': {

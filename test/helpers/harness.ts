@@ -31,6 +31,7 @@ import type {
   Usage,
 } from '../../machines/protocol.js';
 import { toolBusMachine } from '../../machines/toolBus.machine.js';
+import { ledgerMachine, type LedgerBudgets, type LedgerContext } from '../../machines/ledger.machine.js';
 import { clampDelay } from '../../machines/clock.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -114,6 +115,8 @@ export interface AgentHarnessOptions {
   batchWindowMs?: number;
   /** The bus's executor. Default: resolves with `<name> ok`. */
   executeTool?: (input: ToolExecInput) => Promise<string>;
+  /** The run's budgets: a ledger (systemId `ledger`) is spawned with them (agents need `budgeted` and a price to use it). */
+  budgets?: LedgerBudgets;
 }
 
 export type TimedRunEvent = RunEvent & { at: number };
@@ -162,6 +165,7 @@ export function createAgentHarness(options: AgentHarnessOptions) {
       breaker: breakerMachine.provide({ actions: { report } }),
       toolBus: toolBusMachine.provide({ actions: { report }, actors: { executeTool } }),
       agent: agentMachine.provide({ actions: { report, ...callModel } }),
+      ledger: ledgerMachine.provide({ actions: { report } }),
     },
   }).createMachine({
     entry: enqueueActions(({ enqueue }) => {
@@ -169,6 +173,7 @@ export function createAgentHarness(options: AgentHarnessOptions) {
       for (const model of ['m', ...(options.models ?? [])]) {
         enqueue.spawnChild('breaker', { id: `breaker:p/${model}`, systemId: `breaker:p/${model}`, input: { route: `p/${model}`, ...options.breaker } });
       }
+      if (options.budgets) enqueue.spawnChild('ledger', { id: 'ledger', systemId: 'ledger', input: { budgets: options.budgets } });
       enqueue.spawnChild('toolBus', {
         id: 'toolBus',
         systemId: 'toolBus',
@@ -258,6 +263,8 @@ export function createAgentHarness(options: AgentHarnessOptions) {
     key: (keyId: string) => (actor.system.get(`key:${keyId}`) ? snapshotOf<KeyContext>(`key:${keyId}`) : undefined),
     pool: () => snapshotOf<PoolContext>('pool:p'),
     breaker: (model = 'm') => snapshotOf<BreakerContext>(`breaker:p/${model}`),
+    /** The ledger's accounts (with `budgets`). */
+    ledger: () => snapshotOf<LedgerContext>('ledger').context.book.summary(),
     /** Leases out: as the pool counts them, and per live key. */
     leasesOut(): Record<string, number> {
       const out: Record<string, number> = { pool: snapshotOf<PoolContext>('pool:p').context.book.byLease.size };

@@ -141,3 +141,102 @@ describe('custom providers', () => {
     expect((error as Error).message).toContain('"type": "ai-sdk"');
   });
 });
+
+/**
+ * A custom provider's reply enters the run unchecked by any adapter: the one check every
+ * provider kind's reply goes through (src/providers/replyCheck.ts) must refuse what is not a
+ * reply, as a provider error (retried like any malformed reply), never a completed task or a
+ * cost that is not a number.
+ */
+describe('custom providers: replies checked at the boundary', () => {
+  const good = { inputTokens: 3, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0 };
+  const reply = (fields: Record<string, unknown>) => ({ content: [{ type: 'text', text: 'fine' }], stopReason: 'end_turn', usage: good, ...fields });
+
+  /** Runs one task on a custom provider that answers `answer` every time (budget $1 when asked). */
+  async function runWith(answer: () => unknown, budget = false) {
+    let calls = 0;
+    const provider = {
+      type: 'bad',
+      async call() {
+        calls++;
+        return answer() as never;
+      },
+    };
+    const swarm = createSwarm({ providers: { bad: provider }, store: false, backoff: { baseMs: 1, maxMs: 1 } });
+    const run = swarm.run({
+      providers: { bad: { type: 'custom' } },
+      models: { m: { provider: 'bad', model: 'x', maxTokens: 64, price: { input: 1, output: 1 } } },
+      defaults: { maxRetries: 1 },
+      ...(budget ? { budget: { usd: 1 } } : {}),
+      tasks: [{ id: 't', model: 'm', prompt: 'hi' }],
+    });
+    const events: RunEvent[] = [];
+    run.events.on('*', (_type, e) => events.push(e as RunEvent));
+    const result = await run.result;
+    await swarm.close();
+    const errors = events.flatMap((e) => (e.type === 'model:error' ? [e.error] : []));
+    return { result, events, errors, calls };
+  }
+
+  const cases: { name: string; answer: () => unknown; says: RegExp }[] = [
+    { name: 'NaN input tokens', answer: () => reply({ usage: { ...good, inputTokens: Number.NaN } }), says: /usage\.inputTokens is NaN/ },
+    { name: 'a string count', answer: () => reply({ usage: { ...good, outputTokens: '5' } }), says: /usage\.outputTokens is "5"/ },
+    { name: 'a negative count', answer: () => reply({ usage: { ...good, cacheReadTokens: -4 } }), says: /usage\.cacheReadTokens is -4/ },
+    { name: 'no usage', answer: () => ({ content: [{ type: 'text', text: 'fine' }], stopReason: 'end_turn' }), says: /usage is missing/ },
+    { name: 'content a string', answer: () => reply({ content: 'fine' }), says: /content is not an array/ },
+    { name: 'a block of no known type', answer: () => reply({ content: [{ type: 'image', data: 'x' }] }), says: /content\[0\]\.type is "image"/ },
+    { name: 'a text block without text', answer: () => reply({ content: [{ type: 'text' }] }), says: /content\[0\]\.text is missing/ },
+    { name: 'an unknown stop reason', answer: () => reply({ stopReason: 'because' }), says: /stopReason is "because"/ },
+    { name: 'not an object', answer: () => 42, says: /the reply is 42, not an object/ },
+  ];
+  for (const c of cases) {
+    it(`${c.name}: the task fails with a malformed-reply provider error, retried once, never completed`, async () => {
+      const { result, errors, calls } = await runWith(c.answer);
+      expect(result.status).toBe('failed');
+      expect(result.tasks.t!.status).toBe('failed');
+      // A malformed reply is retried like any (server_error): 2 calls for maxRetries 1.
+      expect(calls).toBe(2);
+      expect(errors).toHaveLength(2);
+      for (const error of errors) {
+        expect(error).toMatchObject({ code: 'server_error', retryable: true, provider: 'bad', model: 'x' });
+        expect(error.message).toMatch(/^bad\/x, key bad:anonymous: malformed response: /);
+        expect(error.message).toMatch(c.says);
+      }
+      expect(result.tasks.t!.error).toMatchObject({ code: 'server_error' });
+    });
+  }
+
+  it('Infinity input tokens on a $1 budget: not completed, and no cost that is not a finite number', async () => {
+    const { result, errors } = await runWith(() => reply({ usage: { ...good, inputTokens: Number.POSITIVE_INFINITY } }), true);
+    expect(result.status).not.toBe('completed');
+    expect(errors[0]!.message).toMatch(/usage\.inputTokens is Infinity/);
+    expect(Number.isFinite(result.totals.costUsd)).toBe(true);
+    expect(Number.isFinite(result.tasks.t!.costUsd)).toBe(true);
+    expect(Number.isFinite(result.totals.usage.inputTokens)).toBe(true);
+  });
+
+  it('1e300 input tokens on a $1 budget: above any plausible count, a malformed reply, not a completed run at $1e+294', async () => {
+    const { result, errors } = await runWith(() => reply({ usage: { ...good, inputTokens: 1e300 } }), true);
+    expect(result.status).not.toBe('completed');
+    expect(errors[0]!.message).toMatch(/usage\.inputTokens is 1e\+300, above 10000000 \(no model reads or writes that many tokens in one call\)/);
+    // Each malformed reply may have been billed: charged its worst case, within the budget.
+    expect(result.totals.costUsd).toBeLessThanOrEqual(1);
+  });
+
+  it('a provider that throws a plain object is reported with its contents (bounded), not [object Object]', async () => {
+    const { errors } = await runWith(() => {
+      throw { status: 'nope', detail: 'the gateway said no', pad: 'x'.repeat(5000) };
+    });
+    expect(errors[0]!.code).toBe('internal');
+    expect(errors[0]!.message).not.toContain('[object Object]');
+    expect(errors[0]!.message).toContain('{"status":"nope","detail":"the gateway said no"');
+    expect(errors[0]!.message.length).toBeLessThan(800);
+  });
+
+  it('a well-formed reply still completes, its usage and cost as given', async () => {
+    const { result } = await runWith(() => reply({}), true);
+    expect(result.status).toBe('completed');
+    expect(result.tasks.t!.output).toBe('fine');
+    expect(result.totals.costUsd).toBe(0.000005);
+  });
+});

@@ -58,3 +58,47 @@ describe('a cancel from inside the run', () => {
     expect(warnings.filter((w) => /stopped actor/.test(w))).toEqual([]);
   });
 });
+
+describe('task:cancelled, task by task', () => {
+  it('a cancel mid-run: each task it stops (in flight, queued, waiting on a dep) says task:cancelled once, with its fields; a completed one is untouched', async () => {
+    // `slow` never answers on its own (its latency ends only by its call's abort signal).
+    const provider = createScriptedProvider({ reply: (r) => `answer of ${r.meta.taskId}`, latencyMs: (r) => (r.meta.taskId === 'slow' ? 3_600_000 : 0) });
+    const swarm = createSwarm({ providers: { p: provider }, store: false, seed: 1 });
+    const run = swarm.run({
+      providers: { p: { type: 'sim' as const } },
+      models: { m: { provider: 'p', model: 'x' } },
+      defaults: { maxInFlight: 1 },
+      tasks: [
+        { id: 'done', model: 'm', prompt: 'first' },
+        // After `done`: `slow` ranks first (`waits2` depends on it), so `waits1` stays queued behind it.
+        { id: 'slow', model: 'm', deps: ['done'], prompt: 'slow one' },
+        { id: 'waits1', model: 'm', deps: ['done'], prompt: 'queued' },
+        { id: 'waits2', model: 'm', deps: ['slow'], prompt: 'pending' },
+      ],
+    });
+    const events: { type: string; taskId?: string }[] = [];
+    run.events.on('*', (_type, e) => events.push(e as { type: string; taskId?: string }));
+    run.events.on('model:request', (e) => {
+      if (e.taskId === 'slow') run.cancel('stop here');
+    });
+    const result = await run.result;
+    await swarm.close();
+
+    expect(warnings.filter((w) => /should not call|stopped actor/.test(w))).toEqual([]);
+    expect(result.status).toBe('cancelled');
+    const cancelled = events.filter((e) => e.type === 'task:cancelled');
+    // Once each, and only the tasks the cancel stopped.
+    expect(cancelled.map((e) => e.taskId).sort()).toEqual(['slow', 'waits1', 'waits2']);
+    // Its fields: the task, and when (every event of a run carries `at`).
+    for (const e of cancelled) expect(Object.keys(e).sort()).toEqual(['at', 'taskId', 'type']);
+    // The one in flight ended cancelled, not failed: no task:failed, no retry.
+    expect(events.filter((e) => e.type === 'task:failed' || e.type === 'task:retry')).toEqual([]);
+    expect(events.filter((e) => e.type === 'run:cancelled')).toEqual([expect.objectContaining({ reason: 'stop here' })]);
+    expect(result.tasks.done).toMatchObject({ status: 'completed', output: 'answer of done' });
+    expect(events.filter((e) => e.taskId === 'done').map((e) => e.type)).not.toContain('task:cancelled');
+    for (const id of ['slow', 'waits1', 'waits2']) expect(result.tasks[id]!.status).toBe('cancelled');
+    expect(result.tasks.slow!.requests).toBe(1);
+    expect(result.tasks.waits1!.requests).toBe(0);
+    expect(result.totals).toMatchObject({ completed: 1, cancelled: 3, failed: 0 });
+  });
+});

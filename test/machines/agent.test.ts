@@ -236,6 +236,30 @@ describe('agentMachine: errors and retries', () => {
     expect(h.leasesOut()).toEqual({ pool: 0, A: 0 });
   });
 
+  it('says, on its last error, that the retries are spent: the provider\'s "retried with backoff" was written before anyone knew', async () => {
+    const said = 'p/m, key A: the connection failed (ECONNRESET: socket hang up): the call is retried with backoff.';
+    const h = createAgentHarness({ model: () => modelError('network', { message: said }) });
+    const id = h.start(agentInput({ retries: 1 }));
+    await runUntilSettled(h, [id]);
+    expect(h.calls).toHaveLength(2);
+    // Each call's own error is what the provider said; the retry in between did happen.
+    expect(h.reports.filter((e) => e.type === 'model:error').map((e) => (e as { error: { message: string } }).error.message)).toEqual([said, said]);
+    expect(h.output(id)!.error).toMatchObject({
+      code: 'network',
+      message: 'p/m, key A: the connection failed (ECONNRESET: socket hang up): the call is not retried: the task\'s retries are spent.',
+    });
+    // A retryable error whose text says nothing of retries gets the same ending.
+    const h2 = createAgentHarness({ model: () => modelError('server_error', { status: 500, message: 'p/m: HTTP 500: boom' }) });
+    const id2 = h2.start(agentInput({ retries: 0 }));
+    await runUntilSettled(h2, [id2]);
+    expect(h2.output(id2)!.error!.message).toBe('p/m: HTTP 500: boom; the task\'s retries are spent, so it is not retried.');
+    // A fatal error keeps its own words.
+    const h3 = createAgentHarness({ model: () => modelError('bad_request', { status: 400, message: 'p/m: HTTP 400: bad field. This is not retried.' }) });
+    const id3 = h3.start(agentInput({ retries: 2 }));
+    await runUntilSettled(h3, [id3]);
+    expect(h3.output(id3)!.error!.message).toBe('p/m: HTTP 400: bad field. This is not retried.');
+  });
+
   it('fails with task_timeout at exactly its deadline, aborting the call and giving the lease back', async () => {
     const h = createAgentHarness({ keys: [{ keyId: 'A', limits: { concurrency: 1 } }], model: () => 'hang' });
     const id = h.start(agentInput({ timeoutMs: 30_000 }));
@@ -299,6 +323,32 @@ describe('agentMachine: cancellation', () => {
     await h.advance(0);
     expect(h.calls.map((c) => c.input.taskId)).toEqual(['holder', 'later']);
     expect(h.agent(later).value).toEqual({ active: 'running' });
+  });
+
+  it('a cancel of one agent ends that one alone: cancelled with its reason, its call aborted; the others keep going and complete', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const h = createAgentHarness({ model: (call) => (call.taskId === 'b' ? gate.then(() => textReply('b done')) : 'hang') });
+    const a = h.start(agentInput({ taskId: 'a' }));
+    const b = h.start(agentInput({ taskId: 'b' }));
+    const c = h.start(agentInput({ taskId: 'c' }));
+    await h.advance(0);
+    expect(h.calls.map((x) => x.input.taskId)).toEqual(['a', 'b', 'c']);
+    h.cancel(a, 'not needed');
+    await h.settle();
+    expect(h.output(a)).toMatchObject({ status: 'cancelled', error: { code: 'cancelled', message: 'not needed', retryable: false }, requests: 1 });
+    expect(h.callsOf('a')[0]!.signal.aborted).toBe(true);
+    // The others: calls still live, still running.
+    expect(h.callsOf('b')[0]!.signal.aborted).toBe(false);
+    expect(h.callsOf('c')[0]!.signal.aborted).toBe(false);
+    expect(h.output(b)).toBeUndefined();
+    expect(h.output(c)).toBeUndefined();
+    release();
+    await h.settle();
+    expect(h.output(b)).toMatchObject({ status: 'completed', output: 'b done' });
+    expect(h.output(c)).toBeUndefined();
+    // a's lease went back; b's too; c still holds one.
+    expect(h.leasesOut()).toEqual({ pool: 1, A: 1 });
   });
 
   it('withdraws from the breaker when cancelled while the route is open', async () => {
@@ -511,5 +561,107 @@ describe('leaseTokensOf: what a call charges its key for input', () => {
     expect(leaseTokensOf(ctx({ call: 'judge', input: { system, cachedTokens: 3_000, judge: { prompt: 'p', threshold: 1 } } }))).toBe(requestTokensOf(ctx({ call: 'judge', input: { system, judge: { prompt: 'p', threshold: 1 } } })));
     // Never below zero, whatever the estimate said.
     expect(leaseTokensOf(ctx({}, { cachedTokens: 1e9 }))).toBe(0);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// What a failed call is charged: its worst case when it may have reached the server
+// ---------------------------------------------------------------------------------------------
+
+describe('agentMachine: a failed call is charged its worst case when it may have reached the server', () => {
+  // The example of docs/architecture.md (Budgets): 26 bytes of prompt + 8 + 16 = a bound of 50
+  // tokens, (50 x 1.25 + 256 x 100) / 10^6 = $0.0256625 reserved.
+  const WORST = 0.0256625;
+  const priced = (overrides: Parameters<typeof agentInput>[0] = {}) =>
+    agentInput({ prompt: 'Task 3. [[sim:length 200]]', maxTokens: 256, price: { input: 1, output: 100 }, modelName: 'pricey', budgeted: true, retries: 0, ...overrides });
+
+  async function failOnce(error: ReturnType<typeof modelError>, input = priced()) {
+    const h = createAgentHarness({ model: () => error, budgets: { runUsd: 1 } });
+    const id = h.start(input);
+    await runUntilSettled(h, [id]);
+    return { h, out: h.output(id)!, ledger: input.budgeted ? h.ledger() : undefined, errors: h.reportsOf('model:error') };
+  }
+
+  it.each([
+    ['a timeout (headers or body)', modelError('timeout')],
+    ['a reset or a cut stream (network, after the connection was made)', modelError('network')],
+    ['an error event in a 200 stream (overloaded without a status)', modelError('overloaded')],
+    ['a malformed 200 reply (server_error without a status)', modelError('server_error')],
+  ])('%s: settled at the reservation in the ledger, and in the cost the attempt shows', async (_name, error) => {
+    const { out, ledger, errors } = await failOnce(error);
+    expect(ledger!.run).toEqual({ limitUsd: 1, spentUsd: WORST, reservedUsd: 0 });
+    expect(ledger!.counts).toMatchObject({ reserved: 1, settled: 1, released: 0 });
+    expect(out.costUsd).toBe(WORST);
+    expect(out.calls).toEqual([expect.objectContaining({ ok: false, costUsd: WORST })]);
+    // The event says so, for the journal (a resumed budget) and every view of the cost.
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({ costUsd: WORST, modelName: 'pricey' });
+  });
+
+  it.each([
+    ['a connection refused before anything was sent (unsent)', modelError('network', { unsent: true })],
+    ['a connect timeout (unsent)', modelError('timeout', { unsent: true })],
+    ['a 5xx status', modelError('server_error', { status: 503 })],
+    ['a 529', modelError('overloaded', { status: 529 })],
+    ['a 400', modelError('bad_request', { status: 400 })],
+    ['a 429', modelError('rate_limited', { status: 429 })],
+  ])('%s: released, nothing charged', async (_name, error) => {
+    const input = priced({ maxRateLimitWaits: 0 });
+    const { out, ledger, errors } = await failOnce(error, input);
+    expect(ledger!.run).toEqual({ limitUsd: 1, spentUsd: 0, reservedUsd: 0 });
+    expect(ledger!.counts).toMatchObject({ reserved: 1, settled: 0, released: 1 });
+    expect(out.costUsd).toBe(0);
+    expect(errors[0]).not.toHaveProperty('costUsd');
+  });
+
+  it('a run without a budget shows the same worst case for a call that may have been billed (and nothing for one that was not)', async () => {
+    const timedOut = await failOnce(modelError('timeout'), priced({ budgeted: false }));
+    expect(timedOut.out.costUsd).toBe(WORST);
+    expect(timedOut.errors[0]).toMatchObject({ costUsd: WORST, modelName: 'pricey' });
+    const refused = await failOnce(modelError('network', { unsent: true }), priced({ budgeted: false }));
+    expect(refused.out.costUsd).toBe(0);
+    // Unpriced: nothing is made up.
+    const unpriced = await failOnce(modelError('timeout'), agentInput({ retries: 0 }));
+    expect(unpriced.out.costUsd).toBeUndefined();
+    expect(unpriced.out.unpricedCalls).toBe(1);
+  });
+
+  it('each retry that may have been billed is charged again: two timeouts and a reply cost two worst cases and the reply', async () => {
+    const h = createAgentHarness({ model: (_c, n) => (n < 2 ? modelError('timeout') : textReply('ok', usage(10, 200))), budgets: { runUsd: 1 } });
+    const id = h.start(priced({ retries: 2 }));
+    await runUntilSettled(h, [id]);
+    // 2 x 0.0256625 + (10 x 1 + 200 x 100) / 10^6 = 0.051325 + 0.02001
+    expect(h.ledger().run).toEqual({ limitUsd: 1, spentUsd: 0.071335, reservedUsd: 0 });
+    expect(h.output(id)!.status).toBe('completed');
+    // Summed in floating point by the attempt (the result rounds to 1e-8).
+    expect(h.output(id)!.costUsd).toBeCloseTo(0.071335, 12);
+  });
+
+  it('a call aborted in flight (cancelled, or past its deadline) is charged its worst case; one still waiting for its lease is not', async () => {
+    const h = createAgentHarness({ model: () => 'hang', budgets: { runUsd: 1 } });
+    const id = h.start(priced());
+    await h.advance(0);
+    expect(h.callsOf('t1')).toHaveLength(1);
+    h.cancel(id, 'stop');
+    await h.advance(0);
+    expect(h.output(id)).toMatchObject({ status: 'cancelled', costUsd: WORST });
+    expect(h.ledger().run).toEqual({ limitUsd: 1, spentUsd: WORST, reservedUsd: 0 });
+
+    const late = createAgentHarness({ model: () => 'hang', budgets: { runUsd: 1 } });
+    const timedOut = late.start(priced({ timeoutMs: 5_000 }));
+    await runUntilSettled(late, [timedOut]);
+    expect(late.output(timedOut)).toMatchObject({ status: 'failed', error: { code: 'task_timeout' }, costUsd: WORST });
+    expect(late.ledger().run).toEqual({ limitUsd: 1, spentUsd: WORST, reservedUsd: 0 });
+
+    // One key with a concurrency of 1, held by a hanging call: the second agent waits for its lease, holding a reservation.
+    const queued = createAgentHarness({ keys: [{ keyId: 'A', limits: { concurrency: 1 } }], model: () => 'hang', budgets: { runUsd: 1 } });
+    queued.start(priced({ taskId: 'first' }));
+    const second = queued.start(priced({ taskId: 'second' }));
+    await queued.advance(0);
+    expect(queued.callsOf('second')).toHaveLength(0);
+    queued.cancel(second);
+    await queued.advance(0);
+    expect(queued.output(second)).toMatchObject({ status: 'cancelled', costUsd: 0 });
+    expect(queued.ledger().run).toEqual({ limitUsd: 1, spentUsd: 0, reservedUsd: WORST });
   });
 });

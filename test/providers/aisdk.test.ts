@@ -208,3 +208,55 @@ describe('AI SDK adapter: errors', () => {
     expect(e).toMatchObject({ code: 'server_error', retryable: true });
   });
 });
+
+describe('AI SDK adapter: a result that is not a result', () => {
+  const malformed: { name: string; result: unknown; says: RegExp }[] = [
+    { name: 'content a string', result: { content: 'hello', finishReason: { unified: 'stop', raw: undefined }, usage: usage(1, 1), warnings: [] }, says: /the model's result has no content array \(content is "hello"\)/ },
+    { name: 'an empty object', result: {}, says: /the model's result has no content array \(content is undefined\)/ },
+    { name: 'a number', result: 42, says: /the model's result is 42, not an object/ },
+    { name: 'a content part that is not an object', result: { content: [7], finishReason: 'stop', usage: usage(1, 1) }, says: /content\[0\] is 7, not a part/ },
+    { name: 'a text part without text', result: { content: [{ type: 'text' }], finishReason: 'stop', usage: usage(1, 1) }, says: /content\[0\]\.text is undefined, not a string/ },
+  ];
+  for (const c of malformed) {
+    it(`${c.name}: a malformed response (server_error, retried), not an empty answer`, async () => {
+      const e = await failure(async () => c.result as never);
+      expect(e).toMatchObject({ code: 'server_error', retryable: true, provider: 'main', model: 'model-x' });
+      expect(e.message).toMatch(/^main\/model-x, key main:[0-9a-f]+: malformed response: /);
+      expect(e.message).toMatch(c.says);
+    });
+  }
+
+  const counts: { name: string; usage: unknown; says: RegExp }[] = [
+    { name: 'a negative input total (V3)', usage: { inputTokens: { total: -50 }, outputTokens: { total: 5 } }, says: /usage\.inputTokens\.total is -50, below 0/ },
+    { name: 'a negative output total (V3)', usage: { inputTokens: { total: 5 }, outputTokens: { total: -1 } }, says: /usage\.outputTokens\.total is -1, below 0/ },
+    { name: 'a negative cache read (V3)', usage: { inputTokens: { total: 10, cacheRead: -3 }, outputTokens: { total: 1 } }, says: /usage\.inputTokens\.cacheRead is -3, below 0/ },
+    { name: 'NaN output (V2)', usage: { inputTokens: 3, outputTokens: Number.NaN }, says: /usage\.outputTokens is NaN, not a token count/ },
+    { name: 'a string count (V2)', usage: { inputTokens: '3', outputTokens: 1 }, says: /usage\.inputTokens is "3", not a token count/ },
+    { name: '1e300 input (V3)', usage: { inputTokens: { total: 1e300 }, outputTokens: { total: 1 } }, says: /usage\.inputTokens\.total is 1e\+300, above 10000000/ },
+    { name: 'cache counts above the total (V3)', usage: { inputTokens: { total: 10, cacheRead: 8, cacheWrite: 8 }, outputTokens: { total: 1 } }, says: /usage\.inputTokens: cache reads \(8\) and writes \(8\) pass the total \(10\)/ },
+  ];
+  for (const c of counts) {
+    it(`${c.name}: a malformed response, the count not kept`, async () => {
+      const e = await failure(async () => ({ content: [{ type: 'text', text: 'x' }], finishReason: { unified: 'stop', raw: undefined }, usage: c.usage, warnings: [] }) as never);
+      expect(e).toMatchObject({ code: 'server_error', retryable: true });
+      expect(e.message).toMatch(c.says);
+    });
+  }
+
+  it('counts the spec leaves undefined are 0 (a provider that reports none)', async () => {
+    const out = await createAiSdkProvider(
+      model({ content: [{ type: 'text', text: 'x' }], finishReason: { unified: 'stop', raw: undefined }, usage: { inputTokens: { total: undefined, noCache: undefined, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: undefined, text: undefined, reasoning: undefined } }, warnings: [] }),
+    ).call(makeRequest());
+    expect(out.usage).toEqual({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 });
+  });
+
+  it('a model that throws a plain object: its contents in the message (bounded), not [object Object]', async () => {
+    const e = await failure(async () => {
+      throw { reason: 'gateway closed', code: 17, padding: 'y'.repeat(2000) };
+    });
+    expect(e.code).toBe('internal');
+    expect(e.message).toContain('{"reason":"gateway closed","code":17');
+    expect(e.message).not.toContain('[object Object]');
+    expect(e.message.length).toBeLessThan(700);
+  });
+});
