@@ -1,12 +1,12 @@
 /**
- * The suite's check that tests leave no journal behind (test/globalSetup/journalUnchanged.ts): on
+ * The suite's check that tests leave no journal behind (test/setup/journalUnchanged.ts): on
  * a folder of its own, what it records before, and the error its teardown throws when a test
  * created, changed or removed a file in `.swarmstate/`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { watchJournal } from '../globalSetup/journalUnchanged.js';
+import { watchJournal } from '../setup/journalUnchanged.js';
 import { tempDir } from './helpers.js';
 
 const dirs: string[] = [];

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The clone's root: this file is test/globalSetup/ in it. */
+/** The clone's root: this file is test/setup/ in it. */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 type FileState = { size: number; hash: string };
