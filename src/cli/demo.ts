@@ -103,8 +103,9 @@ export function demoIntro(plan: Record<string, unknown>): string {
     return `${name} (${spec.type}, ${keys} key${keys === 1 ? '' : 's'}${limits ? `, each ${limits}` : ''})`;
   });
   const written = p.tasks?.length ?? 0;
+  const expanded = expandedCounts(plan);
   return [
-    `catalog demo: ${written} tasks in the plan, ${expandedTaskCount(plan)} once its maps and reduce expand ` +
+    `catalog demo: ${written} tasks in the plan; once its maps and reduce expand, ${expanded.tasks} tasks and ${expanded.containers} containers ` +
       '(120 products: extract with a catalog tool -> classify -> SEO with a quality gate -> translate de/fr/es and review; then a reduce report)',
     `providers: ${providers.join('; ')}; at most ${p.defaults?.maxInFlight ?? '?'} agents in flight`,
   ].join('\n');
@@ -119,30 +120,34 @@ interface TaskJson {
 }
 
 /**
- * How many tasks a plan runs once its maps and reduces expand: a map is itself plus one task
- * per item; a reduce over a map is itself plus its tree of groups (none when one call takes
- * every input). Items files are read (relative ones from the working directory). A reduce's
+ * What a plan runs once its maps and reduces expand, counted as the run's totals count: each item
+ * of a map and each group of a reduce's tree is a task, and a map or reduce that expanded is a
+ * container (counted apart, calling no model); one that did not (no items, one call takes every
+ * input) is a task. Items files are read (relative ones from the working directory). A reduce's
  * split of a group too large for its model is not foreseen, nor planner sub-tasks.
  *
  * @example
- * expandedTaskCount(await loadDemoPlan()) // 874
+ * expandedCounts(await loadDemoPlan()) // { tasks: 865, containers: 9 }
  */
-export function expandedTaskCount(plan: Record<string, unknown>): number {
+export function expandedCounts(plan: Record<string, unknown>): { tasks: number; containers: number } {
   const tasks = tasksOf(plan);
   const byId = new Map(tasks.map((t) => [t.id, t]));
   const items = mapItemCounts(plan);
   let count = 0;
+  let containers = 0;
   for (const t of tasks) {
-    count += 1;
-    if (t.kind === 'map') count += items.get(t.id) ?? 0;
+    let made = 0;
+    if (t.kind === 'map') made = items.get(t.id) ?? 0;
     if (t.kind === 'reduce' && typeof t.over === 'string' && byId.get(t.over)?.kind === 'map') {
       const inputs = items.get(t.over) ?? 0;
       const fanIn = typeof t.fanIn === 'number' ? t.fanIn : DEFAULT_FAN_IN;
       const tree = planGroups('r', Array.from({ length: inputs }, (_, i) => String(i)), fanIn);
-      if (inputs > fanIn && tree.ok) count += tree.groups.length;
+      if (inputs > fanIn && tree.ok) made = tree.groups.length;
     }
+    if (made > 0) containers += 1;
+    count += made > 0 ? made : 1;
   }
-  return count;
+  return { tasks: count, containers };
 }
 
 function tasksOf(plan: Record<string, unknown>): TaskJson[] {

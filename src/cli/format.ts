@@ -152,7 +152,7 @@ function costText(state: ProgressState, budgetUsd?: number): string | undefined 
 }
 
 /**
- * One line for logs: `[12.3s] 120/874 done, 8 in flight, 400 queued, 3 retries, $0.0123`;
+ * One line for logs: `[12.3s] 120/865 done, 8 in flight, 400 queued, 3 retries, $0.0123`;
  * failed, skipped and cancelled counts appear once there are any.
  */
 export function statusLine(state: ProgressState, at: number, budgetUsd?: number): string {
@@ -168,7 +168,7 @@ export function statusLine(state: ProgressState, at: number, budgetUsd?: number)
   return `${stamp(state, at)} ${head}${parts.join(', ')}`;
 }
 
-/** The first log line: `run BxmoUl2h02a1: 874 tasks, 3 keys, at most 16 in flight`. */
+/** The first log line: `run BxmoUl2h02a1: 865 tasks, 3 keys, at most 16 in flight`. */
 export function startLine(state: ProgressState): string {
   const parts = [`run ${state.runId ?? '?'}: ${plural(state.total, 'task')}`];
   if (state.keys.size > 0) parts.push(plural(state.keys.size, 'key'));
@@ -189,7 +189,7 @@ const MAX_BREAKER_LINES = 4;
  * The live view, one string per line, each at most `width` columns:
  *
  *     swarmstate run BxmoUl2h02a1  12.3s  ETA 40.1s
- *     tasks    [###.................]  122/874  14.0%  120 completed  2 failed
+ *     tasks    [###.................]  122/865  14.0%  120 completed  2 failed
  *     now      8 in flight, 400 queued, 3 retries, 210 requests (4 rate limited)
  *     cost     $0.0123 of $1.00 (1.2%)
  *     key      sim:29c2cc88  ready      80 requests  2 active

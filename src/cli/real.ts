@@ -6,7 +6,7 @@
  * directives in the prompts.
  */
 import { jsonValueEnd } from '../util/jsonScan.js';
-import { expandedTaskCount, mapItemCounts } from './demo.js';
+import { expandedCounts, mapItemCounts } from './demo.js';
 
 /** A real model standing in for a simulated one, with its list price (USD per million tokens). */
 interface RealModel {
@@ -227,12 +227,10 @@ function modelCalls(plan: Record<string, unknown>): { tasks: number; toolTasks: 
   const items = mapItemCounts(plan);
   let toolTasks = 0;
   let judged = 0;
-  let containers = 0;
   for (const t of list) {
     const copies = t.kind === 'map' ? (items.get(t.id) ?? 0) : 1;
-    if (t.kind === 'map' || t.kind === 'reduce') containers += 1;
     if (Array.isArray(t.tools) && t.tools.length > 0) toolTasks += copies;
     if (t.accept?.judge) judged += copies;
   }
-  return { tasks: expandedTaskCount(plan) - containers, toolTasks, judged };
+  return { tasks: expandedCounts(plan).tasks, toolTasks, judged };
 }

@@ -70,7 +70,7 @@ export class MemoryStore implements Store {
     this.open();
     const run = this.runs.get(id);
     if (run === undefined) return undefined;
-    return { ...summaryOf(this.path, run), plan: checkedJson(this.path, id, 'run_plans', 'plan_json', run.planJson), result: checkedJson(this.path, id, 'run_results', 'result_json', run.resultJson) };
+    return { ...summaryOf(this.path, run, this.data.get(id)), plan: checkedJson(this.path, id, 'run_plans', 'plan_json', run.planJson), result: checkedJson(this.path, id, 'run_results', 'result_json', run.resultJson) };
   }
 
   listRuns(limit = 50): RunSummary[] {
@@ -78,7 +78,7 @@ export class MemoryStore implements Store {
     return [...this.runs.values()]
       .sort((a, b) => b.createdAt - a.createdAt || b.seq - a.seq)
       .slice(0, Math.max(0, limit))
-      .map((run) => summaryOf(this.path, run, true));
+      .map((run) => summaryOf(this.path, run, this.data.get(run.id), true));
   }
 
   setRunStatus(id: string, status: StoredRunStatus, result?: unknown): void {

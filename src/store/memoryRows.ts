@@ -6,7 +6,7 @@
  */
 import { checkedSummary, listedSummary, readAttempt, readTask } from './rows.js';
 import { rowBytes } from './prune.js';
-import type { HeldLock } from './shared.js';
+import { CONTAINER_KINDS, withoutContainers, type HeldLock } from './shared.js';
 import type { AttemptRow, RunSummary, StoredRunStatus, StoredTaskStatus, TaskRow } from './types.js';
 
 export interface RunState {
@@ -121,9 +121,39 @@ export function attemptRowOf(path: string, runId: string, row: AttemptState): At
   return readAttempt(path, runId, row);
 }
 
-export function summaryOf(path: string, run: RunState, listing = false): RunSummary {
-  return listing ? listedSummary(path, run) : checkedSummary(path, run);
+export function summaryOf(path: string, run: RunState, data: RunData | undefined, listing = false): RunSummary {
+  const summary = listing ? listedSummary(path, run) : checkedSummary(path, run);
+  return summary.damaged ? summary : withoutContainers(summary, containersOf(run, data));
 }
+
+/** Each container's status, by the file store's rule (sqliteSchema.ts `containers`). */
+function containersOf(run: RunState, data: RunData | undefined): string[] {
+  const tasks = data?.tasks;
+  if (tasks === undefined) return [];
+  const parents = new Set([...tasks.values()].map((t) => t.parent).filter((p): p is string => p !== null));
+  if (parents.size === 0) return [];
+  const planned = new Map<string, unknown>();
+  const plan = parsed(run.planJson) as { tasks?: unknown } | undefined;
+  if (Array.isArray(plan?.tasks)) for (const t of plan.tasks as { id?: unknown; kind?: unknown }[]) if (typeof t?.id === 'string' && !planned.has(t.id)) planned.set(t.id, t.kind);
+  const out: string[] = [];
+  for (const id of parents) {
+    const t = tasks.get(id);
+    if (t === undefined) continue;
+    const spec = parsed(t.specJson) as { kind?: unknown } | undefined;
+    const kind = spec?.kind ?? planned.get(id);
+    if ((CONTAINER_KINDS as readonly unknown[]).includes(kind)) out.push(t.status);
+  }
+  return out;
+}
+
+const parsed = (json: string | null): unknown => {
+  if (json === null) return undefined;
+  try {
+    return JSON.parse(json) as unknown;
+  } catch {
+    return undefined;
+  }
+};
 
 /** A run's rows in bytes, as the file store counts its own (prune.ts RUN_TABLES, table by table). */
 export function runBytes(run: RunState, data: RunData | undefined, lock: HeldLock | undefined): number {

@@ -39,3 +39,17 @@ export function mayTake(held: HeldLock, ownerId: string, now: number, staleMs: n
 export function toJson(value: unknown): string | null {
   return value === undefined ? null : (JSON.stringify(value) ?? null);
 }
+
+/** The kinds whose task, once it has rows made under it, is a container: counted apart, never as a task. */
+export const CONTAINER_KINDS = ['map', 'reduce'] as const;
+
+/**
+ * A run's summary with its containers left out of its tasks (`tasksTotal`, `tasksDone`), as the
+ * result's totals, `show` and the report count them: a map or reduce that made rows under it.
+ * `containers` holds each one's status.
+ */
+export function withoutContainers<S extends { tasksTotal: number; tasksDone: number }>(summary: S, containers: readonly string[]): S {
+  if (containers.length === 0) return summary;
+  const done = containers.filter((status) => status === 'completed').length;
+  return { ...summary, tasksTotal: Math.max(0, summary.tasksTotal - containers.length), tasksDone: Math.max(0, summary.tasksDone - done) };
+}

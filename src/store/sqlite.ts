@@ -19,7 +19,7 @@
 import { resolve } from 'node:path';
 import type { SqlDatabase, SqliteDriverName } from './driver.js';
 import type { Usage } from '../../machines/protocol.js';
-import { mayTake, toJson, type HeldLock } from './shared.js';
+import { mayTake, toJson, withoutContainers, type HeldLock } from './shared.js';
 import { checkedJson, checkedSummary, listedSummary, readAttempt, readSpend, readTask, readToolResult } from './rows.js';
 import { rawAttempt, rawSummary, rawTask } from './sqliteRows.js';
 import { BUSY_LIMIT_MS } from './busy.js';
@@ -115,7 +115,7 @@ export class SqliteStore implements Store {
     const row = this.writes.read(() => this.st.getRun.get(id) as RunRow | undefined);
     if (row === undefined) return undefined;
     return {
-      ...checkedSummary(this.path, rawSummary(row)),
+      ...withoutContainers(checkedSummary(this.path, rawSummary(row)), this.containersOf(id)),
       plan: checkedJson(this.path, id, this.runTables ? 'run_plans' : 'runs', 'plan_json', row.plan_json),
       result: checkedJson(this.path, id, this.runTables ? 'run_results' : 'runs', 'result_json', row.result_json),
     };
@@ -123,7 +123,15 @@ export class SqliteStore implements Store {
 
   listRuns(limit = 50): RunSummary[] {
     const rows = this.writes.read(() => this.st.listRuns.all(Math.max(0, limit)) as SummaryRow[]);
-    return rows.map((row) => listedSummary(this.path, rawSummary(row)));
+    return rows.map((row) => {
+      const summary = listedSummary(this.path, rawSummary(row));
+      return summary.damaged ? summary : withoutContainers(summary, this.containersOf(summary.id));
+    });
+  }
+
+  /** Each container's status (shared.ts withoutContainers). */
+  private containersOf(runId: string): string[] {
+    return this.writes.read(() => this.st.containers.all(runId, runId) as unknown[]).map(String);
   }
 
   setRunStatus(id: string, status: StoredRunStatus, result?: unknown): void {

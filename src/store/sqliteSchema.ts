@@ -154,6 +154,21 @@ export function prepare(db: SqlDatabase, version: number, readOnly: boolean) {
         : `SELECT ${SUMMARY_COLUMNS}, plan_json, result_json FROM runs WHERE id = ?`,
     ),
     listRuns: p(`SELECT ${SUMMARY_COLUMNS} FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?`),
+    /**
+     * The status of each container of a run (shared.ts withoutContainers): a map or reduce with
+     * rows under it. Its kind is in its spec (a sub-task), else in the plan; a column that is not
+     * JSON gives no kind rather than an error (the listing reports damage its own way).
+     */
+    containers: p(
+      `SELECT status FROM (
+         SELECT c.status, COALESCE(
+           CASE WHEN json_valid(c.spec_json) THEN json_extract(c.spec_json, '$.kind') END,
+           (SELECT json_extract(t.value, '$.kind') FROM ${version >= 2 ? 'run_plans' : 'runs'} AS r, json_each(CASE WHEN json_valid(r.plan_json) THEN r.plan_json ELSE '{}' END, '$.tasks') AS t
+              WHERE r.${version >= 2 ? 'run_id' : 'id'} = c.run_id AND json_extract(t.value, '$.id') = c.task_id LIMIT 1)) AS kind
+         FROM tasks AS c
+         WHERE c.run_id = ? AND c.task_id IN (SELECT parent FROM tasks WHERE run_id = ? AND parent IS NOT NULL))
+       WHERE kind IN ('map', 'reduce')`,
+    ).pluck(),
     setStatus: w('UPDATE runs SET status = ?, updated_at = ? WHERE id = ?'),
     /** Of a run that exists, as the UPDATE of the runs row it was. */
     setResult: w(

@@ -8,6 +8,9 @@ import { Writable } from 'node:stream';
 import type { RunResult } from '../../machines/tasks/results.js';
 import { runCommand } from '../../src/cli/commands/command.js';
 import { show } from '../../src/cli/commands/show.js';
+import { runs } from '../../src/cli/commands/runs.js';
+import { openStoreToRead } from '../../src/store/index.js';
+import { journalReport } from '../../src/ui/journalReport.js';
 import { progressState, reduce } from '../../src/cli/progressState.js';
 import { formatSummaryTable } from '../../src/cli/summary.js';
 import { buildReport, renderReport } from '../../src/report/html.js';
@@ -131,6 +134,29 @@ export function summarySurface(result: RunResult, events: readonly TimedRunEvent
     retries: num('retries'),
     costUsd: total === undefined || total === 'unknown' ? null : Number(total.replace('$', '')),
   };
+}
+
+/** `swarmstate runs --json`, run in this process on the journal file: the run's done and total. */
+export async function runsSurface(file: string, runId: string): Promise<{ tasksDone: number; tasksTotal: number; costUsd: number }> {
+  let out = '';
+  let err = '';
+  const sink = (add: (s: string) => void) => new Writable({ write: (chunk, _enc, done) => (add(String(chunk)), done()) });
+  const code = await runCommand(runs, ['--store', file, '--json'], { out: sink((s) => (out += s)), err: sink((s) => (err += s)) });
+  if (code !== 0) throw new Error(`runs exited ${code}: ${err}`);
+  const row = (JSON.parse(out) as { id: string; tasksDone: number; tasksTotal: number; costUsd: number }[]).find((r) => r.id === runId);
+  if (row === undefined) throw new Error(`runs does not list ${runId}`);
+  return row;
+}
+
+/** The journal's page of a run (`swarmstate ui`), rebuilt from its rows, as it shows a run no process holds. */
+export function journalPageCards(file: string, runId: string): Cards {
+  const store = openStoreToRead(file)!;
+  try {
+    const record = store.getRun(runId)!;
+    return cardsOf(renderReport({ ...journalReport(record, store.loadTasks(runId), store.loadAttempts(runId), record.status), ended: true }).main);
+  } finally {
+    store.close();
+  }
 }
 
 /** `swarmstate show <run> --json`, run in this process on the journal file. */

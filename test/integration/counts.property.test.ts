@@ -21,7 +21,7 @@ import type { RunResult } from '../../machines/tasks/results.js';
 import { analyze } from '../../src/report/index.js';
 import { createScriptedProvider, createSwarm, ProviderError, type RunHandle } from '../../src/index.js';
 import type { TimedRunEvent } from '../../src/swarm.js';
-import { journalOracle, jsonSurface, pageCards, progressSurface, reportCards, showSurface, summarySurface, type Oracle } from '../helpers/surfaces.js';
+import { journalOracle, journalPageCards, jsonSurface, pageCards, progressSurface, reportCards, runsSurface, showSurface, summarySurface, type Oracle } from '../helpers/surfaces.js';
 
 const RUNS = 25;
 const dir = mkdtempSync(join(tmpdir(), 'swarmstate-counts-prop-'));
@@ -152,10 +152,14 @@ async function checkSurfaces(file: string, { events, result }: { events: TimedRu
     ['report cards', reportCards(events)],
     ['report cards (with the result)', reportCards(events, result)],
     ['live page cards', pageCards(events)],
+    ['journal page cards', journalPageCards(file, result.runId)],
   ] as const) {
     expect(cards, `${what}: ${surface}`).toMatchObject({ tasks: oracle.tasks, attempts: oracle.attempts, requests: oracle.requests, retries: oracle.retries, status: result.status });
     expect(Object.values(cards.breakdown).reduce((a, n) => a + n, 0), `${what}: ${surface} breakdown`).toBe(oracle.tasks);
   }
+  const listed = await runsSurface(file, result.runId);
+  expect({ tasksDone: listed.tasksDone, tasksTotal: listed.tasksTotal }, `${what}: runs --json`).toEqual({ tasksDone: oracle.completed, tasksTotal: oracle.tasks });
+  expect(listed.costUsd, `${what}: runs --json cost`).toBeCloseTo(oracle.costUsd ?? 0, 7);
   const progress = progressSurface(events);
   expect(
     { tasks: progress.total, completed: progress.counts.completed, failed: progress.counts.failed, skipped: progress.counts.skipped, cancelled: progress.counts.cancelled, attempts: progress.attempts, requests: progress.requests, retries: progress.retries },

@@ -239,6 +239,33 @@ describe.each(makers)('%s', (_name, make) => {
     store.close();
   });
 
+  it('counts a map or reduce with rows under it as a container, not a task: tasksTotal and tasksDone as the result counts them', () => {
+    const { store, clock } = setup();
+    const plan = { tasks: [{ id: 'mp', kind: 'map' }, { id: 'rd', kind: 'reduce', over: 'mp' }, { id: 'pl', kind: 'plan' }, { id: 'x' }] };
+    store.createRun({ id: 'c', plan, options: null, tasksTotal: 4, createdAt: 500 });
+    const total = () => store.getRun('c')!;
+    const listed = () => store.listRuns().find((r) => r.id === 'c')!;
+    // Not expanded yet: four tasks.
+    expect([total().tasksTotal, listed().tasksTotal]).toEqual([4, 4]);
+    store.addTasks('c', [
+      { id: 'mp/0', spec: { prompt: 'a' }, parent: 'mp' },
+      { id: 'mp/1', spec: { prompt: 'b' }, parent: 'mp' },
+      { id: 'pl.1', spec: { prompt: 'c' }, parent: 'pl' },
+      // A reduce's group that split again: a container whose kind is in its own spec.
+      { id: 'rd/0', spec: { kind: 'reduce', prompt: 'd' }, parent: 'rd' },
+      { id: 'rd/0/0', spec: { prompt: 'e' }, parent: 'rd/0' },
+    ]);
+    for (const id of ['mp', 'rd', 'rd/0', 'mp/0', 'pl']) {
+      store.taskStarted('c', id, 1, 'p/m', (clock.t += 1));
+      store.taskCompleted('c', id, 1, 'out', usage(1, 1), 0, 1, 0, (clock.t += 1));
+    }
+    store.flush();
+    // 9 rows: mp, rd and rd/0 are containers (the planner `pl` is a task with sub-tasks); 3 of the 6 tasks done.
+    expect({ total: total().tasksTotal, done: total().tasksDone }).toEqual({ total: 6, done: 2 });
+    expect({ total: listed().tasksTotal, done: listed().tasksDone }).toEqual({ total: 6, done: 2 });
+    store.close();
+  });
+
   it('sums spend per run, per task and per model', () => {
     const { store } = setup();
     store.recordSpend('r1', 'a', 'm', 0.25);

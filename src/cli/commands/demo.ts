@@ -12,7 +12,7 @@ export const demo: Command = {
                        [--stream] [--seed <n>] [--store <file>] [--redis <redis://host:6379>]
                        [--ui] [--inspect [--inspect-url <ws://...>]] [--real]
 
-Runs the catalog swarm (examples/catalog-swarm: maps and a reduce, 874 tasks, 3 keys with
+Runs the catalog swarm (examples/catalog-swarm: maps and a reduce, 865 tasks, 3 keys with
 limits, faults, MCP tools, a cached brief) on the embedded simulated provider, and writes its HTML report (${DEFAULT_REPORT}
 unless --report names another file). No key, nothing leaves the machine.
 
