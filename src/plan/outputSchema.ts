@@ -12,7 +12,7 @@
  *   is named here.
  */
 import type { ValidateFunction } from 'ajv';
-import { instanceFor, newInstanceFor, withoutUnknownMeta } from '../tools/validate.js';
+import { instanceFor, newInstanceFor, withoutUnknownMeta } from '../tools/ajv.js';
 import { isRecord } from './issues.js';
 import { ajvRegExp, userPattern } from './userPattern.js';
 

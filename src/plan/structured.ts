@@ -6,7 +6,7 @@
  * and field placeholders parse it. Schemas compile once each (outputSchema.ts); patterns run on
  * a linear-time engine (userPattern.ts).
  */
-import { describeErrors, instanceFor, withoutUnknownMeta } from '../tools/validate.js';
+import { describeErrors, instanceFor, withoutUnknownMeta } from '../tools/ajv.js';
 import type { OutputCheckSpec as OutputCheck, OutputVerdict } from '../../machines/protocol.js';
 import type { AcceptSpec, OutputSpec } from './schema.js';
 import { compileOutputSchema, schemaShapeProblems, type SchemaPath, type SchemaProblem } from './outputSchema.js';

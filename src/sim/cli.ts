@@ -21,6 +21,7 @@ Options:
   --keys <k1,k2>    Accept only these keys (401 otherwise). Default: any key.
   --rpm, --itpm, --otpm <n>
                     Per-key limits (requests, input tokens, output tokens per minute); need --keys.
+                    0 refuses every request of the key with a 429.
   --fault-rate <x>  Total fault rate in [0, 1], split evenly over 500, overloaded, reset and
                     mid-stream errors. Default 0.
   --ttft <ms>       Time to first token. Default 0.
@@ -83,7 +84,8 @@ export async function simCommand(argv: string[], io: SimCommandIO = { out: proce
   const seed = number('seed', values.seed, { says: 'an integer', integer: true }) ?? 0;
   const limits: SimKeyLimits = {};
   for (const name of ['rpm', 'itpm', 'otpm'] as const) {
-    const n = number(name, values[name], { says: 'a number > 0', above: 0 });
+    // 0 is a key that refuses every request (a 429 each time), as a key's limits in code allow.
+    const n = number(name, values[name], { says: 'a number >= 0', min: 0 });
     if (n !== undefined) limits[name] = n;
   }
   const faultRate = number('fault-rate', values['fault-rate'], { says: 'a rate in [0, 1]', min: 0, max: 1 }) ?? 0;

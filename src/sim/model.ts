@@ -20,7 +20,7 @@ import { countTokens, truncateToTokens } from './tokenizer.js';
 import { derivedId } from './hash.js';
 import { SimHttpError, type SimReply, type SimRequest, type SimTool } from './types.js';
 import { jsonValueEnd } from '../util/jsonScan.js';
-import { sampleValue } from './structured.js';
+import { MAX_SAMPLE_CHARS, MAX_SAMPLE_DEPTH, MAX_SAMPLE_ITEMS, MAX_SAMPLE_VALUES, sampleValue } from './structured.js';
 
 export type ErrorDirective = '400' | '401' | '429' | '500' | '529' | 'context';
 
@@ -200,15 +200,15 @@ function chooseCalls(request: SimRequest, directives: Directives): { name: strin
   if (choice.type === 'none' || request.tools.length === 0) return [];
   const byName = (name: string): SimTool => request.tools.find((t) => t.name === name)!;
   let calls = directives.allTools
-    ? request.tools.map((t) => ({ name: t.name, input: minimalValue(t.inputSchema, 0) }))
-    : directives.tools.map((c) => ({ name: c.name, input: c.input ?? minimalValue(byName(c.name).inputSchema, 0) }));
+    ? request.tools.map((t) => ({ name: t.name, input: minimalValue(t.inputSchema) }))
+    : directives.tools.map((c) => ({ name: c.name, input: c.input ?? minimalValue(byName(c.name).inputSchema) }));
   if (choice.type === 'tool') {
     calls = calls.filter((c) => c.name === choice.name);
     const forced = request.tools.find((t) => t.name === choice.name);
-    if (calls.length === 0 && forced) calls = [{ name: forced.name, input: minimalValue(forced.inputSchema, 0) }];
+    if (calls.length === 0 && forced) calls = [{ name: forced.name, input: minimalValue(forced.inputSchema) }];
   } else if (choice.type === 'any' && calls.length === 0) {
     const first = request.tools[0]!;
-    calls = [{ name: first.name, input: minimalValue(first.inputSchema, 0) }];
+    calls = [{ name: first.name, input: minimalValue(first.inputSchema) }];
   }
   return calls;
 }
@@ -239,22 +239,31 @@ function filler(draw: () => number, chars: number): string {
   return out;
 }
 
-/** The smallest value a JSON Schema accepts, near enough: required properties, minimum sizes. */
-export function minimalValue(schema: unknown, depth: number): unknown {
-  if (!schema || typeof schema !== 'object' || depth > 8) return {};
+/**
+ * The smallest value a JSON Schema accepts, near enough: required properties, minimum sizes,
+ * local `$ref`s (`#`, `#/json/pointer`) followed. Built synchronously from a schema the caller
+ * sent, so capped as structured-output samples are (MAX_SAMPLE_ITEMS, MAX_SAMPLE_VALUES,
+ * MAX_SAMPLE_CHARS, MAX_SAMPLE_DEPTH): past a cap the value is smaller and may fail its check,
+ * and a schema that refers to itself ends in `{}`.
+ */
+export function minimalValue(schema: unknown, depth = 0, left: { values: number } = { values: MAX_SAMPLE_VALUES }, root: unknown = schema): unknown {
+  left.values -= 1;
+  if (!schema || typeof schema !== 'object' || depth > MAX_SAMPLE_DEPTH) return {};
   const s = schema as Record<string, unknown>;
+  const next = (sub: unknown) => minimalValue(sub, depth + 1, left, root);
   if ('const' in s) return s.const;
   if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0];
   if ('default' in s) return s.default;
+  if (typeof s.$ref === 'string') return next(localRef(root, s.$ref));
   for (const key of ['anyOf', 'oneOf', 'allOf'] as const) {
     const options = s[key];
-    if (Array.isArray(options) && options.length > 0) return minimalValue(options[0], depth + 1);
+    if (Array.isArray(options) && options.length > 0) return next(options[0]);
   }
   const types = Array.isArray(s.type) ? s.type.filter((t) => t !== 'null') : [s.type];
   const type = types[0] ?? (s.properties ? 'object' : undefined);
   switch (type) {
     case 'string': {
-      const min = typeof s.minLength === 'number' ? s.minLength : 0;
+      const min = typeof s.minLength === 'number' ? Math.min(s.minLength, MAX_SAMPLE_CHARS) : 0;
       return 'sim'.padEnd(min, 'x');
     }
     case 'integer':
@@ -265,17 +274,39 @@ export function minimalValue(schema: unknown, depth: number): unknown {
     case 'null':
       return null;
     case 'array': {
-      const min = typeof s.minItems === 'number' ? s.minItems : 0;
-      return Array.from({ length: min }, () => minimalValue(s.items, depth + 1));
+      const n = typeof s.minItems === 'number' ? Math.min(s.minItems, MAX_SAMPLE_ITEMS) : 0;
+      const out: unknown[] = [];
+      for (let i = 0; i < n && left.values > 0; i++) out.push(next(s.items));
+      return out;
     }
     default: {
       const properties = (s.properties ?? {}) as Record<string, unknown>;
-      const required = Array.isArray(s.required) ? (s.required as string[]) : [];
+      const required = Array.isArray(s.required) ? (s.required as unknown[]) : [];
       const out: Record<string, unknown> = {};
-      for (const key of required) out[key] = minimalValue(properties[key], depth + 1);
+      for (const key of required) {
+        if (left.values <= 0) break;
+        if (typeof key === 'string') out[key] = next(properties[key]);
+      }
       return out;
     }
   }
+}
+
+/** The schema a local `$ref` (`#`, `#/$defs/a~1b`) names in the root, or undefined (then `{}`). */
+function localRef(root: unknown, ref: string): unknown {
+  if (!ref.startsWith('#')) return undefined;
+  let value = root;
+  for (const raw of ref.slice(1).split('/').slice(1)) {
+    let key: string;
+    try {
+      key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+    } catch {
+      return undefined;
+    }
+    if (value === null || typeof value !== 'object' || !Object.hasOwn(value, key)) return undefined;
+    value = (value as Record<string, unknown>)[key];
+  }
+  return value;
 }
 
 function bad(message: string): SimHttpError {

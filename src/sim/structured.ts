@@ -34,6 +34,8 @@ export const MAX_SAMPLE_ITEMS = 1000;
 export const MAX_SAMPLE_VALUES = 10_000;
 /** Characters a string of a sample holds at most, whatever `minLength` asks. */
 export const MAX_SAMPLE_CHARS = 10_000;
+/** Levels of schema (a property, an item, an option, a `$ref`) a sample follows; deeper it is `{}`. */
+export const MAX_SAMPLE_DEPTH = 12;
 
 /**
  * A value the schema accepts, the same every time: what the simulated model answers with. Built
@@ -43,7 +45,7 @@ export const MAX_SAMPLE_CHARS = 10_000;
  */
 export function sampleValue(schema: unknown, name = 'value', depth = 0, left: { values: number } = { values: MAX_SAMPLE_VALUES }): unknown {
   left.values -= 1;
-  if (!schema || typeof schema !== 'object' || depth > 12) return {};
+  if (!schema || typeof schema !== 'object' || depth > MAX_SAMPLE_DEPTH) return {};
   const s = schema as Record<string, unknown>;
   if ('const' in s) return s.const;
   if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0];

@@ -2,6 +2,7 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { simCommand } from '../../src/sim/index.js';
+import { cli, start, until } from '../helpers/cli.js';
 import { messagesBody, post } from './helpers.js';
 
 function capture(): { stream: PassThrough; text: () => string; line: () => Promise<string> } {
@@ -43,5 +44,27 @@ describe('simCommand', () => {
       expect(await simCommand(argv, { out: new PassThrough(), err: err.stream }), argv.join(' ')).toBe(2);
       expect(err.text()).toMatch(/^swarmstate sim: /);
     }
+  });
+
+  it('the built CLI takes --rpm 0: a key that gets a 429 on every request; a negative limit is refused', async () => {
+    const sim = start(['sim', '--port', '0', '--keys', 'sk-cli-zero', '--rpm', '0']);
+    try {
+      await until(() => sim.out.stdout.includes('\n') || sim.child.exitCode !== null, 'the URL on stdout');
+      expect(sim.out.stderr).not.toMatch(/must be/);
+      const url = sim.out.stdout.split('\n')[0]!;
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      for (const prompt of ['hi', 'again']) {
+        const res = await post(`${url}/v1/messages`, messagesBody(prompt), { key: 'sk-cli-zero' });
+        expect(res.status).toBe(429);
+        expect(res.headers.get('retry-after')).toBe('1');
+        expect(res.text).toContain("This key's rate limit is 0 requests per minute: every request is refused.");
+      }
+    } finally {
+      sim.child.kill('SIGTERM');
+    }
+    expect((await sim.exit).code).toBe(0);
+    const refused = await cli(['sim', '--port', '0', '--keys', 'sk-cli-zero', '--otpm', '-1']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toBe('swarmstate sim: --otpm must be a number >= 0, got "-1" (see swarmstate sim --help)\n');
   });
 });

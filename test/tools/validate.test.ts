@@ -84,12 +84,104 @@ describe('createArgsValidator', () => {
     const compile = vi.spyOn(Ajv.prototype, 'compile');
     try {
       for (let i = 0; i < 2000; i++) createArgsValidator(schema, 'a');
+      // A copy (the same server listed again by the next run) shares the compiled one too.
+      createArgsValidator(JSON.parse(JSON.stringify(schema)) as object, 'a');
       expect(compile).not.toHaveBeenCalled();
-      createArgsValidator({ ...schema }, 'a'); // a new object is compiled: the spy does see compiles
+      createArgsValidator({ ...schema, required: ['n'] }, 'a'); // another schema is compiled: the spy does see compiles
       expect(compile).toHaveBeenCalledTimes(1);
     } finally {
       compile.mockRestore();
     }
     expect(a({ n: 'x' })).toBe('invalid arguments for "a": /n must be number');
+  });
+});
+
+/** The same schema as a new object each time, as a server's tools/list gives it to each run. */
+const copy = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
+
+describe('tool schemas with $id: one compiler per schema', () => {
+  const withId = {
+    $id: 'https://example.com/schemas/lookup-args',
+    type: 'object',
+    properties: { sku: { type: 'string', pattern: '^SKU-\\d+$' } },
+    required: ['sku'],
+  };
+
+  it('two tools sharing a $id schema (or one server listed by two runs) both check their arguments', () => {
+    const shop = createArgsValidator(copy(withId), 'shop.lookup');
+    const stock = createArgsValidator(copy(withId), 'stock.lookup');
+    const again = createArgsValidator(copy(withId), 'shop.lookup');
+    for (const check of [shop, stock, again]) {
+      expect(check.schemaError).toBeUndefined();
+      expect(check({ sku: 'SKU-12' })).toBeUndefined();
+    }
+    expect(stock({ sku: 'twelve' })).toBe('invalid arguments for "stock.lookup": /sku must match pattern "^SKU-\\d+$"');
+    expect(again({})).toBe(`invalid arguments for "shop.lookup": must have required property 'sku'`);
+  });
+
+  it('two different schemas with the same $id each check their own arguments', () => {
+    const text = createArgsValidator({ $id: 'urn:example:args', type: 'object', properties: { q: { type: 'string' } } }, 'a.text');
+    const number = createArgsValidator({ $id: 'urn:example:args', type: 'object', properties: { q: { type: 'number' } } }, 'a.number');
+    expect(number.schemaError).toBeUndefined();
+    expect(text({ q: 'x' })).toBeUndefined();
+    expect(number({ q: 1 })).toBeUndefined();
+    expect(number({ q: 'x' })).toBe('invalid arguments for "a.number": /q must be number');
+    expect(text({ q: 1 })).toBe('invalid arguments for "a.text": /q must be string');
+  });
+
+  it('a $ref to a nested $id resolves inside its own schema, however many tools have it', () => {
+    const schema = {
+      $id: 'https://example.com/schemas/order',
+      definitions: { sku: { $id: 'https://example.com/schemas/sku', type: 'string', minLength: 2 } },
+      type: 'object',
+      properties: { sku: { $ref: 'https://example.com/schemas/sku' } },
+    };
+    const checks = [createArgsValidator(copy(schema), 'a.order'), createArgsValidator(copy(schema), 'b.order')];
+    for (const check of checks) expect(check({ sku: 'AB' })).toBeUndefined();
+    expect(checks[1]!({ sku: 'A' })).toBe('invalid arguments for "b.order": /sku must NOT have fewer than 2 characters');
+  });
+});
+
+describe('hostile arguments against a tool schema', () => {
+  const catastrophic = { type: 'object', properties: { code: { type: 'string', pattern: '^(a+)+$' } } };
+
+  it('^(a+)+$ is checked in linear time: never by JavaScript\'s backtracking engine on this thread', () => {
+    // A bounded input (a backtracking engine takes some ms on it, not minutes) and a spy on the
+    // engine: the unfixed check fails here rather than hanging (test/tools/hostileArgs.test.ts
+    // sends 10,000 characters through a run).
+    const ran: string[] = [];
+    const test = vi.spyOn(RegExp.prototype, 'test');
+    const exec = vi.spyOn(RegExp.prototype, 'exec');
+    try {
+      const check = createArgsValidator(copy(catastrophic), 'x.check');
+      expect(check({ code: 'a'.repeat(20) + '!' })).toBe('invalid arguments for "x.check": /code must match pattern "^(a+)+$"');
+      expect(check({ code: 'a'.repeat(10_000) })).toBeUndefined();
+      for (const spy of [test, exec]) for (const re of spy.mock.contexts) ran.push((re as RegExp).source);
+    } finally {
+      test.mockRestore();
+      exec.mockRestore();
+    }
+    expect(ran.filter((source) => source.includes('(a+)+'))).toEqual([]);
+  });
+
+  it('a pattern with a backreference is still checked (on the bounded engine)', () => {
+    const check = createArgsValidator({ type: 'object', properties: { pair: { type: 'string', pattern: '^(a)\\1$' } } }, 'x.pair');
+    expect(check({ pair: 'aa' })).toBeUndefined();
+    expect(check({ pair: 'ab' })).toBe('invalid arguments for "x.pair": /pair must match pattern "^(a)\\1$"');
+  });
+
+  it('arguments nested past the stack are a failed check, not a thrown RangeError', () => {
+    const tree = { type: 'object', properties: { name: { type: 'string' }, children: { type: 'array', items: { $ref: '#' } } } };
+    const check = createArgsValidator(tree, 'x.tree');
+    expect(check({ name: 'a', children: [{ name: 'b', children: [] }] })).toBeUndefined();
+    let deep: Record<string, unknown> = { name: 'leaf' };
+    for (let i = 0; i < 20_000; i++) deep = { name: 'x', children: [deep] };
+    expect(check(deep)).toBe('invalid arguments for "x.tree": they are nested too deeply to check: send a flatter value');
+  });
+
+  it('a schema whose $refs loop without reaching a value does not compile (no check that never ends)', () => {
+    const check = createArgsValidator({ type: 'object', properties: { a: { $ref: '#/properties/a' } } }, 'x.loop');
+    expect(check.schemaError).toMatch(/^at #\/properties\/a\/\$ref: a \$ref cycle that never reaches a value/);
+    expect(check({ a: 1 })).toBeUndefined();
   });
 });
