@@ -236,23 +236,30 @@ export const settleFailure = ({ context, event, enqueue, system, self }: ActionA
     const msg: LedgerEvent = billed ? { type: 'LEDGER.SETTLE', reservationId: reservation, actualUsd: Number.NaN } : { type: 'LEDGER.RELEASE', reservationId: reservation };
     enqueue.sendTo(system.get('ledger')!, msg);
   }
-  const failed: RunEvent & { costUsd?: number; modelName?: string } = { ...callEvent('model:error', context, lease.keyId), error };
-  const record: CallRecord = { route: routeOf(targetOf(context)), ms: Math.max(0, nowOf(self) - context.spend.callStartedAt), ok: false };
-  const spend: Partial<AgentContext['spend']> = billed ? worstCaseSpend(context) : {};
-  if (billed && spend.costUsd !== undefined) {
-    failed.costUsd = record.costUsd = spend.costUsd - context.spend.costUsd;
-    failed.modelName = targetOf(context).modelName ?? targetOf(context).model;
-  }
-  enqueueReport(enqueue, failed);
+  const { report, spend } = failedCall(context, lease.keyId, error, billed, nowOf(self));
+  enqueueReport(enqueue, report);
   const next = then(context, event);
-  enqueue.assign(settledOf(context, { ...spend, calls: [...context.spend.calls, record] }, undefined, next.patch));
+  enqueue.assign(settledOf(context, spend, undefined, next.patch));
   for (const report of next.reports ?? []) enqueueReport(enqueue, report);
 };
 
-/** The spend after a call that may have been billed for an unknown amount: its worst case, or one more unpriced call. */
-function worstCaseSpend(context: AgentContext): Partial<AgentContext['spend']> {
-  const worst = worstCaseOf(context);
-  return worst === undefined ? { unpricedCalls: context.spend.unpricedCalls + 1 } : { costUsd: context.spend.costUsd + worst };
+/**
+ * A failed call's `model:error` and the attempt's spend after it. One that may have been billed
+ * (`billed`) is charged its worst case (or counts one more unpriced call), on its event too: the
+ * journal records it as spent and every view of the cost adds it, as the attempt's cost does.
+ */
+function failedCall(context: AgentContext, keyId: string, error: ErrorInfo, billed: boolean, now: number): { report: RunEvent; spend: Partial<AgentContext['spend']> } {
+  const report: RunEvent & { costUsd?: number; modelName?: string } = { ...callEvent('model:error', context, keyId), error };
+  const target = targetOf(context);
+  const record: CallRecord = { route: routeOf(target), ms: Math.max(0, now - context.spend.callStartedAt), ok: false };
+  const spend: Partial<AgentContext['spend']> = { calls: [...context.spend.calls, record] };
+  const worst = billed ? worstCaseOf(context) : undefined;
+  if (worst !== undefined) {
+    report.costUsd = record.costUsd = worst;
+    report.modelName = target.modelName ?? target.model;
+    spend.costUsd = context.spend.costUsd + worst;
+  } else if (billed) spend.unpricedCalls = context.spend.unpricedCalls + 1;
+  return { report, spend };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -290,9 +297,11 @@ export const cannotCompact = ({ context }: PatchArgs): Patch => ({
 /**
  * On the way out: withdraw what is requested, give back what is held, and say how it ended. A
  * call still in flight (a lease held: cancelled, past its deadline) may have reached the server:
- * charged its worst case, as the ledger settles it (handBack).
+ * charged its worst case, as the ledger settles it (handBack), and ended by a `model:error` with
+ * the attempt's error that carries the charge, so the journal and every view of the events count
+ * what the result counts.
  */
-export const giveBack = ({ context, enqueue, system }: ActionArgs, { status }: { status: AgentStatus }) => {
+export const giveBack = ({ context, enqueue, system, self }: ActionArgs, { status }: { status: AgentStatus }) => {
   for (const { to, event } of handBack(context)) {
     const target = system.get(to);
     if (target) enqueue.sendTo(target, event);
@@ -302,6 +311,11 @@ export const giveBack = ({ context, enqueue, system }: ActionArgs, { status }: {
   const held = pending || lease || reservation;
   if (!held) return void enqueue.assign({ status });
   const patch: Patch = { status, held: { pending: null, lease: null, reservation: null } };
-  if (lease) patch.spend = worstCaseSpend(context);
+  if (lease) {
+    const error = context.error ?? errorInfo('cancelled', 'the call was cut off in flight');
+    const { report, spend } = failedCall(context, lease.keyId, error, true, nowOf(self));
+    enqueueReport(enqueue, report);
+    patch.spend = spend;
+  }
   enqueue.assign(patchOf(context, patch));
 };

@@ -74,6 +74,8 @@ export class StreamCounts {
       }
       case 'model:error':
         if (e.error?.code === 'rate_limited') this.task(e.taskId, (t) => void (t.rateLimited += 1));
+        // A failed call that may have reached the server is charged its worst case, as the result and the journal charge it.
+        if (typeof e.costUsd === 'number') this.task(e.taskId, (t) => void (t.costUsd += e.costUsd!));
         return;
       default:
         return;

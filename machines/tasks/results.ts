@@ -112,6 +112,8 @@ export class SpendTally {
     if (report.unpricedCalls) record.unpricedCalls += report.unpricedCalls;
     record.requests += report.requests;
     record.retries += report.retries;
+    // Retries within an attempt take from the task's one budget, as new attempts do.
+    record.retriesCounted += report.retries;
     // Only the last attempt's route counts: a retry on the task's own model clears it.
     if (report.servedBy !== undefined) record.servedBy = report.servedBy;
     else delete record.servedBy;

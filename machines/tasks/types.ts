@@ -103,7 +103,7 @@ export interface TaskRecord {
   retries: number;
   /**
    * The retries that count against its `maxRetries`: those since its last `retry` session (which
-   * gives it a fresh budget), and attempts a crash cut short.
+   * gives it a fresh budget), within an attempt and new attempts alike, and attempts a crash cut short.
    */
   retriesCounted: number;
   usage: Usage;

@@ -163,8 +163,6 @@ export function reduce(state: ProgressState, event: TimedRunEvent | RunEvent): P
     }
     case 'model:error': {
       state.errors += 1;
-      // A failed call that may have reached the server is charged its worst case.
-      if (event.costUsd !== undefined) state.costUsd += event.costUsd;
       const key = keyOf(state, event.keyId);
       key.active = Math.max(0, key.active - 1);
       if (event.error?.code === 'rate_limited') key.rateLimited += 1;

@@ -55,7 +55,8 @@ function runPage(store: Store, id: string, token: string): { title: string; main
   if (!run) return undefined;
   const status = statusOf(store, run);
   const input = journalReport(run, store.loadTasks(id), store.loadAttempts(id), status);
-  const rendered = renderReport(input);
+  // A run no live process holds will not go on: what did not end reads `unfinished`, not `running`.
+  const rendered = renderReport({ ...input, ended: status !== 'running' });
   const back = `<p class="note"><a href="/?token=${esc(token)}">all runs</a> · ${esc(input.note)}</p>`;
   return { title: rendered.title, main: `${back}\n${rendered.main}` };
 }

@@ -89,8 +89,18 @@ describe('task:cancelled, task by task', () => {
     const cancelled = events.filter((e) => e.type === 'task:cancelled');
     // Once each, and only the tasks the cancel stopped.
     expect(cancelled.map((e) => e.taskId).sort()).toEqual(['slow', 'waits1', 'waits2']);
-    // Its fields: the task, and when (every event of a run carries `at`).
-    for (const e of cancelled) expect(Object.keys(e).sort()).toEqual(['at', 'taskId', 'type']);
+    // Its fields: the task, and when (every event of a run carries `at`); the one in flight also
+    // carries the task's counters so far (its request counts: the journal keeps them for a resume).
+    const byTask = new Map(cancelled.map((e) => [e.taskId, e]));
+    expect(byTask.get('slow')).toEqual({
+      type: 'task:cancelled',
+      taskId: 'slow',
+      at: expect.any(Number),
+      requests: 1,
+      retries: 0,
+      taskUsage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 },
+    });
+    for (const id of ['waits1', 'waits2']) expect(byTask.get(id)).toEqual({ type: 'task:cancelled', taskId: id, at: expect.any(Number) });
     // The one in flight ended cancelled, not failed: no task:failed, no retry.
     expect(events.filter((e) => e.type === 'task:failed' || e.type === 'task:retry')).toEqual([]);
     expect(events.filter((e) => e.type === 'run:cancelled')).toEqual([expect.objectContaining({ reason: 'stop here' })]);

@@ -137,3 +137,23 @@ describe('RunTable: every move of the table is one the run makes', () => {
     expect([...seen].sort()).toEqual(tableMoves());
   });
 });
+
+describe('RunTable: one retry budget per task', () => {
+  it('retries taken within an attempt count against maxRetries: an attempt that spent them all is not run again', () => {
+    const table = new RunTable([task('t', [], { maxRetries: 1 })]);
+    expect(table.startNext()).toMatchObject({ attempt: 1, retriesLeft: 1 });
+    // Two calls, the second a retry within the attempt: the budget of 1 is spent.
+    expect(table.settle(report('t', 1, { ...failure(true), requests: 2, retries: 1 }), { retry: true })).toEqual({ kind: 'failed', skipped: [] });
+    expect(table.result('r', 'failed', 0).tasks.t).toMatchObject({ status: 'failed', requests: 2, retries: 1 });
+  });
+
+  it('an attempt that spent part of the budget leaves the rest to the next attempt', () => {
+    const table = new RunTable([task('t', [], { maxRetries: 3 })]);
+    table.startNext();
+    expect(table.settle(report('t', 1, { ...failure(true), requests: 2, retries: 1 }), { retry: true })).toEqual({ kind: 'retry' });
+    // 1 in the attempt + 1 for the new attempt: 1 of 3 left.
+    expect(table.startNext()).toMatchObject({ attempt: 2, retriesLeft: 1 });
+    expect(table.settle(report('t', 2, { ...failure(true), requests: 2, retries: 1 }), { retry: true })).toEqual({ kind: 'failed', skipped: [] });
+    expect(table.result('r', 'failed', 0).tasks.t).toMatchObject({ requests: 4, retries: 3 });
+  });
+});

@@ -48,6 +48,8 @@ export interface Command {
   bareDefaults?: Record<string, string>;
   /** Flags of another command that people give this one by mistake, with where they belong. */
   elsewhere?: Record<string, string>;
+  /** What the flags alone cannot say is wrong with a command line (a word that is no subcommand, a flag of another subcommand): its usage error, read by `parseCommandLine` as the flags are. */
+  check?(args: Args): string | undefined;
   run(args: Args, io: IO): Promise<number>;
 }
 
@@ -95,7 +97,10 @@ export function parseCommandLine(command: Command, argv: string[]): Parsed {
   if (!values.help && parsed.positionals.length > command.maxPositionals) {
     return { ok: false, message: `unexpected argument "${parsed.positionals[command.maxPositionals]}"` };
   }
-  return { ok: true, args: { values, positionals: parsed.positionals, argv: args }, help: values.help === true };
+  const read: Args = { values, positionals: parsed.positionals, argv: args };
+  const problem = values.help ? undefined : command.check?.(read);
+  if (problem !== undefined) return { ok: false, message: problem };
+  return { ok: true, args: read, help: values.help === true };
 }
 
 /** Parses a command's arguments and runs it; `--help` prints its help. */

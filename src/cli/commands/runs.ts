@@ -1,6 +1,6 @@
 /** `swarmstate runs`: the journaled runs; `swarmstate runs prune`: journal upkeep. */
 import { listRuns, pruneCommand } from '../commands.js';
-import { usageError, type Command } from './command.js';
+import type { Command } from './command.js';
 
 /** The flags only `runs prune` takes. */
 const PRUNE_FLAGS = ['older-than', 'keep', 'dry-run'] as const;
@@ -35,17 +35,19 @@ Options:
     'dry-run': { type: 'boolean', default: false },
   },
   maxPositionals: 1,
+  check({ positionals: [sub], values: v }) {
+    if (sub !== undefined && sub !== 'prune') return `unexpected argument "${sub}"`;
+    const misplaced = sub === undefined ? PRUNE_FLAGS.find((flag) => v[flag] !== undefined && v[flag] !== false) : undefined;
+    return misplaced === undefined ? undefined : `--${misplaced} is an option of swarmstate runs prune`;
+  },
   run(args, io) {
     const [sub] = args.positionals;
     const v = args.values;
-    if (sub !== undefined && sub !== 'prune') return Promise.resolve(usageError('runs', `unexpected argument "${sub}"`, io));
     const store = v.store as string | undefined;
     if (sub === 'prune') {
       const flags = { store, olderThan: v['older-than'] as string | undefined, keep: v.keep as string | undefined, dryRun: v['dry-run'] === true, json: v.json === true };
       return pruneCommand(flags, io);
     }
-    const misplaced = PRUNE_FLAGS.find((flag) => v[flag] !== undefined && v[flag] !== false);
-    if (misplaced !== undefined) return Promise.resolve(usageError('runs', `--${misplaced} is an option of swarmstate runs prune`, io));
     return listRuns(store, v.json === true, io);
   },
 };
