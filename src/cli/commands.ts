@@ -12,6 +12,7 @@ import { formatBytes, journalBytes, missingJournal, storeFileOf, storeSpecOf } f
 import { usageError } from './commands/command.js';
 import { openStore, openStoreToRead, type PruneResult, type Store } from '../store/index.js';
 import { errorText, jsonForTerminal, visible } from './terminal.js';
+import { onFirstStop, untilStopSignal } from '../util/signals.js';
 
 type IO = { out: NodeJS.WritableStream; err: NodeJS.WritableStream };
 
@@ -28,10 +29,8 @@ export async function connectRedis(url: string, io: IO, env: Record<string, stri
     return 'failed';
   }
   const controller = new AbortController();
-  const stop = () => controller.abort();
   // Listening before the line goes out: whoever reacts to it with a signal finds it handled.
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  const stopListening = onFirstStop(() => controller.abort());
   try {
     // Before the first line: without bullmq and ioredis there is nothing to connect with.
     const { reachRedis } = await importOptional(() => import('../distributed/reach.js'), DISTRIBUTED_PACKAGES, feature);
@@ -43,8 +42,7 @@ export async function connectRedis(url: string, io: IO, env: Record<string, stri
     io.err.write(`swarmstate: ${errorText(error)}\n`);
     return 'failed';
   } finally {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
+    stopListening();
   }
 }
 
@@ -71,10 +69,7 @@ export async function workerCommand(redis: string, n: number, lock: number, io: 
     return EXIT.invalid;
   }
   io.err.write(`worker ready: ${n} calls at once, queue on ${visible(new URL(redis).host)}\n`);
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
+  await untilStopSignal();
   await worker.close();
   io.err.write(`worker stopped: ${calls} calls made\n`);
   return EXIT.ok;

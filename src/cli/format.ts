@@ -74,8 +74,9 @@ export function columns(rows: string[][], align: ('left' | 'right')[] = []): str
 }
 
 /**
- * A line for the events worth a person's attention (failures, retries, skips, keys backing off,
- * revoked or set aside, breakers opening and closing, compactions, denied tools, cancellation); undefined
+ * A line for the events worth a person's attention (failures, retries, skips, budgets refusing or
+ * overrun, keys backing off, revoked or set aside, breakers opening and closing, compactions, denied
+ * tools, cancellation); undefined
  * for the rest, completed tasks included: a 10,000-task run must not print 10,000 lines.
  */
 export function formatEventLine(event: RunEvent): string | undefined {
@@ -90,6 +91,8 @@ export function formatEventLine(event: RunEvent): string | undefined {
       return `skipped  ${event.taskId} (${event.reason})`;
     case 'task:compacted':
       return `compact  ${event.taskId} attempt ${event.attempt}: ${event.mode}, ${plural(event.removed, 'message')} removed, ${formatInt(event.tokensBefore)} -> ${formatInt(event.tokensAfter)} tokens`;
+    case 'budget:overrun':
+      return `budget   ${event.taskId} OVERRAN the ${event.budget} budget: a call on ${event.model} cost ${formatUsd(event.actualUsd)} (${formatUsd(event.reservedUsd)} reserved); spent ${formatUsd(event.spentUsd)} of ${formatBudget(event.limitUsd)}`;
     case 'budget:denied':
       return `budget   ${event.taskId} refused $${event.amountUsd} by the ${event.budget} budget (limit $${event.limitUsd}, spent $${event.spentUsd})`;
     case 'tool:denied':
@@ -145,10 +148,13 @@ function costText(state: ProgressState, budgetUsd?: number): string | undefined 
   if (!priced) return undefined;
   const spent = formatUsd(state.costUsd);
   if (budgetUsd === undefined) return spent;
-  // A budget is usually whole cents: `$0.05`, not `$0.0500`.
-  const cents = budgetUsd * 100;
-  const budget = budgetUsd >= 0.01 && Math.abs(cents - Math.round(cents)) < 1e-9 ? `$${budgetUsd.toFixed(2)}` : formatUsd(budgetUsd);
-  return `${spent} of ${budget}`;
+  return `${spent} of ${formatBudget(budgetUsd)}`;
+}
+
+/** A budget's limit: usually whole cents, so `$0.05`, not `$0.0500`; else as `formatUsd` says. */
+export function formatBudget(usd: number): string {
+  const cents = usd * 100;
+  return usd >= 0.01 && Math.abs(cents - Math.round(cents)) < 1e-9 ? `$${usd.toFixed(2)}` : formatUsd(usd);
 }
 
 /**

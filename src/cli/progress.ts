@@ -247,5 +247,6 @@ export function createProgress(opts: ProgressOptions): Progress {
 
 /** What stays on a terminal above the live view: what a person must not miss. */
 function isAlarm(event: RunEvent): boolean {
-  return (event.type === 'task:failed' && !event.willRetry) || event.type === 'key:revoked' || event.type === 'breaker:open' || event.type === 'run:cancelled';
+  if (event.type === 'task:failed') return !event.willRetry;
+  return ['key:revoked', 'key:set-aside', 'budget:overrun', 'breaker:open', 'run:cancelled'].includes(event.type);
 }

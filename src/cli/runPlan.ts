@@ -25,6 +25,7 @@ import { formatElapsed, formatEventLine, formatUsd } from './format.js';
 import { EXIT } from './exit.js';
 import { connectRedis } from './commands.js';
 import { createTextLines } from './stream.js';
+import { onFirstStop, untilStopSignal } from '../util/signals.js';
 
 import type { IO } from './commands/command.js';
 
@@ -219,9 +220,7 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: IO): Promi
   const live = flags.ui ? await startPage(run, seen, io) : undefined;
   // SIGTERM (a service manager, `kill`, a CI timeout) stops the run as Ctrl-C does: cancelled,
   // the result printed, the event stream and the journal complete.
-  const stopOnSignal = (signal: NodeJS.Signals) => run.cancel(`interrupted (${signal})`);
-  process.once('SIGINT', stopOnSignal);
-  process.once('SIGTERM', stopOnSignal);
+  const stopListening = onFirstStop((signal) => run.cancel(`interrupted (${signal})`));
   let result: RunResult;
   try {
     result = await run.result;
@@ -236,8 +235,7 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: IO): Promi
     io.err.write(`swarmstate: ${errorText(error)}\n`);
     return EXIT.invalid;
   } finally {
-    process.off('SIGINT', stopOnSignal);
-    process.off('SIGTERM', stopOnSignal);
+    stopListening();
     text?.finish();
     // A run that never started has no progress to show (not a `0/0 done` line).
     if (announced) progress?.finish();
@@ -266,24 +264,11 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: IO): Promi
     // until Ctrl-C. A script (stdin not a terminal) or --json (a result for a program) is not kept.
     if (io.interactive === true && !flags.json) {
       io.err.write(`live page: ${live.url} (serving the finished run; Ctrl-C to stop)\n`);
-      await (io.untilStopped ?? untilSignal)();
+      await (io.untilStopped ?? untilStopSignal)();
     }
     await live.close();
   }
   return result.status === 'completed' ? EXIT.ok : EXIT.incomplete;
-}
-
-/** Resolves at the first SIGINT or SIGTERM (which then end nothing else). */
-function untilSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
 }
 
 /** The live page of the run (src/ui/live.ts); a page that cannot start is said, the run goes on without it. */

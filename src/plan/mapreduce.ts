@@ -11,6 +11,7 @@ import { isRecord, issue } from './issues.js';
 import { foreignFields, taskKindOf } from './taskKinds.js';
 import { TASK_ID_MAX_LENGTH, TASK_ID_PATTERN, type TaskSpec } from './schema.js';
 import type { PlanIssue } from './validate.js';
+import { parseJsonText, type JsonTextError } from '../util/jsonText.js';
 
 export const DEFAULT_MAX_ITEMS = 1000;
 export const DEFAULT_FAN_IN = 8;
@@ -19,6 +20,9 @@ type Items = { ok: true; items: unknown[] } | { ok: false; message: string };
 
 /** The most bytes an items file may hold: it is read whole, at validation and when the run starts. */
 export const MAX_ITEMS_FILE_BYTES = 64 * 1024 * 1024;
+
+/** What an items file may be, said after each refusal of one. */
+const ITEMS_FORMS = ' (a map needs a JSON array, or JSONL: one item a line)';
 
 /**
  * A map's items file: a JSON array, or JSONL (one JSON value a line; blank lines skipped). It must
@@ -31,13 +35,16 @@ export function loadItemsFile(file: string, baseDir: string = process.cwd()): It
   if (!read.ok) return read;
   let text = read.text;
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  const source = `items file ${path}`;
   const lines = ['.jsonl', '.ndjson'].includes(extname(path).toLowerCase());
+  let asDocument: JsonTextError | undefined;
   if (!lines) {
     try {
-      const value = JSON.parse(text) as unknown;
-      return Array.isArray(value) ? { ok: true, items: value } : { ok: false, message: `items file ${path} holds JSON that is not an array (a map needs a JSON array, or JSONL: one item a line)` };
-    } catch {
+      const value = parseJsonText(text, source);
+      return Array.isArray(value) ? { ok: true, items: value } : { ok: false, message: `${source} holds JSON that is not an array${ITEMS_FORMS}` };
+    } catch (error) {
       // Not one JSON document: read it as JSONL.
+      asDocument = error as JsonTextError;
     }
   }
   const items: unknown[] = [];
@@ -46,9 +53,12 @@ export function loadItemsFile(file: string, baseDir: string = process.cwd()): It
     const line = all[i]!.trim();
     if (line === '') continue;
     try {
-      items.push(JSON.parse(line));
-    } catch {
-      return { ok: false, message: `items file ${path}: line ${i + 1} is not JSON (a map needs a JSON array, or JSONL: one item a line)` };
+      items.push(parseJsonText(line, source));
+    } catch (error) {
+      // A file that opens an array was meant as one document: its own error says where it breaks.
+      if (asDocument && text.trimStart().startsWith('[')) return { ok: false, message: `${asDocument.message}${ITEMS_FORMS}` };
+      const { column, reason } = error as JsonTextError;
+      return { ok: false, message: `${source} is not valid JSONL: line ${i + 1}, column ${column}: ${reason}${ITEMS_FORMS}` };
     }
   }
   return { ok: true, items };

@@ -5,6 +5,8 @@
  *
  * | wire                                                           | code             | retried |
  * |----------------------------------------------------------------|------------------|---------|
+ * | 429 with code insufficient_quota or naming a spend limit or    | spend_cap        | no      |
+ * |   credit balance, whatever its headers (Retry-After included)  |                  |         |
  * | 429 with Retry-After, or code rate_limit_exceeded              | rate_limited     | yes     |
  * | 429 without Retry-After naming a spend/billing/quota limit;    | spend_cap        | no      |
  * |   402; 400 naming a spend limit or credit balance              |                  |         |
@@ -63,6 +65,14 @@ export interface ServerError {
 }
 
 const SPEND = /insufficient_quota|enforced_spend_limit|spend(ing)? limit|billing|credit balance|exceeded your (current )?quota|api usage limits|out of extra usage/i;
+/**
+ * The spend wording that stays a spend cap even beside a Retry-After: OpenAI's `insufficient_quota`
+ * code and Anthropic's spend-limit and credit wording (a 429 rate_limit_error "would exceed your
+ * account's monthly spend limit", often with a Retry-After of hours). Not the looser words of
+ * SPEND: an OpenAI rate limit's message may point at the billing page, and Gemini's per-minute
+ * 429 says "You exceeded your current quota" with a retry delay; both do end.
+ */
+const SPEND_WHATEVER_HEADERS = /insufficient_quota|enforced_spend_limit|spend(ing)? limit|credit balance|api usage limits|out of extra usage/i;
 const CONTEXT = /prompt is too long|context_length_exceeded|maximum context length|context window|context limit/i;
 const ANTHROPIC_TYPE_STATUS: Record<string, number> = {
   invalid_request_error: 400,
@@ -185,7 +195,9 @@ function codeFor(status: number | undefined, server: ServerError, hasRetryAfter:
   if (clientSide && (server.code === 'context_length_exceeded' || CONTEXT.test(server.message))) return 'context_overflow';
   switch (status) {
     case 429:
-      if (hasRetryAfter || server.code === 'rate_limit_exceeded') return 'rate_limited';
+      if (server.code === 'rate_limit_exceeded') return 'rate_limited';
+      if (SPEND_WHATEVER_HEADERS.test(text)) return 'spend_cap';
+      if (hasRetryAfter) return 'rate_limited';
       return SPEND.test(text) ? 'spend_cap' : 'rate_limited';
     case 402:
       return 'spend_cap';

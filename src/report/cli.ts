@@ -10,7 +10,7 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import type { RunResult } from '../../machines/tasks/results.js';
 import type { TimedRunEvent } from '../swarm.js';
-import { parseJsonText } from '../util/jsonText.js';
+import { parseJsonText, type JsonTextError } from '../util/jsonText.js';
 import { buildReport } from './html.js';
 
 export const REPORT_HELP = `Usage: swarmstate report <events.ndjson> [--out <file.html>] [--result <result.json>] [--title <text>]
@@ -30,6 +30,8 @@ export class EventsFileError extends Error {
     readonly path: string,
     readonly line: number,
     reason: string,
+    /** Where in the line it stops being JSON (1-based), when that is what is wrong. */
+    readonly column?: number,
   ) {
     super(`${path}:${line}: ${reason}`);
     this.name = 'EventsFileError';
@@ -53,9 +55,10 @@ export async function readEvents(path: string): Promise<TimedRunEvent[]> {
     if (line.trim() === '') continue;
     let value: unknown;
     try {
-      value = JSON.parse(line);
+      value = parseJsonText(line, path);
     } catch (error) {
-      throw new EventsFileError(path, n, `not valid JSON (${(error as Error).message})`);
+      const { column, reason } = error as JsonTextError;
+      throw new EventsFileError(path, n, `not valid JSON at column ${column}: ${reason}`, column);
     }
     if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new EventsFileError(path, n, 'expected a run event object');
     const { type, at } = value as { type?: unknown; at?: unknown };

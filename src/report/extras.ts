@@ -49,7 +49,7 @@ const TASK_STATE: Partial<Record<TimedRunEvent['type'], string>> = {
   'task:cancelled': 'task.cancelled',
 };
 
-const KEY_STATE: Record<string, string> = { ready: 'key.ready', saturated: 'key.saturated', backoff: 'key.backoff', revoked: 'key.revoked' };
+const KEY_STATE: Record<string, string> = { ready: 'key.ready', saturated: 'key.saturated', backoff: 'key.backoff', revoked: 'key.revoked', setAside: 'key.setAside' };
 
 export function analyzeExtras(events: readonly TimedRunEvent[], calls: readonly Call[], result?: RunResult): Extras {
   const started = events.find((e): e is Started & { at: number } => e.type === 'run:started');

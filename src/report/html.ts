@@ -191,6 +191,13 @@ function pacedAt(k: KeyReport): Cell {
   return `${last.rpm} rpm ${last.source}${low}`;
 }
 
+/** What took a key out of the run, if anything did: revoked, or set aside after nothing but 429s. */
+function keyFate(k: KeyReport): string {
+  if (k.revokedAt !== undefined) return ' (revoked)';
+  if (k.setAside !== undefined) return ` (set aside after ${duration(k.setAside.rateLimitedMs)} of nothing but 429s, ${int(k.setAside.responses)} response${k.setAside.responses === 1 ? '' : 's'})`;
+  return '';
+}
+
 function keySection(m: ReportModel): string {
   if (m.keys.length === 0) return '';
   const span = Math.max(1, m.makespanMs);
@@ -199,7 +206,7 @@ function keySection(m: ReportModel): string {
     const saturatedMs = k.saturated.reduce((a, s) => a + s.end - s.start, 0);
     const shortSpan = Math.min(60_000, span);
     return [
-      k.keyId + (k.revokedAt !== undefined ? ' (revoked)' : ''),
+      k.keyId + keyFate(k),
       int(k.calls.length), int(k.outcomes.ok), ...outcomeCells(m, k.outcomes),
       k.backoffs || backoffMs ? `${int(k.backoffs)} · ${duration(backoffMs)}` : raw('<span class="zero">0</span>'),
       pct(saturatedMs, span), pct(k.busyMs, span),

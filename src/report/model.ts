@@ -188,6 +188,9 @@ export function analyze(events: readonly TimedRunEvent[], result?: RunResult, st
       case 'key:revoked':
         keyOf(e.keyId).revokedAt ??= t(e);
         break;
+      case 'key:set-aside':
+        keyOf(e.keyId).setAside ??= { at: t(e), rateLimitedMs: e.rateLimitedMs, responses: e.responses };
+        break;
       case 'key:rate':
         keyOf(e.keyId).rates.push({ at: t(e), rpm: e.rpm, source: e.source });
         break;

@@ -55,6 +55,8 @@ export interface KeyReport {
   backoff: Span[];
   saturated: Span[];
   revokedAt?: number;
+  /** Set aside (`key:set-aside`): when, and how long it had met nothing but 429s, and how many. */
+  setAside?: { at: number; rateLimitedMs: number; responses: number };
   /** Time with at least one call in flight. */
   busyMs: number;
   /** Most requests that started in any 60 s window (the window an rpm limit counts). */

@@ -8,6 +8,7 @@ import { visible } from '../cli/terminal.js';
 import { fingerprint } from './hash.js';
 import { startSim } from './server.js';
 import type { SimFaults, SimKeyLimits, SimOptions } from './types.js';
+import { untilStopSignal } from '../util/signals.js';
 
 export const SIM_HELP = `swarmstate sim: a simulated Anthropic + OpenAI API on 127.0.0.1
 
@@ -114,18 +115,7 @@ export async function simCommand(argv: string[], io: SimCommandIO = { out: proce
   const accepted = secrets ? `keys ${secrets.map(fingerprint).join(', ')} (sha256 prefixes)` : 'any key';
   io.err.write(`swarmstate sim: listening on ${sim.url} (Anthropic baseURL ${sim.url}, OpenAI baseURL ${sim.url}/v1); ${accepted}; Ctrl-C stops\n`);
 
-  await new Promise<void>((resolve) => {
-    const done = () => {
-      process.off('SIGINT', done);
-      process.off('SIGTERM', done);
-      io.stop?.removeEventListener('abort', done);
-      resolve();
-    };
-    process.once('SIGINT', done);
-    process.once('SIGTERM', done);
-    if (io.stop?.aborted) done();
-    else io.stop?.addEventListener('abort', done);
-  });
+  await untilStopSignal(io.stop);
   await sim.close();
   io.err.write('swarmstate sim: stopped\n');
   return 0;

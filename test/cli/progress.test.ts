@@ -240,6 +240,49 @@ describe('TTY progress', () => {
   });
 });
 
+describe('a budget overrun', () => {
+  const overrun = (budget: 'run' | 'task' | 'model', limitUsd: number): RunEvent => ({
+    type: 'budget:overrun',
+    taskId: 'big',
+    model: 'm',
+    reservedUsd: 0.0123,
+    actualUsd: 5,
+    budget,
+    limitUsd,
+    spentUsd: 5.25,
+  });
+
+  it('is a log line naming the task, the budget, the call\'s cost and reservation, and the spend', () => {
+    const { out, text } = sink();
+    const progress = createProgress({ out, tty: false, intervalMs: 60_000 });
+    progress.onEvent({ ...started(1), at: 0 });
+    progress.onEvent({ ...overrun('task', 0.05), at: 1200 });
+    expect(text().split('\n')[1]).toBe('[1.2s] budget   big OVERRAN the task budget: a call on m cost $5.00 ($0.0123 reserved); spent $5.25 of $0.05');
+  });
+
+  it('is written above the live view, as a final failure is', () => {
+    let t = 0;
+    const { out, text } = sink(() => t);
+    const progress = createProgress({ out, tty: true, now: () => t, width: 120 });
+    progress.onEvent({ ...started(1), at: 0 });
+    t = 300;
+    progress.onEvent({ ...overrun('model', 2), at: 300 });
+    progress.finish();
+    expect(text()).toContain('[0.3s] budget   big OVERRAN the model budget: a call on m cost $5.00 ($0.0123 reserved); spent $5.25 of $2.00\x1b[K');
+  });
+
+  it('a key set aside is written above the live view too', () => {
+    let t = 0;
+    const { out, text } = sink(() => t);
+    const progress = createProgress({ out, tty: true, now: () => t, width: 120 });
+    progress.onEvent({ ...started(1), at: 0 });
+    t = 400;
+    progress.onEvent({ type: 'key:set-aside', keyId: 'p:aaaa', provider: 'p', rateLimitedMs: 120000, responses: 7, at: 400 });
+    progress.finish();
+    expect(text()).toContain('[0.4s] key      p:aaaa SET ASIDE: nothing but 429s for 120000 ms (7 responses)\x1b[K');
+  });
+});
+
 describe('a progress writer never throws', () => {
   it('survives a stream whose write throws, a stream that errors later, and malformed events', async () => {
     const throwing = { write: () => { throw new Error('EPIPE'); }, on: () => throwing } as unknown as NodeJS.WritableStream;

@@ -12,13 +12,28 @@ const exec = promisify(execFile);
 /** Absolute, so a test may run the CLI in another working directory. */
 const BIN = fileURLToPath(new URL('../../bin/swarmstate.js', import.meta.url));
 
-export async function cli(args: string[], env: Record<string, string> = {}, cwd?: string) {
+/** A child still running after this long is killed: below the suite's 180 s test timeout. */
+const CHILD_TIMEOUT_MS = 170_000;
+
+/**
+ * The CLI run to its end: its exit code (null when a signal ended it, then named in `signal`) and
+ * its output.
+ * Past `timeoutMs` it is killed with SIGKILL, which it cannot catch: SIGTERM would start a
+ * graceful stop that a hung child may never finish, and it would outlive the test.
+ */
+export async function cli(args: string[], env: Record<string, string> = {}, cwd?: string, timeoutMs = CHILD_TIMEOUT_MS) {
   try {
-    const { stdout, stderr } = await exec(process.execPath, [BIN, ...args], { timeout: 170_000, env: { ...process.env, ...env }, ...(cwd !== undefined ? { cwd } : {}) });
-    return { code: 0, stdout, stderr };
+    const { stdout, stderr } = await exec(process.execPath, [BIN, ...args], {
+      timeout: timeoutMs,
+      killSignal: 'SIGKILL',
+      env: { ...process.env, ...env },
+      ...(cwd !== undefined ? { cwd } : {}),
+    });
+    return { code: 0, stdout, stderr } as { code: number | null; signal?: NodeJS.Signals; stdout: string; stderr: string };
   } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+    const e = error as { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
+    // `signal` only when one ended it, so tests comparing the whole answer need not name it.
+    return { code: e.code, ...(e.signal ? { signal: e.signal } : {}), stdout: e.stdout, stderr: e.stderr };
   }
 }
 
@@ -32,9 +47,9 @@ export async function until(check: () => boolean, what: string, timeoutMs = 30_0
   }
 }
 
-/** The CLI as a child process to signal: its output so far, and its exit. */
-export function start(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** The CLI as a child process to signal: its output so far, and its exit (killed past `timeoutMs`, as `cli`'s). */
+export function start(args: string[], env: Record<string, string> = {}, timeoutMs = CHILD_TIMEOUT_MS) {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], timeout: timeoutMs, killSignal: 'SIGKILL' });
   const out = { stdout: '', stderr: '' };
   child.stdout.on('data', (d) => (out.stdout += d));
   child.stderr.on('data', (d) => (out.stderr += d));
@@ -47,7 +62,7 @@ export function start(args: string[], env: Record<string, string> = {}) {
  * has its lines): the reader of `closed` is destroyed at once; the other stream is collected.
  */
 export function withClosedPipe(args: string[], closed: 'stdout' | 'stderr', env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], timeout: CHILD_TIMEOUT_MS, killSignal: 'SIGKILL' });
   child[closed].destroy();
   const open = closed === 'stdout' ? child.stderr : child.stdout;
   let text = '';

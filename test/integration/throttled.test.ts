@@ -69,25 +69,38 @@ describe('a provider that answers 429 to everything', () => {
   });
 });
 
+const QUOTA_BODIES = {
+  // As OpenAI answers a spent quota (test/fixtures/openai/errors).
+  openai: JSON.stringify({ error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } }),
+  // Anthropic says a reached spend limit as a 429 rate_limit_error, often with a long Retry-After.
+  anthropic: JSON.stringify({ type: 'error', error: { type: 'rate_limit_error', message: "This request would exceed your account's monthly spend limit. Please try again later." }, request_id: 'req_spend' }),
+} as const;
+
 describe('429 insufficient_quota', () => {
-  it('stays a permanent error: the task fails spend_cap on its first answer, with no wait and no key set aside', async () => {
+  it.each([
+    ['openai', 'no Retry-After', {}],
+    ['openai', 'a Retry-After', { 'retry-after': '60' }],
+    ['openai', 'a Retry-After and x-ratelimit headers', { 'retry-after': '1', 'x-ratelimit-remaining-requests': '0', 'x-ratelimit-reset-requests': '1s' }],
+    ['anthropic', 'no Retry-After', {}],
+    ['anthropic', 'a Retry-After', { 'retry-after': '3600' }],
+  ] as const)('stays a permanent error (%s, %s): the task fails spend_cap on its first answer, with no wait and no key set aside', async (type, _headers, headers) => {
     let requests = 0;
     const server: Server = createServer((req, res) => {
       requests++;
       req.resume();
       req.on('end', () => {
-        // As OpenAI answers it (test/fixtures/openai/errors): no Retry-After, which would make it a wait.
-        res.writeHead(429, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } }));
+        res.writeHead(429, { 'content-type': 'application/json', ...headers });
+        res.end(QUOTA_BODIES[type]);
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const { port } = server.address() as AddressInfo;
+      const baseURL = type === 'openai' ? `http://127.0.0.1:${port}/v1` : `http://127.0.0.1:${port}`;
       const swarm = createSwarm({ seed: 1 });
       const run = swarm.run({
-        providers: { quota: { type: 'openai', baseURL: `http://127.0.0.1:${port}/v1`, keys: ['sk-quota-aaaaaaaa'], maxRateLimitedMs: 300 } },
-        models: { m: { provider: 'quota', model: 'gpt-4o-mini' } },
+        providers: { quota: { type, baseURL, keys: ['sk-quota-aaaaaaaa'], maxRateLimitedMs: 300 } },
+        models: { m: { provider: 'quota', model: type === 'openai' ? 'gpt-4o-mini' : 'claude-x' } },
         defaults: { maxRetries: 3, taskTimeoutMs: 20_000 },
         tasks: [{ id: 'a', model: 'm', prompt: 'hi' }],
       });
@@ -96,6 +109,7 @@ describe('429 insufficient_quota', () => {
       const result = await run.result;
       await swarm.close();
       expect(result.tasks.a).toMatchObject({ status: 'failed', attempts: 1, retries: 0, requests: 1, error: { code: 'spend_cap', retryable: false, status: 429 } });
+      expect(result.tasks.a!.error!.message).toMatch(/raise the limit or add credits; this is not retried/);
       expect(requests).toBe(1);
       expect(events.filter((e) => e.type === 'key:set-aside' || e.type === 'key:backoff')).toEqual([]);
     } finally {

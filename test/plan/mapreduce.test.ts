@@ -19,6 +19,8 @@ beforeAll(() => {
   writeFileSync(join(dir, 'items.jsonl'), '{"sku":"a"}\n\n{"sku":"b"}\n');
   writeFileSync(join(dir, 'object.json'), '{"sku":"a"}');
   writeFileSync(join(dir, 'broken.jsonl'), '{"sku":"a"}\n{"sku":\n');
+  writeFileSync(join(dir, 'broken.json'), '[\n  {"sku": "a"},\n  {"sku": "b",}\n]\n');
+  writeFileSync(join(dir, 'lines.json'), '{"sku": "a"}\n{"sku" "b"}\n');
   writeFileSync(join(dir, 'keys.json'), JSON.stringify([{ sku: 'a' }, { sku: 'a' }, { sku: 'a b' }, { name: 'x' }]));
   writeFileSync(join(dir, 'empty.jsonl'), '\n\n');
 });
@@ -62,12 +64,24 @@ describe('validate: map', () => {
       'tasks[6].items: items is {"file": "items.jsonl"}, {"from": "<task id>"} or {"values": [...]}',
       `tasks[0].items.file: cannot read items file ${join(dir, 'nope.jsonl')}: no such file`,
       `tasks[1].items.file: items file ${join(dir, 'object.json')} holds JSON that is not an array (a map needs a JSON array, or JSONL: one item a line)`,
-      `tasks[2].items.file: items file ${join(dir, 'broken.jsonl')}: line 2 is not JSON (a map needs a JSON array, or JSONL: one item a line)`,
+      `tasks[2].items.file: items file ${join(dir, 'broken.jsonl')} is not valid JSONL: line 2, column 8: Unexpected end of JSON input (a map needs a JSON array, or JSONL: one item a line)`,
       'tasks[3].items: 2 items, more than maxItems (1): raise maxItems or split the items',
       'tasks[4].items: item 1: key "a" is already item 0\'s (keys must be unique)',
       'tasks[4].items: item 2: key "a b" cannot name a task (letters, digits and _ . : / - only)',
       'tasks[4].items: item 3 has no string or number field "sku" (key)',
       'tasks[5].items: required: {"file": "items.jsonl"}, {"from": "<task id>"} or {"values": [...]}',
+    ]);
+  });
+
+  it('places a syntax error of an items file by line and column: a JSON array as one document, other text line by line', () => {
+    expect(
+      lines([
+        { id: 'a', kind: 'map', items: { file: 'broken.json' }, model: 'm', prompt: 'x' },
+        { id: 'b', kind: 'map', items: { file: 'lines.json' }, model: 'm', prompt: 'x' },
+      ]),
+    ).toEqual([
+      `tasks[0].items.file: items file ${join(dir, 'broken.json')} is not valid JSON: line 3, column 15: Expected double-quoted property name (a map needs a JSON array, or JSONL: one item a line)`,
+      `tasks[1].items.file: items file ${join(dir, 'lines.json')} is not valid JSONL: line 2, column 8: Expected ':' after property name (a map needs a JSON array, or JSONL: one item a line)`,
     ]);
   });
 

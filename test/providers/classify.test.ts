@@ -64,6 +64,29 @@ describe('classifyHttpError', () => {
     expect(error.message).toMatch(/raise the limit or add credits/);
   });
 
+  it.each([
+    ['insufficient_quota', openaiBody('You exceeded your current quota, please check your plan and billing details.', 'insufficient_quota', 'insufficient_quota'), { 'retry-after': '20' }],
+    ['insufficient_quota (retry-after-ms)', openaiBody('You exceeded your current quota.', 'insufficient_quota', 'insufficient_quota'), { 'retry-after-ms': '1500', 'x-ratelimit-remaining-requests': '0' }],
+    ['Anthropic monthly spend limit', anthropicBody('rate_limit_error', "This request would exceed your account's monthly spend limit. Please try again later."), { 'retry-after': '3600' }],
+    [
+      'enforced_spend_limit_reached',
+      JSON.stringify({ type: 'error', error: { type: 'rate_limit_error', message: 'Limit reached.', details: { error_code: 'enforced_spend_limit_reached' } } }),
+      { 'retry-after': '86400' },
+    ],
+    ['credit balance', anthropicBody('rate_limit_error', 'Your credit balance is too low to access the Anthropic API.'), { 'retry-after': '5' }],
+  ])('reads 429 WITH Retry-After naming %s as spend_cap: a spent quota does not come back by waiting', (_name, body, headers) => {
+    const error = classify(429, body, headers);
+    expect(error.code).toBe('spend_cap');
+    expect(error.retryable).toBe(false);
+    expect(error.message).toMatch(/raise the limit or add credits; this is not retried\.$/);
+  });
+
+  it('keeps a 429 with Retry-After whose message only says "exceeded your current quota" (a per-minute quota, as Gemini words it) rate_limited', () => {
+    const error = classify(429, JSON.stringify({ error: { code: 429, message: 'You exceeded your current quota, please check your plan and billing details.', status: 'RESOURCE_EXHAUSTED' } }), { 'retry-after': '41' });
+    expect(error.code).toBe('rate_limited');
+    expect(error.retryAfterMs).toBe(41_000);
+  });
+
   it('reads a plain 429 without Retry-After as rate_limited, taking "try again in" from the message', () => {
     const error = classify(429, openaiBody('Rate limit reached for gpt-4o on tokens per min (TPM). Please try again in 1m2.5s.', 'tokens', 'rate_limit_exceeded'));
     expect(error.code).toBe('rate_limited');

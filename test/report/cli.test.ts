@@ -57,7 +57,8 @@ describe('readEvents and swarmstate report', () => {
     const error = await readEvents(path).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EventsFileError);
     expect((error as EventsFileError).line).toBe(3);
-    expect((error as Error).message).toMatch(/bad\.ndjson:3: not valid JSON/);
+    expect((error as EventsFileError).column).toBe(23);
+    expect((error as Error).message).toBe(`${path}:3: not valid JSON at column 23: Expected double-quoted property name`);
   });
 
   it('refuses a line that is not a timed run event', async () => {
@@ -114,7 +115,7 @@ describe('readEvents and swarmstate report', () => {
     expect(missing.err).toMatch(/cannot read .*missing\.ndjson: ENOENT/);
     const bad = await runReport([await file('bad2.ndjson', 'nope\n'), '--out', join(dir, 'y.html')]);
     expect(bad.code).toBe(2);
-    expect(bad.err).toMatch(/bad2\.ndjson:1: not valid JSON/);
+    expect(bad.err).toBe(`swarmstate report: ${join(dir, 'bad2.ndjson')}:1: not valid JSON at column 1: Unexpected token 'o'\n`);
     const empty = await runReport([await file('empty.ndjson', '\n'), '--out', join(dir, 'z.html')]);
     expect(empty.code).toBe(2);
     expect(empty.err).toMatch(/holds no events/);

@@ -150,6 +150,37 @@ describe('stages, pairing and keys on a hand-written stream', () => {
     expect(buildReport({ events })).toContain('<td class="n">4 / 4</td>');
   });
 
+  it('names a key set aside (and one revoked) in the keys section, with how long it met nothing but 429s', () => {
+    const limited = (at: number, keyId: string) =>
+      ev(at, { type: 'model:error', taskId: 'a', attempt: 1, turn: 0, provider: 'p', model: 'm', keyId, error: { code: 'rate_limited', message: '429', retryable: true } });
+    const events = [
+      ev(0, { type: 'run:started', runId: 'r3', tasks: 1, keys: { 'p:k1': {}, 'p:k2': {}, 'p:k3': {} } }),
+      call(10, 'a', 'p:k1'),
+      limited(20, 'p:k1'),
+      call(30, 'a', 'p:k1'),
+      limited(40, 'p:k1'),
+      ev(120_040, { type: 'key:state', keyId: 'p:k1', state: 'setAside' }),
+      ev(120_040, { type: 'key:set-aside', keyId: 'p:k1', provider: 'p', rateLimitedMs: 120_020, responses: 2 }),
+      ev(120_050, { type: 'key:revoked', keyId: 'p:k2' }),
+      call(120_060, 'a', 'p:k3'),
+      ok(120_070, 'a', 'p:k3'),
+      ev(120_080, { type: 'run:completed', status: 'completed' }),
+    ];
+    const model = analyze(events);
+    expect(model.keys.map((k) => [k.keyId, k.setAside, k.revokedAt])).toEqual([
+      ['p:k1', { at: 120_040, rateLimitedMs: 120_020, responses: 2 }, undefined],
+      ['p:k2', undefined, 120_050],
+      ['p:k3', undefined, undefined],
+    ]);
+    const page = buildReport({ events });
+    const keys = page.slice(page.indexOf('<h2>Keys</h2>'), page.indexOf('</section>', page.indexOf('<h2>Keys</h2>')));
+    expect(keys).toContain('<td class="id">p:k1 (set aside after 2 min 00 s of nothing but 429s, 2 responses)</td>');
+    expect(keys).toContain('<td class="id">p:k2 (revoked)</td>');
+    expect(keys).toContain('<td class="id">p:k3</td>');
+    // The key machine's chart counts it in its state.
+    expect(model.machineStates['key']).toEqual({ 'key.setAside': 1, 'key.ready': 2 });
+  });
+
   it('escapes key ids, routes, tool names and reasons from a stream that was tampered with', () => {
     const bad = '"><svg onload=alert(1)>';
     const events = [

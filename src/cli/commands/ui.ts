@@ -8,6 +8,7 @@ import { EXIT } from '../exit.js';
 import { missingJournal, storeFileOf, storeSpecOf } from '../paths.js';
 import { errorText, visible } from '../terminal.js';
 import { usageError, type Command } from './command.js';
+import { untilStopSignal } from '../../util/signals.js';
 
 export const ui: Command = {
   name: 'ui',
@@ -54,23 +55,10 @@ Options:
       return EXIT.journal;
     }
     io.err.write(`runs page: ${server.url}\nserving the runs of ${visible(file)} until Ctrl-C\n`);
-    await untilStopped();
+    await untilStopSignal();
     await server.close();
     store.close();
     io.err.write('swarmstate ui: stopped\n');
     return EXIT.ok;
   },
 };
-
-/** Resolves at the first SIGINT or SIGTERM. */
-function untilStopped(): Promise<void> {
-  return new Promise((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
-}
