@@ -265,8 +265,9 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     }
     const record = durable.getRun(runId);
     if (!record) {
-      const message = `no run "${runId}" in ${durable.path}`;
-      throw what === 'retry' ? new RetryError('RUN_NOT_FOUND', message, runId) : new Error(message);
+      // One message for both, and the same code: a caller tells "no such run" apart from other refusals.
+      const message = `no run ${runId} in ${durable.path}`;
+      throw what === 'retry' ? new RetryError('RUN_NOT_FOUND', message, runId) : Object.assign(new Error(message), { code: 'RUN_NOT_FOUND' as const, runId });
     }
     const refused = refusalOf(record.result);
     if (refused) {

@@ -17,7 +17,7 @@ import { terminalMode } from './colour.js';
 import { createProgress } from './progress.js';
 import { formatSummaryTable } from './summary.js';
 import { planJson, withPlanFolder } from './demo.js';
-import { errorText, jsonForTerminal, visible } from './terminal.js';
+import { errorText, jsonForTerminal, noRunLine, visible } from './terminal.js';
 import { importOptional } from '../util/optional.js';
 import { journalLine, missingJournal, outputConflict, storeFileOf, storeSpecOf } from './paths.js';
 import { redisForDisplay } from '../distributed/redis.js';
@@ -150,6 +150,10 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: IO): Promi
     if (error instanceof RunLockedError) {
       io.err.write(`swarmstate: ${errorText(error)}\n`);
       return EXIT.locked;
+    }
+    if ('resume' in target && (error as { code?: unknown }).code === 'RUN_NOT_FOUND') {
+      io.err.write(noRunLine(target.retry ? 'retry' : 'resume', target.resume, journal ?? 'memory'));
+      return EXIT.invalid;
     }
     io.err.write(`swarmstate: ${errorText(error)}\n`);
     return error instanceof StoreError ? EXIT.journal : EXIT.invalid;

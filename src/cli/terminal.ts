@@ -70,3 +70,8 @@ export function jsonForTerminal(value: unknown): string {
   const units = (c: string) => [...Array(c.length).keys()].map((i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('');
   return JSON.stringify(value).replace(/[\u007f-\u009f]|(?![\u200c\u200d])[\p{Cf}\u2028\u2029]/gu, units);
 }
+
+/** A run id the journal does not have, as `show`, `resume` and `retry` all say it (exit 2). */
+export function noRunLine(command: string, runId: string, file: string): string {
+  return `swarmstate ${command}: no run ${visible(runId)} in ${visible(file)} (\`swarmstate runs\` lists its runs)\n`;
+}

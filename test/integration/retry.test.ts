@@ -149,7 +149,7 @@ describe('swarm.retry', () => {
       }
       throw new Error('not refused');
     };
-    expect(refused(() => swarm.retry('nosuchrun'))).toMatchObject({ code: 'RUN_NOT_FOUND', message: `no run "nosuchrun" in ${file}` });
+    expect(refused(() => swarm.retry('nosuchrun'))).toMatchObject({ code: 'RUN_NOT_FOUND', message: `no run nosuchrun in ${file}` });
     expect(() => swarm.retry(first.runId, { tasks: 'b' as never })).toThrow('retry(runId, { tasks }): tasks must be an array of task ids (strings), got "b"');
     const completed = refused(() => swarm.retry(first.runId, { tasks: ['a'] }));
     expect(completed).toBeInstanceOf(RetryError);

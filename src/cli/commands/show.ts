@@ -9,7 +9,7 @@ import { openStoreToRead, type Store, type TaskRow } from '../../store/index.js'
 import { EXIT } from '../exit.js';
 import { columns, fit, formatInt, formatUsd } from '../format.js';
 import { missingJournal, storeFileOf, storeSpecOf } from '../paths.js';
-import { errorText, jsonForTerminal, visible, visibleLines } from '../terminal.js';
+import { errorText, jsonForTerminal, noRunLine, visible, visibleLines } from '../terminal.js';
 import { usageError, type Command, type IO } from './command.js';
 
 /** A task as `show --json` gives it. */
@@ -60,7 +60,7 @@ Options:
       store = openStoreToRead(spec);
       const record = store?.getRun(runId);
       if (!store || !record) {
-        io.err.write(`swarmstate show: no run ${visible(runId)} in ${visible(file)} (\`swarmstate runs\` lists its runs)\n`);
+        io.err.write(noRunLine('show', runId, file));
         return EXIT.invalid;
       }
       // A run journaled as running that no live process holds died: as `swarmstate runs` says it.
