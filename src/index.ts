@@ -14,6 +14,8 @@ export type { OutputOf, OutputsOf, ResultOf, TypedRunResult } from './plan/typed
 export { RetryError, type RetryErrorCode, type RetrySession } from './run/retry.js';
 export { definePlan, type DefinedPlan, type TaskInput } from './plan/define.js';
 export { ProviderError } from './providers/errors.js';
+export { NonRetryableError } from './fn/errors.js';
+export type { FnContext, SwarmFunction, SwarmFunctions } from './fn/types.js';
 export { createScriptedProvider, type ScriptReply, type ScriptedProvider, type ScriptedProviderOptions } from './providers/scripted.js';
 export { createAnthropicProvider, type AnthropicProviderOptions } from './providers/anthropic.js';
 export { createOpenAIProvider, type OpenAIProviderOptions } from './providers/openai.js';

@@ -21,6 +21,7 @@ import type { RunResult } from '../machines/tasks/results.js';
 import type { supervisorMachine } from '../machines/supervisor/machine.js';
 import { realClock, type TimedClock } from '../machines/clock.js';
 import type { Emitter } from './util/emitter.js';
+import type { SwarmFunctions } from './fn/types.js';
 import { parsePlan, type Plan, type ResultOf } from './plan/index.js';
 import type { PlanBudget } from './plan/planTypes.js';
 import { ProviderRegistry, type ProviderObject } from './providers/registry.js';
@@ -47,6 +48,12 @@ export type TimedRunEvent = RunEvent & { at: number };
 export type RunEvents = { [K in RunEvent['type']]: Extract<RunEvent, { type: K }> & { at: number } };
 
 export interface SwarmOptions {
+  /**
+   * The functions `kind: "fn"` tasks name (`"fn": "fetchOrders"`), and the per-item and merge
+   * steps of maps and reduces that name one. A plan that names a function not given here is
+   * rejected before anything runs.
+   */
+  functions?: SwarmFunctions;
   /**
    * Provider adapters, by the plan's provider name or by provider type. A `custom` provider is
    * any object with `call(request)`; an `ai-sdk` one an AI SDK language model or provider. A
