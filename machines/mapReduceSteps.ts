@@ -48,6 +48,11 @@ export function aggregateStep(context: SupervisorContext, enqueue: Enqueue, spec
   const complete = refs.list.every((r) => table.status(refTask(r)) === 'completed');
   const system = spec.system !== undefined ? fillPlaceholders(spec.system, spec.deps, out) : undefined;
   let size: Parameters<typeof planGroups>[3];
+  // A function merges every input in one call: no tree, no context window.
+  if (spec.fn !== undefined) {
+    if (complete) return 'agent';
+    return fail(errorInfo('invalid_plan', `task "${spec.id}": function reduce started before its inputs completed`));
+  }
   if (complete) {
     const fits = spec.inputBudget === undefined || promptTokens(system, reducePrompt(table, spec), spec.toolTokens) <= spec.inputBudget;
     if (refs.list.length <= fanIn && fits) return 'agent';
@@ -103,7 +108,7 @@ const describeOver = (spec: SupervisedTask) => overIds(spec).map((id) => `"${id}
  * A reduce's inputs: a group's own list; a map's items (those it kept, once it has completed);
  * the elements of a task's JSON array output; or one per task of a list.
  */
-function inputsOf(table: RunTable, spec: SupervisedTask): { ok: true; list: string[] } | { ok: false; message: string } {
+export function inputsOf(table: RunTable, spec: SupervisedTask): { ok: true; list: string[] } | { ok: false; message: string } {
   const over = spec.reduce?.over ?? [];
   if (typeof over !== 'string') return { ok: true, list: [...over] };
   if (table.spec(over).kind === 'map') return { ok: true, list: [...(table.keptOf(over) ?? table.subtasksOf(over) ?? [])] };

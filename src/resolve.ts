@@ -136,6 +136,8 @@ function withReviewed<T extends { deps: string[]; reviews?: string; kind?: strin
  * planner and review tasks the instructions that tell the model what answer the runtime reads.
  */
 export function resolveTask(plan: Plan, spec: TaskSpec, rank: number, opts: TaskResolveOptions, extra: { depth?: number; parent?: string } = {}): SupervisedTask {
+  const step = spec as StepSpec;
+  if (step.fn !== undefined || step.kind === 'approval') return resolveStep(plan, step, rank, extra);
   const t = withReviewed(spec);
   const model = plan.models[t.model]!;
   const d = plan.defaults;
@@ -202,6 +204,61 @@ export function resolveTask(plan: Plan, spec: TaskSpec, rank: number, opts: Task
     // A reduce made by another (a group of its tree) merges exactly the inputs it lists.
     task.kind = 'reduce';
     task.reduce = { fanIn: t.fanIn ?? DEFAULT_FAN_IN, over: t.over!, ...(extra.parent !== undefined ? { group: true } : {}) };
+  }
+  return task;
+}
+
+/** A task as the plan-side kinds give it: a function's name, an approval's target, a map item's value (sub-tasks only). */
+type StepSpec = Omit<TaskSpec, 'kind' | 'model' | 'prompt'> & { kind?: string; model?: string; prompt?: string; fn?: string; approves?: string; item?: unknown };
+
+/**
+ * A task that calls no model: a function step (`fn`, or a map or reduce that names one) or an
+ * approval. No route, no price, no key: its `modelName` says what it is (`fn:<name>`, `approval`)
+ * in progress lines and the journal. An approval has no deadline unless its timeoutMs says so.
+ */
+function resolveStep(plan: Plan, t: StepSpec, rank: number, extra: { depth?: number; parent?: string }): SupervisedTask {
+  const d = plan.defaults;
+  const approval = t.kind === 'approval';
+  const deps = approval && t.approves !== undefined && !t.deps.includes(t.approves) ? [...t.deps, t.approves] : [...t.deps, ...implicitDeps(t as Record<string, unknown>).filter((x) => !t.deps.includes(x))];
+  const task: SupervisedTask = {
+    id: t.id,
+    deps: [...new Set(deps)],
+    priority: t.priority,
+    rank,
+    modelName: approval ? 'approval' : `fn:${t.fn}`,
+    provider: '',
+    model: '',
+    maxTokens: 0,
+    prompt: t.prompt ?? '',
+    tools: [],
+    maxTurns: 1,
+    maxRetries: t.maxRetries ?? d.maxRetries,
+    timeoutMs: t.timeoutMs ?? d.taskTimeoutMs,
+  };
+  if (extra.depth) task.depth = extra.depth;
+  if (extra.parent !== undefined) task.parent = extra.parent;
+  const check = outputCheckOf(t.output, undefined);
+  if (check) task.output = check;
+  if (approval) {
+    task.kind = 'approval';
+    task.reviews = t.approves!;
+    task.question = t.prompt ?? '';
+    task.maxRounds = t.maxRounds ?? 2;
+    if (t.timeoutMs !== undefined) task.decisionTimeoutMs = t.timeoutMs;
+    return task;
+  }
+  task.fn = t.fn!;
+  if (t.kind === 'map') {
+    task.kind = 'map';
+    task.map = {};
+    if (t.items && 'from' in t.items) task.map.from = t.items.from;
+    if (t.dedupe !== undefined) task.map.dedupe = t.dedupe;
+  } else if (t.kind === 'reduce') {
+    task.kind = 'reduce';
+    task.reduce = { fanIn: t.fanIn ?? DEFAULT_FAN_IN, over: t.over! };
+  } else {
+    task.kind = 'fn';
+    if (t.item !== undefined) task.item = t.item;
   }
   return task;
 }

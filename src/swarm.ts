@@ -22,6 +22,8 @@ import type { supervisorMachine } from '../machines/supervisor/machine.js';
 import { realClock, type TimedClock } from '../machines/clock.js';
 import type { Emitter } from './util/emitter.js';
 import type { SwarmFunctions } from './fn/types.js';
+import { ApprovalError, approveJournaled, decisionOf, type Decision } from './run/approvals.js';
+import type { DecisionSource } from '../machines/protocol.js';
 import { parsePlan, type Plan, type ResultOf } from './plan/index.js';
 import type { PlanBudget } from './plan/planTypes.js';
 import { ProviderRegistry, type ProviderObject } from './providers/registry.js';
@@ -135,13 +137,16 @@ export interface RunOptions {
   source?: string;
   /** `task:delta` events for this run (default: the swarm's `deltas`). */
   deltas?: boolean;
+  /**
+   * Approvals that wait keep the run going until they are decided (`run.approve`), instead of
+   * ending it `paused` when nothing else can run. For a program or a page that decides.
+   */
+  holdApprovals?: boolean;
 }
 
-export interface ResumeOptions {
+export interface ResumeOptions extends Pick<RunOptions, 'deltas' | 'holdApprovals'> {
   /** The plan again, for a run whose plan had inline secrets (they are never stored) and whose file is gone. */
   plan?: unknown;
-  /** `task:delta` events for this run (default: the swarm's `deltas`). */
-  deltas?: boolean;
 }
 
 export interface RetryOptions extends ResumeOptions {
@@ -173,6 +178,12 @@ export interface RunHandle<R = RunResult> {
   readonly result: Promise<R>;
   /** Cancels the run: nothing new starts, agents in flight are aborted, results so far are kept. */
   cancel(reason?: string): void;
+  /**
+   * Decides a waiting approval task of this run (`by`: where the decision comes from, default
+   * `code`). Throws ApprovalError when the task is not an approval waiting now, or the decision
+   * is malformed (an edited `output` that fails the approved task's output checks included).
+   */
+  approve(taskId: string, decision: Decision, by?: DecisionSource): void;
   /** The supervisor actor, for inspection and tests (undefined until the run has started). */
   readonly actor: Actor<typeof supervisorMachine> | undefined;
 }
@@ -198,6 +209,12 @@ export interface Swarm {
    * what was spent), PlanValidationError (an invalid cap) and RunLockedError (the run is running).
    */
   retry(runId: string, options?: RetryOptions): RunHandle;
+  /**
+   * Decides a waiting approval of a run: this swarm's live run at once; otherwise in the journal,
+   * where the process running it picks it up, or `resume` does for a paused run. Throws
+   * ApprovalError (no such run or task, not waiting, a malformed decision).
+   */
+  approve(runId: string, taskId: string, decision: Decision, by?: DecisionSource): void;
   /** The journaled runs, newest first (empty without a store). */
   runs(limit?: number): RunSummary[];
   /** Cancels runs still going and frees provider connections. */
@@ -260,8 +277,8 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     live: new Set(),
   };
   const { owner, remote, live } = shared;
-  const start = (plan: Plan, runId: string, seed: number, restore: JournaledState | undefined, deltas: boolean, baseDir?: string) =>
-    startRun(shared, { plan, runId, seed, restore, deltas, ...(baseDir !== undefined ? { baseDir } : {}) });
+  const start = (plan: Plan, runId: string, seed: number, restore: JournaledState | undefined, opts: RunOptions, baseDir?: string) =>
+    startRun(shared, { plan, runId, seed, restore, deltas: opts.deltas ?? options.deltas === true, holdApprovals: opts.holdApprovals === true, ...(baseDir !== undefined ? { baseDir } : {}) });
 
   /** A journaled run that can be continued: it exists and was not refused at start. */
   const journaledRun = (runId: string, what: 'resume' | 'retry') => {
@@ -326,7 +343,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         retain(durable);
       }
       // The result's outputs are typed from the plan as written (structured ones are parsed values).
-      return start(plan, runId, options.seed ?? 0, undefined, runOptions.deltas ?? options.deltas === true, baseDir) as RunHandle<never>;
+      return start(plan, runId, options.seed ?? 0, undefined, runOptions, baseDir) as RunHandle<never>;
     },
 
     resume(runId, resumeOptions = {}) {
@@ -336,7 +353,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
       takeLock(durable, runId, owner);
       try {
         retain(durable);
-        return start(plan, runId, seed, stateOf(durable, runId, record.options), resumeOptions.deltas ?? options.deltas === true, baseDir);
+        return start(plan, runId, seed, stateOf(durable, runId, record.options), resumeOptions, baseDir);
       } catch (error) {
         durable.releaseLock(runId, owner.id);
         throw error;
@@ -366,11 +383,19 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
         if (budget) session.budget = { ...(budget.usd !== undefined ? { usd: budget.usd } : {}), ...(budget.perModel !== undefined ? { perModel: budget.perModel } : {}) };
         const recorded = { ...(record.options as Record<string, unknown> | null), retries: [...retrySessionsOf(record.options), session] };
         durable.reopenRun(runId, recorded, tasks, session.at);
-        return start(plan, runId, seed, { ...stateOf(durable, runId, recorded), retried: tasks.length }, retryOptions.deltas ?? options.deltas === true, baseDir);
+        return start(plan, runId, seed, { ...stateOf(durable, runId, recorded), retried: tasks.length }, retryOptions, baseDir);
       } catch (error) {
         durable.releaseLock(runId, owner.id);
         throw error;
       }
+    },
+
+    approve(runId, taskId, decision, by = 'code') {
+      const here = [...live].find((r) => r.id === runId);
+      if (here) return here.approve(taskId, decision, by);
+      const durable = storeOf();
+      if (!durable) throw new ApprovalError('NO_STORE', `this swarm has no store (store: false): run ${runId} is not running here, and there is no journal to decide in`);
+      approveJournaled(durable, runId, taskId, decisionOf(decision, by, Date.now(), `approve("${taskId}")`));
     },
 
     runs(limit) {

@@ -50,6 +50,10 @@ export type ErrorCode =
   | 'invalid_output'
   /** The answer failed a quality gate of its task's `accept` (retried with the reason). */
   | 'rejected_output'
+  /** A plan function (`kind: "fn"`) threw, or returned a value that is not JSON. */
+  | 'fn_error'
+  /** A person rejected an approval (or its timeoutMs passed with no decision). */
+  | 'rejected'
   | 'internal';
 
 /** A serializable description of an error: what went wrong and the facts, never a secret. */

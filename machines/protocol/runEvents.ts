@@ -124,6 +124,32 @@ export type RunEvent =
       limitUsd: number;
       spentUsd: number;
     }
+  /**
+   * An approval task waits for a person: `draft` is the output of the task it approves, as it
+   * stands. `round` counts its requests (a rejection with a note sends the draft back, then asks again).
+   */
+  | { type: 'approval:requested'; taskId: string; attempt: number; approves: string; prompt: string; draft: string; round: number; maxRounds: number; timeoutMs?: number }
+  /**
+   * A decision on a waiting approval. `by`: where it came from (`cli`, `ui`, `code`, or `timeout`
+   * when its timeoutMs passed); `at`: when it was made (ms since the epoch); `edited`: the decision
+   * replaced the approved task's output; `outcome`: what it did (`approved`, `revise`: the draft
+   * goes back with the note, `rejected`: the approval fails).
+   */
+  | {
+      type: 'approval:decided';
+      taskId: string;
+      attempt: number;
+      approves: string;
+      round: number;
+      approved: boolean;
+      note?: string;
+      by: DecisionSource;
+      at: number;
+      edited?: boolean;
+      /** The edited output (journaled: a resume reads the approved task's output as edited). */
+      output?: string;
+      outcome: 'approved' | 'revise' | 'rejected';
+    }
   | { type: 'run:cancelled'; reason: string }
   | { type: 'run:completed'; status: RunStatus };
 
@@ -135,5 +161,22 @@ export interface TaskCounters {
 }
 
 export type KeyState = 'ready' | 'saturated' | 'backoff' | 'revoked' | 'setAside';
-export type RunStatus = 'completed' | 'partial' | 'failed' | 'cancelled' | 'budget_exceeded';
-export type TaskStatus = 'pending' | 'queued' | 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';
+/** `paused`: nothing could run but approvals waiting for a person; `resume` continues it. */
+export type RunStatus = 'completed' | 'partial' | 'failed' | 'cancelled' | 'budget_exceeded' | 'paused';
+/** `waiting`: an approval task waits for a person's decision. */
+export type TaskStatus = 'pending' | 'queued' | 'running' | 'waiting' | 'completed' | 'failed' | 'skipped' | 'cancelled';
+
+/** Where an approval's decision came from. */
+export type DecisionSource = 'cli' | 'ui' | 'code' | 'timeout';
+
+/** A person's decision on an approval task (or its timeout's). */
+export interface ApprovalDecision {
+  approved: boolean;
+  /** Why; with a rejection and rounds left, the note sends the approved task back for another attempt. */
+  note?: string;
+  /** An edited output: it replaces the approved task's output (approval only). */
+  output?: string;
+  by: DecisionSource;
+  /** When it was made (ms since the epoch). */
+  at: number;
+}

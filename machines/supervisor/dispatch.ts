@@ -2,13 +2,13 @@
 import type { AgentInput } from '../agent/index.js';
 import { cacheGroupKey, MIN_CACHE_PREFIX_TOKENS } from '../cacheGroups.js';
 import { enqueueReport } from '../kit.js';
-import { aggregateStep, reducePrompt } from '../mapReduceSteps.js';
+import { startByKind, type FnStepInput } from '../kinds/index.js';
+import { reducePrompt } from '../mapReduceSteps.js';
 import { fillPlaceholders, renderPrompt } from '../prompt.js';
 import { deriveSeed, nextRandom } from '../random.js';
 import { revisionPrompt } from '../review.js';
 import type { Feedback, SupervisedTask } from '../tasks/types.js';
 import { estimateTextTokens } from '../tokens.js';
-import { failAggregate } from './settle.js';
 import type { Enqueue, SupervisorContext } from './types.js';
 
 /** Starts ready tasks, each in a group with room (a new group only when every group is full). */
@@ -21,13 +21,22 @@ export function dispatchReady(context: SupervisorContext, enqueue: Enqueue, now:
     const next = table.startNext();
     if (!next) break; // every ready task's model is at its cap
     const { spec, attempt } = next;
-    // A map, or a reduce that does not fit one call, expands or collects: no agent, no slot.
-    if ((spec.kind === 'map' || spec.kind === 'reduce') && aggregateStep(context, enqueue, spec, attempt, (id, n, error) => failAggregate(context, enqueue, id, n, error)) === 'done') continue;
+    // A map, or a reduce that does not fit one call, expands or collects; an approval waits: no agent, no slot.
+    const step = spec.kind === undefined ? 'agent' : startByKind(context, enqueue, spec, attempt);
+    if (step === 'handled') continue;
     // Taken only for an aggregator (one whose model was at its cap, or a reduce that runs as
     // one call): a task that needs a slot waits for the next one.
     if (crew.inFlight >= context.maxInFlight) {
       table.requeue(spec.id);
       break;
+    }
+    if (step !== 'agent') {
+      // A function step: a slot and a group (its deadline, its cancel), no key, no model.
+      spawnInGroup(context, enqueue, step);
+      enqueueReport(enqueue, { type: 'task:started', taskId: spec.id, attempt, model: spec.modelName, route: `fn/${step.fn}` });
+      table.agentStarted(spec.id);
+      crew.inFlight += 1;
+      continue;
     }
     const input = agentInputOf(context, spec, attempt, next);
     if (spec.cacheFanOut) {
@@ -50,15 +59,21 @@ export function dispatchReady(context: SupervisorContext, enqueue: Enqueue, now:
         }
       }
     }
-    const spawned = crew.spawned;
-    const group = crew.take();
-    const id = crew.id(group);
-    if (crew.spawned > spawned) enqueue.spawnChild('group', { id, input: { group } });
-    enqueue.sendTo(id, { type: 'SPAWN', input });
+    spawnInGroup(context, enqueue, input);
     enqueueReport(enqueue, { type: 'task:started', taskId: spec.id, attempt, model: spec.modelName, route: routeName(context.infra.routeNames, input.provider, input.model) });
     table.agentStarted(spec.id);
     crew.inFlight += 1;
   }
+}
+
+/** Sends the attempt to a group with room (a new group only when every group is full). */
+function spawnInGroup(context: SupervisorContext, enqueue: Enqueue, input: AgentInput | FnStepInput): void {
+  const crew = context.crew;
+  const spawned = crew.spawned;
+  const group = crew.take();
+  const id = crew.id(group);
+  if (crew.spawned > spawned) enqueue.spawnChild('group', { id, input: { group } });
+  enqueue.sendTo(id, { type: 'SPAWN', input });
 }
 
 /** `<provider>/<model>`, built once per route of the run (a task:started names one per task). */

@@ -19,6 +19,7 @@ import { toErrorInfo } from '../errors.js';
 import { childIdOf } from '../kit.js';
 import type { AttemptReport } from '../protocol.js';
 import { AgentSlots } from '../slots.js';
+import { fnStepMachine, type FnStepInput } from '../kinds/fn.js';
 import type { AgentEndedEvent } from './types.js';
 
 export interface GroupInput {
@@ -77,7 +78,7 @@ export class Deadlines {
 }
 
 /** An agent's deadline, counted from its spawn as its own `after` timer did (at least 1 ms). */
-const deadlineOf = (now: number, input: AgentInput) => now + clampDelay(input.timeoutMs, 1);
+const deadlineOf = (now: number, input: AgentInput | FnStepInput) => now + clampDelay(input.timeoutMs, 1);
 
 export interface GroupContext {
   group: number;
@@ -86,7 +87,7 @@ export interface GroupContext {
 }
 
 export type GroupEvent =
-  | { type: 'SPAWN'; input: AgentInput }
+  | { type: 'SPAWN'; input: AgentInput | FnStepInput }
   | { type: 'CANCEL'; reason?: string }
   | { type: 'GROUP.DEADLINE' }
   | DoneActorEvent<AttemptReport, string>
@@ -142,7 +143,7 @@ function lastContextOf(self: AnyActorRef, actorId: string): AgentContext | undef
 
 export const groupMachine = setup({
   types: {} as { context: GroupContext; events: GroupEvent; input: GroupInput },
-  actors: { agent: agentMachine },
+  actors: { agent: agentMachine, fnStep: fnStepMachine },
   actions: {
     /**
      * A spawn, as a fixed list of actions (no action list built per task): the slot and the
@@ -154,6 +155,11 @@ export const groupMachine = setup({
       context.deadlines.set(context.slots.take(input.taskId, input.attempt), deadlineOf(nowOf(self), input));
     },
     spawnBooked: spawnChild('agent', {
+      id: ({ context }) => context.slots.lastTaken,
+      input: ({ event }: { event: GroupEvent }) => (event as Extract<GroupEvent, { type: 'SPAWN' }>).input,
+    }) as never,
+    /** A function step (machines/kinds/fn.ts) in an agent's place: the same slot, deadline and cancel. */
+    spawnFn: spawnChild('fnStep', {
       id: ({ context }) => context.slots.lastTaken,
       input: ({ event }: { event: GroupEvent }) => (event as Extract<GroupEvent, { type: 'SPAWN' }>).input,
     }) as never,
@@ -215,6 +221,7 @@ export const groupMachine = setup({
     }),
   },
   guards: {
+    isFn: ({ event }) => 'fn' in (event as Extract<GroupEvent, { type: 'SPAWN' }>).input,
     empty: ({ context }) => context.slots.size === 0,
     /** The spawn just booked a deadline before the timer's (the first in an idle group, or a shorter timeout). */
     earlierDeadline: ({ context }) => context.deadlines.early,
@@ -237,7 +244,10 @@ export const groupMachine = setup({
   states: {
     idle: {
       on: {
-        SPAWN: { target: 'busy', actions: ['book', 'spawnBooked'] },
+        SPAWN: [
+          { guard: 'isFn', target: 'busy', actions: ['book', 'spawnFn'] },
+          { target: 'busy', actions: ['book', 'spawnBooked'] },
+        ],
       },
     },
     busy: {
@@ -248,7 +258,7 @@ export const groupMachine = setup({
       ],
       // Busy already: a spawn changes no state (no exit and re-entry of busy per task).
       on: {
-        SPAWN: { actions: ['book', 'spawnBooked'] },
+        SPAWN: [{ guard: 'isFn', actions: ['book', 'spawnFn'] }, { actions: ['book', 'spawnBooked'] }],
       },
     },
   },

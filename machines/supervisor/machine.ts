@@ -6,6 +6,7 @@
  *
  *   running -all tasks final-> closing -the bus's counters-> finished
  *   running -CANCEL, or a failure under fail-fast-> draining -no agent in flight-> closing
+ *   running -only approvals wait (nothing runs, nothing is ready)-> closing (paused)
  *
  * Agents run under group actors (group.machine.ts), at most a bounded number each, which report every
  * agent's end as AGENT.ENDED (a crash as a failed attempt) and keep the agents' deadlines: no
@@ -28,6 +29,7 @@ import type { RunResult } from '../tasks/results.js';
 import { toolBusMachine } from '../toolBus.machine.js';
 import { AGENTS_PER_GROUP, Crew } from './crew.js';
 import { dispatchReady } from './dispatch.js';
+import { applyDecision, expireApproval } from '../kinds/approval.js';
 import { applyExpansion } from './expansion.js';
 import { groupMachine } from './group.machine.js';
 import { releaseGroup, runStatusOf, settleAttempt } from './settle.js';
@@ -98,6 +100,15 @@ export const supervisorMachine = setup({
       dispatchReady(context, enqueue as unknown as Enqueue, now);
     }),
 
+    /** A decision on a waiting approval (or its timeout): it completes, sends the draft back, or fails; then ready tasks start. */
+    decide: enqueueActions(({ context, event, enqueue, self }) => {
+      if (event.type === 'APPROVAL.DECIDE') applyDecision(context, enqueue as unknown as Enqueue, event.taskId, event.decision);
+      if (event.type === 'APPROVAL.TIMEOUT') expireApproval(context, enqueue as unknown as Enqueue, event.taskId, event.round, nowOf(self));
+      if (context.stop === null) dispatchReady(context, enqueue as unknown as Enqueue, nowOf(self));
+    }),
+
+    pause: assign({ paused: true }),
+
     /** A cache leader's response started: its group is warm, the tasks held behind it go out. */
     warmGroup: enqueueActions(({ context, event, enqueue, self }) => {
       if (event.type !== 'CACHE.WARM') return;
@@ -157,6 +168,9 @@ export const supervisorMachine = setup({
   },
   guards: {
     allFinal: ({ context }) => context.table.openTasks === 0 && context.crew.inFlight === 0,
+    /** Nothing runs, nothing is ready, only approvals wait (and the run does not hold for them). */
+    onlyApprovalsWait: ({ context }) =>
+      !context.holdApprovals && context.table.counts.waiting > 0 && context.crew.inFlight === 0 && context.expanding.size === 0 && context.table.readyCount === 0,
     noneInFlight: ({ context }) => context.crew.inFlight === 0 && context.expanding.size === 0,
     stopping: ({ context }) => context.stop !== null,
     isGroup: ({ event }) => isGroup(childIdOf(event)),
@@ -185,6 +199,9 @@ export const supervisorMachine = setup({
     stop: null,
     told: { runBudgetDenied: false, runOverspent: false, tools: undefined },
     result: null,
+    decisions: new Map(Object.entries(input.decisions ?? {})),
+    holdApprovals: input.holdApprovals === true,
+    paused: false,
   }),
   entry: ['announce', 'spawnInfrastructure'],
   initial: 'running',
@@ -197,6 +214,7 @@ export const supervisorMachine = setup({
       always: [
         { guard: 'stopping', target: 'draining' },
         { guard: 'allFinal', target: 'closing' },
+        { guard: 'onlyApprovalsWait', target: 'closing', actions: 'pause' },
       ],
       on: {
         CANCEL: {
@@ -204,6 +222,8 @@ export const supervisorMachine = setup({
           actions: assign({ stop: ({ event }) => ({ status: 'cancelled' as const, reason: event.reason ?? 'cancelled by the caller' }) }),
         },
         'CACHE.WARM': { actions: ['warmGroup', 'dispatch'] },
+        'APPROVAL.DECIDE': { actions: 'decide' },
+        'APPROVAL.TIMEOUT': { actions: 'decide' },
         'AGENT.ENDED': { actions: 'settleAndDispatch' },
         'xstate.done.actor.*': { guard: 'isExpansion', actions: ['applyExpansion', 'dispatch'] },
         'xstate.error.actor.*': [

@@ -5,7 +5,7 @@ import type { BreakerInput } from '../breaker.machine.js';
 import type { CacheGroups } from '../cacheGroups.js';
 import type { LedgerBudgets, LedgerNews } from '../ledger.machine.js';
 import type { Group } from '../mapReduceSteps.js';
-import type { AttemptReport, CacheWarmEvent, KeyLimits, RunStatus, Usage } from '../protocol.js';
+import type { ApprovalDecision, AttemptReport, CacheWarmEvent, KeyLimits, RunStatus, Usage } from '../protocol.js';
 import type { RunRestore } from '../tasks/restore.js';
 import type { RunResult } from '../tasks/results.js';
 import type { RunTable } from '../tasks/runTable.js';
@@ -45,6 +45,10 @@ export interface SupervisorInput {
   restore?: RunRestore;
   /** Agents per group actor (default AGENTS_PER_GROUP); tests set it small to see several groups. */
   agentsPerGroup?: number;
+  /** Decisions on approvals made before this life of the run (journaled while it was paused). */
+  decisions?: Record<string, ApprovalDecision>;
+  /** Approvals that wait keep the run going (it never pauses): for a page or code that will decide. */
+  holdApprovals?: boolean;
 }
 
 /** A planner's output, to be checked and turned into sub-tasks by the `expandPlan` actor. */
@@ -100,6 +104,12 @@ export interface SupervisorContext {
    */
   told: { runBudgetDenied: boolean; runOverspent: boolean; tools: ToolBusStats | undefined };
   result: RunResult | null;
+  /** Decisions made before their approval waits (a paused run's, read back by a resume): applied when it does. */
+  decisions: Map<string, ApprovalDecision>;
+  /** Keep running while approvals wait (a person is at the page, or code decides): never pause. */
+  holdApprovals: boolean;
+  /** Nothing could run but approvals waiting for a decision: the run ends `paused`. */
+  paused: boolean;
 }
 
 /** A group's report that one of its agents ended (a crash is a failed report). */
@@ -117,6 +127,10 @@ export type SupervisorEvent =
   | { type: 'TOOL.STATS'; stats?: ToolBusStats }
   | CacheWarmEvent
   | AgentEndedEvent
+  /** A decision on a waiting approval (src checks that it waits before sending). */
+  | { type: 'APPROVAL.DECIDE'; taskId: string; decision: ApprovalDecision }
+  /** An approval's timeoutMs passed (scheduled by the supervisor for the round it asked). */
+  | { type: 'APPROVAL.TIMEOUT'; taskId: string; round: number }
   | DoneActorEvent<unknown, string>
   | ErrorActorEvent<unknown, string>;
 
@@ -125,4 +139,6 @@ export type Enqueue = ((action: unknown) => void) & {
   assign(values: Partial<SupervisorContext>): void;
   spawnChild(src: 'group' | 'expandPlan', options: { id: string; input: unknown }): void;
   sendTo(to: unknown, event: unknown): void;
+  raise(event: SupervisorEvent, options?: { id?: string; delay?: number }): void;
+  cancel(id: string): void;
 };

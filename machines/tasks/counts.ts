@@ -57,7 +57,7 @@ export interface RunCounts {
   unpriced: number;
 }
 
-const statuses = (): Record<TaskStatus, number> => ({ pending: 0, queued: 0, running: 0, completed: 0, failed: 0, skipped: 0, cancelled: 0 });
+const statuses = (): Record<TaskStatus, number> => ({ pending: 0, queued: 0, running: 0, waiting: 0, completed: 0, failed: 0, skipped: 0, cancelled: 0 });
 
 /** A task the book has not heard of yet: pending, nothing spent. */
 export function newTally(status: TaskStatus = 'pending'): TaskTally {

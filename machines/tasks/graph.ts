@@ -73,7 +73,7 @@ export class TaskGraph {
       }
     }
     for (const reviewer of added) {
-      if (reviewer.spec.kind !== 'review' || reviewer.spec.reviews === undefined || reviewer.status === 'completed') continue;
+      if (reviewer.spec.reviews === undefined || reviewer.status === 'completed') continue;
       for (const other of this.records.get(reviewer.spec.reviews)?.dependents ?? []) {
         if (other === reviewer || other.status !== 'pending') continue;
         reviewer.dependents.push(other);
@@ -90,7 +90,7 @@ export class TaskGraph {
     const inPlan = new Set(added);
     const leaves = added.filter((r) => !r.dependents.some((d) => inPlan.has(d)));
     if (leaves.length === 0) return;
-    const read = [...new Set(leaves.map((l) => (l.spec.kind === 'review' && l.spec.reviews !== undefined ? this.records.get(l.spec.reviews) ?? l : l)))];
+    const read = [...new Set(leaves.map((l) => (l.spec.reviews !== undefined ? this.records.get(l.spec.reviews) ?? l : l)))];
     const waitOn = [...new Set([...leaves, ...read])];
     for (const waiting of planner.dependents) {
       if (waiting.status !== 'pending' || inPlan.has(waiting)) continue;
@@ -125,7 +125,8 @@ export class TaskGraph {
     if (map.spec.map?.dedupe !== undefined) return [];
     const detached: TaskRecord[] = [];
     map.dependents = map.dependents.filter((d) => {
-      const over = d.spec.kind === 'reduce' && !d.spec.reduce?.group && d.spec.reduce?.over === map.spec.id;
+      // A function reduce merges once, every input at hand: it waits for the map.
+      const over = d.spec.kind === 'reduce' && d.spec.fn === undefined && !d.spec.reduce?.group && d.spec.reduce?.over === map.spec.id;
       if (!over || d.status !== 'pending') return true;
       if (map.status !== 'completed') d.waitingOn -= 1;
       detached.push(d);

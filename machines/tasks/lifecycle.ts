@@ -62,6 +62,21 @@ export const LIFECYCLE = {
       REQUEUE: 'queued',
       /** Waits on new dependencies: a map or reduce expanded into sub-tasks, a reviewer waits for the revised draft. */
       WAIT: 'pending',
+      /** An approval asks a person: it waits for a decision, with no agent and no slot. */
+      AWAIT: 'waiting',
+    },
+  },
+  waiting: {
+    final: false,
+    on: {
+      /** Approved (the decision may replace the approved task's output). */
+      APPROVE: 'completed',
+      /** Rejected with no note or no round left, or its timeoutMs passed. */
+      REJECT: 'failed',
+      /** Rejected with a note and a round left: the draft goes back, the approval waits for the new one. */
+      WAIT: 'pending',
+      /** The run was cancelled while it waited. */
+      CANCEL: 'cancelled',
     },
   },
   completed: {

@@ -13,7 +13,8 @@ export type { FinalTaskStatus };
 
 export interface TaskResult {
   id: string;
-  status: FinalTaskStatus;
+  /** A paused run (`paused`) leaves its approvals `waiting` and what waits behind them `pending`. */
+  status: FinalTaskStatus | 'waiting' | 'pending';
   /**
    * The answer's text; for a task with `output.schema`, the parsed value (src: `parsedOutput`).
    * A map's is the array of its items' outputs in item order (each parsed when it is JSON, else
@@ -148,9 +149,12 @@ export class SpendTally {
   }
 }
 
-/** One task's outcome. A task that never got a final status (the run was stopped) reads `cancelled`. */
-function taskResultOf(r: TaskRecord): TaskResult {
-  const status = isFinal(r.status) ? (r.status as FinalTaskStatus) : 'cancelled';
+/**
+ * One task's outcome. A task that never got a final status reads `cancelled` (the run was
+ * stopped), or in a paused run `waiting` (an approval) or `pending` (behind one).
+ */
+function taskResultOf(r: TaskRecord, paused: boolean): TaskResult {
+  const status = isFinal(r.status) ? (r.status as FinalTaskStatus) : paused && (r.status === 'waiting' || r.status === 'pending') ? r.status : 'cancelled';
   const task: TaskResult = {
     id: r.spec.id,
     status,
@@ -168,7 +172,7 @@ function taskResultOf(r: TaskRecord): TaskResult {
   if (r.subtasks) task.subtasks = r.subtasks;
   if (r.dropped !== undefined) task.dropped = r.dropped;
   if (r.spec.parent !== undefined) task.parent = r.spec.parent;
-  if (r.spec.kind === 'review') task.review = { target: r.spec.reviews ?? '', rounds: r.rounds, approved: r.approved === true };
+  if (r.spec.kind === 'review' || r.spec.kind === 'approval') task.review = { target: r.spec.reviews ?? '', rounds: r.rounds, approved: r.approved === true };
   else if (r.rounds > 0) task.revisions = r.rounds;
   // Known only when every call was priced (a partly unknown total would mislead).
   if (r.unpricedCalls === 0 && r.requests > 0) task.costUsd = Math.round(r.costUsd * 1e8) / 1e8;
@@ -226,7 +230,7 @@ export function totalsOf(counts: RunCounts, durationMs: number): RunTotals {
 export function resultOf(run: { runId: string; status: RunStatus; durationMs: number }, records: Iterable<TaskRecord>, spend: SpendTally): RunResult {
   // Keyed by the plan's task ids: `__proto__` or `constructor` must be a task like any other.
   const tasks = Object.create(null) as Record<string, TaskResult>;
-  for (const r of records) tasks[r.spec.id] = taskResultOf(r);
+  for (const r of records) tasks[r.spec.id] = taskResultOf(r, run.status === 'paused');
   // The cost is priced by src (src/run/result.ts), which adds the totals' costUsd with the same counts.
   const totals = totalsOf(countsOfResult({ tasks }), run.durationMs);
   const result: RunResult = { runId: run.runId, status: run.status, tasks, totals };

@@ -310,15 +310,60 @@ export class RunTable {
       this.move(record, 'COMPLETE');
       return { kind: 'completed', unlocked: this.graph.unlockDependentsOf(record), review: outcome };
     }
-    // Back to the drawing board: the reviewer waits for the new draft, and so does whatever
-    // depended on the draft (it was held back by the reviewer all along).
-    this.move(record, 'WAIT');
-    target!.rounds += 1;
-    target!.feedback = { kind: 'review', round: record.rounds, maxRounds, draft: target!.output ?? '', findings: findings ?? '' };
-    this.move(target!, 'REVISE');
-    for (const child of target!.dependents) if (child.status === 'pending') child.waitingOn += 1;
-    this.enqueue(target!, 'READY');
+    this.sendBack(record, target!, maxRounds, findings ?? '');
     return { kind: 'revise', review: outcome };
+  }
+
+  /**
+   * Back to the drawing board: the reviewer (or approval) waits for the new draft, and so does
+   * whatever depended on the draft (it was held back by the reviewer all along).
+   */
+  private sendBack(record: TaskRecord, target: TaskRecord, maxRounds: number, findings: string): void {
+    this.move(record, 'WAIT');
+    target.rounds += 1;
+    target.feedback = { kind: 'review', round: record.rounds, maxRounds, draft: target.output ?? '', findings };
+    this.move(target, 'REVISE');
+    for (const child of target.dependents) if (child.status === 'pending') child.waitingOn += 1;
+    this.enqueue(target, 'READY');
+  }
+
+  /** An approval task started: it waits for a person (no agent, no slot, no model cap). */
+  awaitDecision(id: string, attempt: number): boolean {
+    const record = this.current(id, attempt);
+    if (!record) return false;
+    this.move(record, 'AWAIT');
+    return true;
+  }
+
+  /**
+   * A decision on a waiting approval. Approval completes it (an edited output first replaces the
+   * approved task's); a rejection with a note and a round left sends the draft back with the
+   * note, as a reviewer's findings do; any other rejection fails it (dependents skipped).
+   */
+  decide(id: string, decision: { approved: boolean; note?: string; output?: string; by?: string }, mayRevise: boolean): Settlement {
+    const record = this.graph.get(id);
+    if (!record || record.status !== 'waiting') return { kind: 'stale' };
+    record.rounds += 1;
+    const maxRounds = record.spec.maxRounds ?? 2;
+    const target = this.graph.get(record.spec.reviews ?? '');
+    if (decision.output !== undefined && target) target.output = decision.output;
+    record.output = JSON.stringify(decision.note === undefined ? { approved: decision.approved } : { approved: decision.approved, note: decision.note });
+    const revise = !decision.approved && decision.note !== undefined && decision.by !== 'timeout' && record.rounds < maxRounds && target?.status === 'completed' && mayRevise;
+    const outcome: ReviewOutcome = { target: target?.spec.id ?? '', round: record.rounds, maxRounds, verdict: decision.approved ? 'approve' : 'revise', final: !revise };
+    if (decision.note !== undefined) outcome.findings = decision.note;
+    record.approved = decision.approved;
+    if (decision.approved) {
+      delete record.error;
+      this.move(record, 'APPROVE');
+      return { kind: 'completed', unlocked: this.graph.unlockDependentsOf(record), review: outcome };
+    }
+    if (revise) {
+      this.sendBack(record, target!, maxRounds, decision.note!);
+      return { kind: 'revise', review: outcome };
+    }
+    record.error = { code: 'rejected', message: decision.note === undefined ? 'rejected' : `rejected: ${decision.note}`, retryable: false };
+    this.move(record, 'REJECT');
+    return { kind: 'failed', skipped: this.graph.skipDependentsOf(record) };
   }
 
   /** Marks every task that has not started cancelled (queued first, then pending). */
@@ -329,7 +374,7 @@ export class RunTable {
       out.push(record.spec.id);
     }
     for (const record of this.graph.records.values()) {
-      if (record.status === 'pending') {
+      if (record.status === 'pending' || record.status === 'waiting') {
         this.move(record, 'CANCEL');
         out.push(record.spec.id);
       }
@@ -346,6 +391,11 @@ export class RunTable {
   toJSON(): { tasks: number; counts: Record<TaskStatus, number>; ready: number } {
     return { tasks: this.graph.size, counts: { ...this.states.counts }, ready: this.queue.size };
   }
+
+  /** Rounds of a review or approval so far; attempts started; the last error. */
+  roundsOf = (id: string): number => this.graph.record(id).rounds;
+  attemptsOf = (id: string): number => this.graph.record(id).attempts;
+  errorOf = (id: string): ErrorInfo | undefined => this.graph.record(id).error;
 
   /** The task's record if `attempt` is its attempt in flight; undefined for a stale report. */
   private current(id: string, attempt: number): TaskRecord | undefined {

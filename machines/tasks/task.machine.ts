@@ -43,6 +43,16 @@ export const taskLifecycleMachine = setup({
         RETRY: { target: 'queued', description: 'Failed with a retryable error, a retry left.' },
         REQUEUE: { target: 'queued', description: 'Start undone: no agent slot, or held by cache-aware fan-out.' },
         WAIT: { target: 'pending', description: 'Waits on new dependencies: its sub-tasks (map, reduce) or a revised draft (review).' },
+        AWAIT: { target: 'waiting', description: 'An approval asks a person: no agent, no slot.' },
+      },
+    },
+    waiting: {
+      description: 'An approval waits for a decision (the run pauses if nothing else can run).',
+      on: {
+        APPROVE: { target: 'completed', description: 'Approved (an edited output replaces the draft).' },
+        REJECT: { target: 'failed', description: 'Rejected with no note or no round left, or its timeout passed.' },
+        WAIT: { target: 'pending', description: 'Rejected with a note: the draft goes back, the approval waits for the new one.' },
+        CANCEL: { target: 'cancelled', description: 'The run was cancelled while it waited.' },
       },
     },
     completed: {

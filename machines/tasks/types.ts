@@ -39,12 +39,22 @@ export interface SupervisedTask {
   toolTokens?: number;
   /**
    * `plan`: its output is a list of sub-tasks that join the run. `review`: it reviews `reviews`.
-   * `map`, `reduce`: aggregators (machines/mapReduce.ts), with `map` or `reduce` set.
+   * `map`, `reduce`: aggregators (machines/mapReduce.ts), with `map` or `reduce` set. `fn`: runs
+   * the function `fn` (machines/kinds/fn.ts), no model. `approval`: waits for a person's decision
+   * on `reviews` (the task it approves; machines/kinds/approval.ts).
    */
-  kind?: 'plan' | 'review' | 'map' | 'reduce';
+  kind?: 'plan' | 'review' | 'map' | 'reduce' | 'fn' | 'approval';
+  /** `fn`: the function's name; also on a map whose items run it, and a reduce that merges with it. */
+  fn?: string;
+  /** A map's item, for a `fn` item step (`ctx.item`). */
+  item?: unknown;
+  /** `approval`: what the person is asked. */
+  question?: string;
+  /** `approval`: how long a decision may take (its `timeoutMs`); then it ends as rejected. None by default. */
+  decisionTimeoutMs?: number;
   map?: MapSpec;
   reduce?: ReduceSpec;
-  /** The task a review task reviews (one of its deps). */
+  /** The task a review task reviews, or an approval approves (one of its deps). */
   reviews?: string;
   /** Reviews a review task makes at most (each but the last may send the work back). Default 2. */
   maxRounds?: number;

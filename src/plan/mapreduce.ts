@@ -188,8 +188,15 @@ export function mapSubtasks(spec: TaskSpec, items: readonly unknown[], template:
   const at = new Map(template.deps.map((d, i) => [d, i]));
   const outputOf = (id: string) => template.outputs[at.get(id) ?? -1] ?? '';
   const tasks: TaskSpec[] = [];
+  const fn = (spec as { fn?: string }).fn;
   for (let i = 0; i < items.length; i++) {
     const item = items[i];
+    if (fn !== undefined) {
+      // A function's item step: the item as a value, the map's deps (completed) as its deps.
+      const name = spec.key === undefined ? String(i) : String((item as Record<string, unknown>)[spec.key]);
+      tasks.push({ ...base, id: `${spec.id}/${name}`, kind: 'fn', deps: [...template.deps], item } as unknown as TaskSpec);
+      continue;
+    }
     let missing: string | undefined;
     const own = itemPlaceholders(as, item, (m) => (missing ??= m));
     const prompt = renderPrompt(template.prompt, template.deps, outputOf, own);

@@ -12,6 +12,8 @@ import type { PlanExpansion, PlanExpansionInput } from '../../machines/superviso
 import { supervisorMachine } from '../../machines/supervisor/machine.js';
 import { agentMachine, modelCallActions } from '../../machines/agent/index.js';
 import { groupMachine } from '../../machines/supervisor/group.machine.js';
+import { fnStepMachine } from '../../machines/kinds/fn.js';
+import type { functionActor } from '../fn/call.js';
 import { keyMachine } from '../../machines/key.machine.js';
 import { poolMachine } from '../../machines/pool.machine.js';
 import { breakerMachine } from '../../machines/breaker.machine.js';
@@ -51,9 +53,11 @@ export interface RunEffects {
   sampling: (modelName: string | undefined) => Sampling;
   /** The ledger's announcement of the run budget's balance (the dispatch hooks are told it). */
   onBalance: (balance: LedgerBalance) => void;
+  /** Function steps' calls (src/fn/call.ts). */
+  callFunction: ReturnType<typeof functionActor>;
 }
 
-export function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, transport, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, deltas, sampling, onBalance }: RunEffects) {
+export function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, transport, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, deltas, sampling, onBalance, callFunction }: RunEffects) {
   // The model call is two actions of the agent (no actor per call: machines/agent/modelCall.ts).
   const callModel = modelCallActions(async (call: ModelCallInput, { signal, system, self }): Promise<ModelCallOutput> => {
     const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
@@ -133,7 +137,12 @@ export function provideEffects(report: (_: unknown, event: RunEvent) => void, { 
     actions: { report },
     actors: {
       expandPlan,
-      group: groupMachine.provide({ actors: { agent: agentMachine.provide({ actions: { report, ...callModel }, actors: { beforeDispatch, beforeToolCall } }) } }),
+      group: groupMachine.provide({
+        actors: {
+          agent: agentMachine.provide({ actions: { report, ...callModel }, actors: { beforeDispatch, beforeToolCall } }),
+          fnStep: fnStepMachine.provide({ actors: { callFunction } }),
+        },
+      }),
       pool: poolMachine.provide({ actions: { report }, actors: { key: keyMachine.provide({ actions: { report } }) } }),
       breaker: breakerMachine.provide({ actions: { report } }),
       toolBus: toolBusMachine.provide({ actions: { report }, actors: { executeTool, executeBatch } }),

@@ -1,4 +1,5 @@
 /** What a resume or a retry reads back from the journal to continue a run, and what its rows count. */
+import { ApprovalError } from './approvals.js';
 import { readFileSync } from 'node:fs';
 import { ZERO_USAGE, type TaskStatus, type Usage } from '../../machines/protocol.js';
 import { newTally, type TaskTally } from '../../machines/tasks/counts.js';
@@ -30,7 +31,16 @@ export const FINISHED = new Set(['completed', 'partial', 'failed', 'budget_excee
 
 /** A handle for a run that had already finished: its result as recorded. */
 export function finishedHandle(runId: string, result: RunResult): RunHandle {
-  return { id: runId, events: createEmitter<RunEvents>(), result: Promise.resolve(result), cancel: () => {}, actor: undefined };
+  return {
+    id: runId,
+    events: createEmitter<RunEvents>(),
+    result: Promise.resolve(result),
+    cancel: () => {},
+    approve: (taskId) => {
+      throw new ApprovalError('NOT_WAITING', `task "${taskId}" of run ${runId} is not waiting for approval (the run has finished: ${result.status})`);
+    },
+    actor: undefined,
+  };
 }
 
 /**

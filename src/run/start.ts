@@ -29,6 +29,8 @@ import type { ToolDefinition } from '../tools/local.js';
 import { RunTools } from '../tools/registry.js';
 import { createEmitter, type Emitter } from '../util/emitter.js';
 import type { Remote } from '../distributed/lazy.js';
+import { functionActor } from '../fn/call.js';
+import { approveLive, ApprovalError, decisionOf, pendingDecisions, watchDecisions } from './approvals.js';
 import { provideEffects } from './effects.js';
 import { dispatchHook, toolHook } from './hookActors.js';
 import type { JournaledState } from './journaled.js';
@@ -65,9 +67,11 @@ export interface RunStart {
   deltas: boolean;
   /** Where the plan file is (a map's items file is read relative to it). */
   baseDir?: string;
+  /** Approvals that wait keep the run going (it does not pause): see RunOptions.holdApprovals. */
+  holdApprovals?: boolean;
 }
 
-export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, deltas, baseDir }: RunStart): RunHandle {
+export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, deltas, baseDir, holdApprovals }: RunStart): RunHandle {
   const { options, env, clock, owner } = swarm;
   const events = createEmitter<RunEvents>();
   const durable = swarm.storeOf();
@@ -82,8 +86,10 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
   if (journalRef) swarm.journals.add(journalRef);
   // Made here, synchronously in run(): the caller's active span becomes the run span's parent.
   const tracing = options.tracer === false ? undefined : new RunTracer(options.tracer ?? defaultTracer(), runId, plan);
-  const report = eventSink(events, clock, redact, journal, tracing);
   let actor: Actor<typeof supervisorMachine> | undefined;
+  // Decisions another process writes to the journal reach a live run while its approvals wait.
+  const decisions = durable ? watchDecisions(durable, runId, () => actor) : undefined;
+  const report = eventSink(events, clock, redact, journal, tracing, decisions);
   let cancelled: string | undefined;
   // Sent on the next microtask, not here: a cancel comes from inside another actor's action (a
   // listener of an agent's event, a journal write that fails in a report), and a send from there
@@ -133,7 +139,9 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
         { toolTokens: (names) => runTools.specTokens(names), toolNames: busTools.map((t) => t.name), ...(baseDir !== undefined ? { baseDir } : {}) },
         journal ? (planner, specs) => journal.acceptSubtasks(planner, specs) : undefined,
       );
+      if (holdApprovals) input.holdApprovals = true;
       if (restore) {
+        input.decisions = pendingDecisions(restore.rows);
         input.restore = restoreOf(restore.rows, restore.attempts, restore.spent.byTask, expander, new Set(plan.tasks.map((t) => t.id)), restore.retryBases);
         if (input.budgets) input.budgets.spent = { runUsd: restore.spent.total, byTask: restore.spent.byTask, byModel: restore.spent.byModel };
       }
@@ -156,6 +164,7 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
         deltas,
         sampling: (name) => samplingOf(name === undefined ? undefined : plan.models[name]),
         onBalance: (balance) => (budgetLeftUsd = balance.budgetLeftUsd),
+        callFunction: functionActor({ runId, functions: options.functions ?? {}, redact: (text) => keyring.redact(text), ...(journal ? { beforeCall: () => journal.flush() } : {}) }),
       });
       actor = createActor(machine, { input, clock, systemId: 'supervisor', ...(options.inspect ? { inspect: options.inspect } : {}) });
       report(null, startedEvent(runId, plan, input, restore?.retried));
@@ -187,6 +196,7 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
       runningHere.delete(runId);
       transport?.end();
       stopBeating?.();
+      decisions?.stop();
       if (journalRef) swarm.journals.delete(journalRef);
       releaseLock(durable, runId, owner);
     });
@@ -199,6 +209,10 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
       return actor;
     },
     cancel: (reason) => cancel(reason ?? 'cancelled by the caller'),
+    approve: (taskId, decision, by = 'code') => {
+      if (!actor) throw new ApprovalError('NOT_WAITING', `task "${taskId}" of run ${runId} is not waiting for approval (the run has not started)`);
+      approveLive(actor, runId, taskId, decisionOf(decision, by, Date.now(), `approve("${taskId}")`));
+    },
   };
   swarm.live.add(handle);
   return handle;
@@ -221,9 +235,10 @@ async function hooksOf(plan: Plan, options: SwarmOptions): Promise<{ dispatch: B
  * Where the machines' `report` goes: redacted, into the journal, the spans, and the listeners.
  * Streamed text (`task:delta`) is for this life's listeners only: the output is journaled whole.
  */
-function eventSink(events: Emitter<RunEvents>, clock: TimedClock, redact: <T>(value: T) => T, journal: RunJournal | undefined, tracing: RunTracer | undefined) {
+function eventSink(events: Emitter<RunEvents>, clock: TimedClock, redact: <T>(value: T) => T, journal: RunJournal | undefined, tracing: RunTracer | undefined, decisions: { wake(): void } | undefined) {
   return (_: unknown, raw: RunEvent) => {
     const event = redact(raw);
+    if (event.type === 'approval:requested') decisions?.wake();
     if (event.type !== 'task:delta') journal?.record(event);
     if (tracing?.active) tracing.record(event, clock.now());
     // Nobody listening: no stamped copy to make (the hot path of a big run).

@@ -13,6 +13,9 @@
  *   model:error     -> recordSpend, when the failed call was charged its worst case (`costUsd`)
  *   task:reviewed   -> the reviewer's rounds (setTaskExtra); a revision also ends the review's
  *                      attempt (with its counters) and reopens the reviewed task with its feedback (durable)
+ *   approval:requested -> taskFinal('waiting', the question)
+ *   approval:decided   -> the approval's last decision (and an edited draft) in its extra (setTaskExtra),
+ *                      after the events of what it did (completed, failed, sent back)
  *   anything else   -> nothing
  *
  * The runtime calls the store itself for what events do not carry: addTasks (a planner's
@@ -83,6 +86,16 @@ export class Journal {
         this.store.attemptEnded(this.runId, event.taskId, event.attempt, 'completed', at);
         const extra: ReviewExtra = { rounds: event.round, feedback: { round: event.round, maxRounds: event.maxRounds, findings: event.findings ?? '' } };
         this.store.taskReopened(this.runId, event.target, extra, at);
+        return;
+      }
+      case 'approval:requested':
+        this.store.taskFinal(this.runId, event.taskId, 'waiting', event.prompt, event.at ?? Date.now());
+        return;
+      case 'approval:decided': {
+        const { approved, note, by, at, edited, outcome, round } = event;
+        const decision = { approved, ...(note !== undefined ? { note } : {}), by, at, ...(edited ? { edited } : {}), outcome };
+        const extra: ReviewExtra = { rounds: round, approved, decision, ...(event.output !== undefined ? { edited: event.output } : {}) };
+        this.store.setTaskExtra(this.runId, event.taskId, extra);
         return;
       }
       default:

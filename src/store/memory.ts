@@ -179,7 +179,7 @@ export class MemoryStore implements Store {
     Object.assign(this.task(runId, taskId, at), { requests, retries, usageJson: toJson(usage), updatedAt: at });
   }
 
-  taskFinal(runId: string, taskId: string, status: 'skipped' | 'cancelled', reason: string, at: number): void {
+  taskFinal(runId: string, taskId: string, status: 'skipped' | 'cancelled' | 'waiting', reason: string, at: number): void {
     this.open();
     const task = this.task(runId, taskId, at);
     task.status = status;

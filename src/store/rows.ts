@@ -21,8 +21,8 @@ import {
   type TaskRow,
 } from './types.js';
 
-export const RUN_STATUSES: readonly StoredRunStatus[] = ['running', 'completed', 'partial', 'failed', 'cancelled', 'budget_exceeded', 'interrupted'];
-const TASK_STATUSES: readonly StoredTaskStatus[] = ['pending', 'queued', 'running', 'completed', 'failed', 'skipped', 'cancelled'];
+export const RUN_STATUSES: readonly StoredRunStatus[] = ['running', 'completed', 'partial', 'failed', 'cancelled', 'budget_exceeded', 'paused', 'interrupted'];
+const TASK_STATUSES: readonly StoredTaskStatus[] = ['pending', 'queued', 'running', 'waiting', 'completed', 'failed', 'skipped', 'cancelled'];
 const ATTEMPT_STATUSES: readonly AttemptRow['status'][] = ['completed', 'failed', 'cancelled', null];
 const USAGE_KEYS: readonly (keyof Usage)[] = ['inputTokens', 'outputTokens', 'cacheWriteTokens', 'cacheReadTokens'];
 

@@ -209,7 +209,7 @@ export class SqliteStore implements Store {
     });
   }
 
-  taskFinal(runId: string, taskId: string, status: 'skipped' | 'cancelled', reason: string, at: number): void {
+  taskFinal(runId: string, taskId: string, status: 'skipped' | 'cancelled' | 'waiting', reason: string, at: number): void {
     this.writes.batched(`record task ${status}`, runId, taskId, () => {
       this.st.taskFinal.run(runId, taskId, status, reason, at);
       this.st.attemptCancelOpen.run(at, runId, taskId);

@@ -43,7 +43,7 @@
  * its run, table and column, never a bare JSON error; a listing lists it as `damaged`. The caller redacts secrets before
  * writing; the store never adds any to its messages.
  */
-import type { TaskStatus, Usage } from '../../machines/protocol.js';
+import type { ApprovalDecision, DecisionSource, TaskStatus, Usage } from '../../machines/protocol.js';
 import type { SqliteDriverName } from './driver.js';
 
 /** A run's status in the journal: `running` while it runs, `interrupted` when found dead. */
@@ -54,6 +54,8 @@ export type StoredRunStatus =
   | 'failed'
   | 'cancelled'
   | 'budget_exceeded'
+  /** Only approvals waiting for a person were left: `resume` continues it. */
+  | 'paused'
   | 'interrupted';
 
 /**
@@ -293,8 +295,8 @@ export interface Store {
    * completing it (failed, cancelled, a review sent back): requests, retries and usage. Batched.
    */
   taskCounters(runId: string, taskId: string, requests: number, retries: number, usage: Usage, at: number): void;
-  /** Task row -> `skipped` or `cancelled` with the reason; an attempt still open ends `cancelled`. Batched. */
-  taskFinal(runId: string, taskId: string, status: 'skipped' | 'cancelled', reason: string, at: number): void;
+  /** Task row -> `skipped` or `cancelled` with the reason (an attempt still open ends `cancelled`), or an approval `waiting`. Batched. */
+  taskFinal(runId: string, taskId: string, status: 'skipped' | 'cancelled' | 'waiting', reason: string, at: number): void;
   /**
    * Planner sub-tasks joining the run (status `pending`); the run's tasksTotal + the new ones. An
    * id already known keeps its row and gets the new spec (a planner that planned again). Durable now.
@@ -391,6 +393,12 @@ export interface ReviewExtra {
   rounds?: number;
   approved?: boolean;
   feedback?: { round: number; maxRounds: number; findings: string };
+  /** An approval: its last decision, as `approval:decided` told it. */
+  decision?: { approved: boolean; note?: string; by: DecisionSource; at: number; edited?: boolean; outcome: string };
+  /** An approval whose decision replaced the approved task's output: that output (a resume reads it). */
+  edited?: string;
+  /** An approval: a decision made while no process applied it (`swarmstate approve`): the run applies it when it waits. */
+  pending?: ApprovalDecision;
 }
 
 /** What the journal keeps of a planner in its row's `extra`: the sub-tasks of its completed answer. */

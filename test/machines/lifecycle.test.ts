@@ -40,7 +40,7 @@ describe('the lifecycle table', () => {
     expect(thrown).toMatchObject({ code: 'internal', retryable: false, taskId: 't1', from: 'pending', event: 'START' });
     expect((thrown as Error).message).toContain('task "t1" cannot take START while pending');
     expect(record.status).toBe('pending');
-    expect(states.counts).toEqual({ pending: 1, queued: 0, running: 0, completed: 0, failed: 0, skipped: 0, cancelled: 0 });
+    expect(states.counts).toEqual({ pending: 1, queued: 0, running: 0, waiting: 0, completed: 0, failed: 0, skipped: 0, cancelled: 0 });
     expect(states.openTasks).toBe(1);
   });
 
@@ -126,6 +126,27 @@ describe('RunTable: every move of the table is one the run makes', () => {
     c.settle(report(c.startNext()!.spec.id, 1), { retry: true });
     c.startNext();
     expect(c.settle(report('check', 1, { output: 'REVISE: shorter' }), { retry: true })).toMatchObject({ kind: 'revise' });
+
+    // AWAIT (an approval asks), then WAIT (rejected with a note: the draft goes back), APPROVE,
+    // REJECT (no note), and CANCEL while it waits.
+    const approval = (id: string, draft = 'draft') => task(id, [draft], { kind: 'approval', reviews: draft });
+    const e = new RunTable([task('draft'), task('d2'), task('d3'), approval('ok'), approval('no', 'd2'), approval('later', 'd3')]);
+    for (let i = 0; i < 3; i++) e.settle(report(e.startNext()!.spec.id, 1), { retry: true });
+    for (let i = 0; i < 3; i++) {
+      const next = e.startNext()!;
+      expect(e.awaitDecision(next.spec.id, next.attempt)).toBe(true);
+    }
+    expect(e.status('ok')).toBe('waiting');
+    expect(e.decide('ok', { approved: false, note: 'shorter' }, true)).toMatchObject({ kind: 'revise' });
+    expect(e.decide('no', { approved: false }, true)).toMatchObject({ kind: 'failed' });
+    expect(e.cancelNotStarted()).toContain('later');
+    const f = new RunTable([task('draft'), approval('ok')]);
+    f.settle(report(f.startNext()!.spec.id, 1), { retry: true });
+    const asked = f.startNext()!;
+    f.awaitDecision(asked.spec.id, asked.attempt);
+    expect(f.decide('ok', { approved: true, output: 'EDITED' }, true)).toMatchObject({ kind: 'completed' });
+    expect(f.output('draft')).toBe('EDITED');
+    expect(f.decide('ok', { approved: true }, true)).toEqual({ kind: 'stale' });
 
     // RESTORE_*: a resume puts final statuses back, and fails a task in flight at too many crashes.
     const d = new RunTable([task('h'), task('i'), task('j'), task('k')], {}, {
