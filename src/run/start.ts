@@ -36,6 +36,7 @@ import { keepLock, releaseLock, runningHere } from './lock.js';
 import { publicResult } from './result.js';
 import { startedEvent } from './started.js';
 import { localTransport, remoteTransport, type CallTransport } from './transport.js';
+import { EventLog, iterationOf } from './eventStream.js';
 
 /** What the runs of one swarm share, made once by createSwarm. */
 export interface SwarmShared {
@@ -70,6 +71,8 @@ export interface RunStart {
 export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, deltas, baseDir }: RunStart): RunHandle {
   const { options, env, clock, owner } = swarm;
   const events = createEmitter<RunEvents>();
+  // Kept from the first event, whoever iterates: an iterator made late still reads it all.
+  const log = new EventLog<RunEvent>(runId);
   const durable = swarm.storeOf();
   runningHere.add(runId);
   // Every secret of the run, known before anything can echo one: the tool servers' settings now,
@@ -82,7 +85,7 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
   if (journalRef) swarm.journals.add(journalRef);
   // Made here, synchronously in run(): the caller's active span becomes the run span's parent.
   const tracing = options.tracer === false ? undefined : new RunTracer(options.tracer ?? defaultTracer(), runId, plan);
-  const report = eventSink(events, clock, redact, journal, tracing);
+  const report = eventSink(events, log, clock, redact, journal, tracing);
   let actor: Actor<typeof supervisorMachine> | undefined;
   let cancelled: string | undefined;
   // Sent on the next microtask, not here: a cancel comes from inside another actor's action (a
@@ -107,6 +110,8 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
 
   /** Whether the supervisor started: a new run refused before that is journaled as failed. */
   let started = false;
+  /** Why `result` rejects, for the iterators (which end last, once the lock is released). */
+  let failure: { error: unknown } | undefined;
   const result = (async () => {
     await Promise.resolve();
     const runTools = await RunTools.open(plan, [...swarm.tools.values()], env);
@@ -179,6 +184,7 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
       // lacks): failed, with why, not left `running` (listed as interrupted, resumable for nothing).
       // A resume refused so keeps its journal as it was: its work so far is still worth resuming.
       if (!started && !restore) journal?.refusedAtStart(error);
+      failure = { error };
       throw error;
     })
     .finally(() => {
@@ -189,6 +195,8 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
       stopBeating?.();
       if (journalRef) swarm.journals.delete(journalRef);
       releaseLock(durable, runId, owner);
+      if (failure) log.fail(failure.error);
+      else log.end();
     });
 
   const handle: RunHandle = {
@@ -199,6 +207,7 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
       return actor;
     },
     cancel: (reason) => cancel(reason ?? 'cancelled by the caller'),
+    ...iterationOf(log),
   };
   swarm.live.add(handle);
   return handle;
@@ -218,18 +227,21 @@ async function hooksOf(plan: Plan, options: SwarmOptions): Promise<{ dispatch: B
 }
 
 /**
- * Where the machines' `report` goes: redacted, into the journal, the spans, and the listeners.
- * Streamed text (`task:delta`) is for this life's listeners only: the output is journaled whole.
+ * Where the machines' `report` goes: redacted, into the journal, the spans, the handle's log (for
+ * its iterators) and the listeners. Streamed text (`task:delta`) is for this life's listeners and
+ * iterators only: the output is journaled whole.
  */
-function eventSink(events: Emitter<RunEvents>, clock: TimedClock, redact: <T>(value: T) => T, journal: RunJournal | undefined, tracing: RunTracer | undefined) {
+function eventSink(events: Emitter<RunEvents>, log: EventLog<RunEvent>, clock: TimedClock, redact: <T>(value: T) => T, journal: RunJournal | undefined, tracing: RunTracer | undefined) {
   return (_: unknown, raw: RunEvent) => {
     const event = redact(raw);
     if (event.type !== 'task:delta') journal?.record(event);
-    if (tracing?.active) tracing.record(event, clock.now());
+    const at = clock.now();
+    if (tracing?.active) tracing.record(event, at);
+    log.push(event, at);
     // Nobody listening: no stamped copy to make (the hot path of a big run).
     if (!events.all.has(event.type) && !events.all.has('*')) return;
     try {
-      events.emit(event.type, { ...event, at: clock.now() } as never);
+      events.emit(event.type, { ...event, at } as never);
     } catch {
       // A listener that throws must not take the run down with it.
     }
