@@ -8,6 +8,8 @@
  * const result = await swarm.run(plan).result;
  */
 export { createSwarm, RunLockedError, type ResumeOptions, type RetryOptions, type RunEvents, type RunHandle, type RunOptions, type Swarm, type SwarmOptions, type TimedRunEvent } from './swarm.js';
+export type { RunEventStream } from './swarm.js';
+export { EventStreamOverflowError, type StreamOptions } from './run/eventStream.js';
 export { openStore, MemoryStore, SqliteStore, StoreError, JournalRowError, type Store, type RunSummary, type RunRecord, type RowDamage, type PruneRule, type PruneResult } from './store/index.js';
 export { PlanValidationError, parsePlan, validatePlan, type Plan, type PlanInput, type PlanIssue } from './plan/index.js';
 export type { OutputOf, OutputsOf, ResultOf, TypedRunResult } from './plan/typed.js';

@@ -40,6 +40,7 @@ import { checkBudgetAboveSpent, RetryError, retrySessionsOf, tasksToRetry, withB
 import { FINISHED, finishedHandle, readPlanFile, stateOf, type JournaledState } from './run/journaled.js';
 import { takeLock, withLiveness } from './run/lock.js';
 import { startRun, type SwarmShared } from './run/start.js';
+import type { EventStream, StreamOptions } from './run/eventStream.js';
 import { checkDistributable } from './run/transport.js';
 
 export { RunLockedError } from './run/lock.js';
@@ -163,13 +164,26 @@ export interface RetryOptions extends ResumeOptions {
   budget?: PlanBudget;
 }
 
-export interface RunHandle<R = RunResult> {
+/** An iterator over a run's events (`run.stream()`); `break` (its `return()`) releases it. */
+export type RunEventStream = EventStream<TimedRunEvent>;
+
+export interface RunHandle<R = RunResult> extends AsyncIterable<TimedRunEvent> {
   readonly id: string;
   /**
    * Typed events: `run.events.on('task:completed', (e) => ...)`, or `'*'` for all. The run starts
    * on the next microtask: subscribe in the same synchronous block as `run()` to see every event.
    */
   readonly events: Emitter<RunEvents>;
+  /**
+   * Every event of this run in order, from `run:started` to its last, whenever the iterator is
+   * made (even after the run ended); typed by `type`. It ends after the last event, or throws the
+   * error `result` rejects with. Each iterator has its own cursor. Bounded (src/run/eventStream.ts):
+   * the handle keeps the last 100,000 events and never waits for a reader; an iterator more than
+   * `maxBuffered` behind, or made after events were dropped, throws EventStreamOverflowError.
+   */
+  stream(options?: StreamOptions): RunEventStream;
+  /** `for await (const event of run)`: `run.stream()` with its defaults. */
+  [Symbol.asyncIterator](): RunEventStream;
   /**
    * The run's result. It resolves for every ending, cancelled and partial included; it rejects
    * when the run cannot start (an MCP server that does not connect, a tool it lacks), and with a

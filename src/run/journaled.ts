@@ -1,7 +1,7 @@
 /** What a resume or a retry reads back from the journal to continue a run, and what its rows count. */
 import { ApprovalError } from './approvals.js';
 import { readFileSync } from 'node:fs';
-import { ZERO_USAGE, type TaskStatus, type Usage } from '../../machines/protocol.js';
+import { ZERO_USAGE, type RunEvent, type TaskStatus, type Usage } from '../../machines/protocol.js';
 import { newTally, type TaskTally } from '../../machines/tasks/counts.js';
 import type { RunResult } from '../../machines/tasks/results.js';
 import { priceOf } from '../cost/prices.js';
@@ -10,6 +10,7 @@ import type { AttemptRow, Spent, Store, TaskRow } from '../store/index.js';
 import { createEmitter } from '../util/emitter.js';
 import type { RunEvents, RunHandle } from '../swarm.js';
 import { retryBasesOf } from './retry.js';
+import { EventLog, iterationOf } from './eventStream.js';
 
 /** What a resume (or a retry) restores a run from. */
 export interface JournaledState {
@@ -29,8 +30,10 @@ export function stateOf(store: Store, runId: string, runOptions: unknown): Journ
 /** Run statuses a resume does not run again. */
 export const FINISHED = new Set(['completed', 'partial', 'failed', 'budget_exceeded']);
 
-/** A handle for a run that had already finished: its result as recorded. */
+/** A handle for a run that had already finished: its result as recorded, and no event (its iterators end at once). */
 export function finishedHandle(runId: string, result: RunResult): RunHandle {
+  const log = new EventLog<RunEvent>(runId);
+  log.end();
   return {
     id: runId,
     events: createEmitter<RunEvents>(),
@@ -40,6 +43,7 @@ export function finishedHandle(runId: string, result: RunResult): RunHandle {
       throw new ApprovalError('NOT_WAITING', `task "${taskId}" of run ${runId} is not waiting for approval (the run has finished: ${result.status})`);
     },
     actor: undefined,
+    ...iterationOf(log),
   };
 }
 

@@ -38,6 +38,7 @@ import { keepLock, releaseLock, runningHere } from './lock.js';
 import { publicResult } from './result.js';
 import { startedEvent } from './started.js';
 import { localTransport, remoteTransport, type CallTransport } from './transport.js';
+import { EventLog, iterationOf } from './eventStream.js';
 
 /** What the runs of one swarm share, made once by createSwarm. */
 export interface SwarmShared {
@@ -74,6 +75,8 @@ export interface RunStart {
 export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, deltas, baseDir, holdApprovals }: RunStart): RunHandle {
   const { options, env, clock, owner } = swarm;
   const events = createEmitter<RunEvents>();
+  // Kept from the first event, whoever iterates: an iterator made late still reads it all.
+  const log = new EventLog<RunEvent>(runId);
   const durable = swarm.storeOf();
   runningHere.add(runId);
   // Every secret of the run, known before anything can echo one: the tool servers' settings now,
@@ -89,7 +92,7 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
   let actor: Actor<typeof supervisorMachine> | undefined;
   // Decisions another process writes to the journal reach a live run while its approvals wait.
   const decisions = durable ? watchDecisions(durable, runId, () => actor) : undefined;
-  const report = eventSink(events, clock, redact, journal, tracing, decisions);
+  const report = eventSink(events, log, clock, redact, journal, tracing, decisions);
   let cancelled: string | undefined;
   // Sent on the next microtask, not here: a cancel comes from inside another actor's action (a
   // listener of an agent's event, a journal write that fails in a report), and a send from there
@@ -113,6 +116,8 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
 
   /** Whether the supervisor started: a new run refused before that is journaled as failed. */
   let started = false;
+  /** Why `result` rejects, for the iterators (which end last, once the lock is released). */
+  let failure: { error: unknown } | undefined;
   const result = (async () => {
     await Promise.resolve();
     const runTools = await RunTools.open(plan, [...swarm.tools.values()], env);
@@ -188,6 +193,7 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
       // lacks): failed, with why, not left `running` (listed as interrupted, resumable for nothing).
       // A resume refused so keeps its journal as it was: its work so far is still worth resuming.
       if (!started && !restore) journal?.refusedAtStart(error);
+      failure = { error };
       throw error;
     })
     .finally(() => {
@@ -199,6 +205,8 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
       decisions?.stop();
       if (journalRef) swarm.journals.delete(journalRef);
       releaseLock(durable, runId, owner);
+      if (failure) log.fail(failure.error);
+      else log.end();
     });
 
   const handle: RunHandle = {
@@ -213,6 +221,7 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
       if (!actor) throw new ApprovalError('NOT_WAITING', `task "${taskId}" of run ${runId} is not waiting for approval (the run has not started)`);
       approveLive(actor, runId, taskId, decisionOf(decision, by, Date.now(), `approve("${taskId}")`));
     },
+    ...iterationOf(log),
   };
   swarm.live.add(handle);
   return handle;
@@ -232,19 +241,30 @@ async function hooksOf(plan: Plan, options: SwarmOptions): Promise<{ dispatch: B
 }
 
 /**
- * Where the machines' `report` goes: redacted, into the journal, the spans, and the listeners.
- * Streamed text (`task:delta`) is for this life's listeners only: the output is journaled whole.
+ * Where the machines' `report` goes: redacted, into the journal, the spans, the handle's log (for
+ * its iterators) and the listeners. Streamed text (`task:delta`) is for this life's listeners and
+ * iterators only: the output is journaled whole.
  */
-function eventSink(events: Emitter<RunEvents>, clock: TimedClock, redact: <T>(value: T) => T, journal: RunJournal | undefined, tracing: RunTracer | undefined, decisions: { wake(): void } | undefined) {
+function eventSink(
+  events: Emitter<RunEvents>,
+  log: EventLog<RunEvent>,
+  clock: TimedClock,
+  redact: <T>(value: T) => T,
+  journal: RunJournal | undefined,
+  tracing: RunTracer | undefined,
+  decisions: { wake(): void } | undefined,
+) {
   return (_: unknown, raw: RunEvent) => {
     const event = redact(raw);
     if (event.type === 'approval:requested') decisions?.wake();
     if (event.type !== 'task:delta') journal?.record(event);
-    if (tracing?.active) tracing.record(event, clock.now());
+    const at = clock.now();
+    if (tracing?.active) tracing.record(event, at);
+    log.push(event, at);
     // Nobody listening: no stamped copy to make (the hot path of a big run).
     if (!events.all.has(event.type) && !events.all.has('*')) return;
     try {
-      events.emit(event.type, { ...event, at: clock.now() } as never);
+      events.emit(event.type, { ...event, at } as never);
     } catch {
       // A listener that throws must not take the run down with it.
     }
