@@ -59,22 +59,14 @@ export class RunTable {
   }
 
   /** Tasks per status. */
-  get counts(): Readonly<Record<TaskStatus, number>> {
-    return this.states.counts;
-  }
+  get counts(): Readonly<Record<TaskStatus, number>> { return this.states.counts; }
 
-  get size(): number {
-    return this.graph.size;
-  }
+  get size(): number { return this.graph.size; }
 
   /** Tasks without a final status. */
-  get openTasks(): number {
-    return this.states.openTasks;
-  }
+  get openTasks(): number { return this.states.openTasks; }
 
-  get readyCount(): number {
-    return this.queue.size;
-  }
+  get readyCount(): number { return this.queue.size; }
 
   /** The next ready task is a map or reduce (it needs no agent slot). */
   get aggregateReady(): boolean {
@@ -82,17 +74,11 @@ export class RunTable {
     return next !== undefined && isAggregator(next.spec);
   }
 
-  spec(id: string): SupervisedTask {
-    return this.graph.record(id).spec;
-  }
+  spec(id: string): SupervisedTask { return this.graph.record(id).spec; }
 
-  status(id: string): TaskStatus {
-    return this.graph.record(id).status;
-  }
+  status(id: string): TaskStatus { return this.graph.record(id).status; }
 
-  output(id: string): string | undefined {
-    return this.graph.get(id)?.output;
-  }
+  output(id: string): string | undefined { return this.graph.get(id)?.output; }
 
   /** A dep's output for a prompt ('' before it has one): one function for the run, not a closure per dispatch. */
   readonly outputText = (id: string): string => this.graph.get(id)?.output ?? '';
@@ -112,19 +98,13 @@ export class RunTable {
   }
 
   /** Whether an aggregator (map, reduce) has expanded: it is ready again only once its sub-tasks are done. */
-  expanded(id: string): boolean {
-    return this.graph.record(id).collect !== undefined;
-  }
+  expanded(id: string): boolean { return this.graph.record(id).collect !== undefined; }
 
   /** The sub-tasks a task made (a planner's, a map's items), if it made any. */
-  subtasksOf(id: string): readonly string[] | undefined {
-    return this.graph.get(id)?.subtasks;
-  }
+  subtasksOf(id: string): readonly string[] | undefined { return this.graph.get(id)?.subtasks; }
 
   /** A completed map's items whose outputs it kept (after `dedupe`). */
-  keptOf(id: string): readonly string[] | undefined {
-    return this.graph.get(id)?.kept;
-  }
+  keptOf(id: string): readonly string[] | undefined { return this.graph.get(id)?.kept; }
 
   /** Takes the best ready task (whose model has a free slot) and marks it running with a new attempt. */
   startNext(): { spec: SupervisedTask; attempt: number; retriesLeft: number; feedback?: Feedback } | undefined {
@@ -383,9 +363,7 @@ export class RunTable {
   }
 
   /** Builds the result once, at the end: O(tasks). */
-  result(runId: string, status: RunStatus, durationMs: number): RunResult {
-    return resultOf({ runId, status, durationMs }, this.graph.records.values(), this.spend);
-  }
+  result(runId: string, status: RunStatus, durationMs: number): RunResult { return resultOf({ runId, status, durationMs }, this.graph.records.values(), this.spend); }
 
   /** A summary for inspectors and logs, instead of the whole table. */
   toJSON(): { tasks: number; counts: Record<TaskStatus, number>; ready: number } {
