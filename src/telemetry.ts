@@ -114,13 +114,16 @@ export class RunTracer {
         const task = this.taskOf(event.taskId, at);
         for (const [n, open] of task.attempts) if (n !== event.attempt) this.endAttempt(task, n, open, at);
         if (task.attempts.has(event.attempt)) return;
+        // A function step (route `fn/<name>`) is a tool the run calls itself, not an agent.
+        const fn = event.route?.startsWith('fn/') ? event.route.slice(3) : undefined;
         const span = this.tracer.startSpan(
-          `invoke_agent ${event.taskId}`,
+          fn !== undefined ? `execute_tool ${fn}` : `invoke_agent ${event.taskId}`,
           {
             startTime: at,
             attributes: {
-              'gen_ai.operation.name': 'invoke_agent',
-              'gen_ai.agent.name': event.taskId,
+              ...(fn !== undefined
+                ? { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': fn, 'gen_ai.tool.type': 'function' }
+                : { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': event.taskId }),
               'swarmstate.task.id': event.taskId,
               'swarmstate.attempt': event.attempt,
               'swarmstate.model': event.model,

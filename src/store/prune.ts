@@ -37,7 +37,7 @@ export interface Picked {
 /**
  * The runs `rule` removes, of `runs` given newest first, at time `now`: beyond the `keep` newest
  * and started more than `olderThanMs` before `now` (each rule given), except a run `isHeld` says a
- * live process holds, and one journaled as running (interrupted: a resume continues it). A run
+ * live process holds, and one journaled as running (interrupted) or paused: a resume continues it. A run
  * whose start time cannot be read is never older than anything.
  */
 export function pickPrunable(runs: readonly PruneCandidate[], rule: PruneRule, now: number, isHeld: (id: string) => boolean): Picked {
@@ -46,7 +46,8 @@ export function pickPrunable(runs: readonly PruneCandidate[], rule: PruneRule, n
     if (rule.keep !== undefined && index < rule.keep) return;
     if (rule.olderThanMs !== undefined && !(typeof run.createdAt === 'number' && now - run.createdAt > rule.olderThanMs)) return;
     if (isHeld(run.id)) picked.live.push(run.id);
-    else if (run.status === 'running') picked.interrupted.push(run.id);
+    // Paused too: approvals wait for a person, and a resume continues it.
+    else if (run.status === 'running' || run.status === 'paused') picked.interrupted.push(run.id);
     else picked.remove.push(run);
   });
   return picked;
