@@ -9,7 +9,7 @@
  */
 export { createSwarm, RunLockedError, type ResumeOptions, type RetryOptions, type RunEvents, type RunHandle, type RunOptions, type Swarm, type SwarmOptions, type TimedRunEvent } from './swarm.js';
 export { openStore, MemoryStore, SqliteStore, StoreError, JournalRowError, type Store, type RunSummary, type RunRecord, type RowDamage, type PruneRule, type PruneResult } from './store/index.js';
-export { PlanValidationError, parsePlan, validatePlan, type Plan, type PlanInput, type PlanIssue } from './plan/index.js';
+export { PlanValidationError, parsePlan, validatePlan, type ApprovalOutput, type Plan, type PlanInput, type PlanIssue } from './plan/index.js';
 export type { OutputOf, OutputsOf, ResultOf, TypedRunResult } from './plan/typed.js';
 export { RetryError, type RetryErrorCode, type RetrySession } from './run/retry.js';
 export { definePlan, type DefinedPlan, type TaskInput } from './plan/define.js';
