@@ -9,7 +9,7 @@ import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { SwarmFunction, SwarmFunctions } from '../fn/types.js';
-import { FN_NAME_PATTERN } from '../plan/kinds/check.js';
+import { FN_NAME_PATTERN } from '../plan/names.js';
 import { isRecord } from '../plan/issues.js';
 import { kindOf } from '../plan/kinds/index.js';
 import { visible } from './terminal.js';

@@ -8,10 +8,10 @@ import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { extname, isAbsolute, resolve } from 'node:path';
 import { answerJson, type Group } from '../../machines/mapReduce.js';
 import { fillPlaceholders, renderPrompt, type OwnPlaceholders } from '../../machines/prompt.js';
-import { isRecord, issue } from './issues.js';
-import { implicitDepsOf, noArrayOf } from './kinds/index.js';
+import { isRecord, issue } from './problems.js';
 import type { KindContext, Path, RawTask } from './kinds/types.js';
-import { TASK_ID_MAX_LENGTH, TASK_ID_PATTERN, type TaskSpec } from './schema.js';
+import { TASK_ID_MAX_LENGTH, TASK_ID_PATTERN } from './names.js';
+import type { TaskSpec } from './schema.js';
 import type { PlanIssue } from './validate.js';
 import { parseJsonText, type JsonTextError } from '../util/jsonText.js';
 
@@ -234,7 +234,7 @@ export function checkMap(t: RawTask, ctx: KindContext): void {
   if (listed?.ok) for (const problem of itemProblems(listed.items, spec)) out.push(issue(at('items'), problem));
   if (typeof items.from === 'string') {
     const source = ctx.byId.get(items.from);
-    const noArray = source && noArrayOf(source);
+    const noArray = source && ctx.noArrayOf(source);
     if (items.from === t.id) out.push(issue(at('items', 'from'), 'a map cannot read its items from its own output'));
     else if (!source) out.push(issue(at('items', 'from'), `unknown task "${items.from}"`));
     else if (noArray !== undefined) out.push(issue(at('items', 'from'), `task "${items.from}" cannot give a list of items: ${noArray}`));
@@ -278,7 +278,7 @@ export function checkReduce(t: RawTask, ctx: KindContext): void {
     if (typeof id !== 'string' || id === '') return;
     const path = typeof over === 'string' ? at('over') : at('over', j);
     const source = ctx.byId.get(id);
-    const noArray = typeof over === 'string' && source ? noArrayOf(source) : undefined;
+    const noArray = typeof over === 'string' && source ? ctx.noArrayOf(source) : undefined;
     if (id === t.id) out.push(issue(path, 'a reduce cannot merge its own output'));
     else if (!source) out.push(issue(path, `unknown task "${id}"`));
     else if (noArray !== undefined) out.push(issue(path, `task "${id}" cannot give a list of inputs: ${noArray} (to merge several tasks' outputs, list them: "over": ["a", "b"])`));
@@ -290,16 +290,17 @@ const isEmpty = (listed: Items | undefined) => listed?.ok === true && listed.ite
 
 /**
  * `{{item...}}` outside a map (or naming another name than the map's `as`), `{{inputs}}` outside
- * a reduce, and what a map reads as items or a reduce as inputs placed whole in its prompt.
+ * a reduce, and what a map reads as items or a reduce as inputs (`reads`: its implicit deps)
+ * placed whole in its prompt.
  */
-export function checkItemPlaceholders(t: RawTask, kind: unknown, byId: ReadonlyMap<string, unknown>, at: At, out: PlanIssue[]): void {
+export function checkItemPlaceholders(t: RawTask, kind: unknown, reads: readonly string[], byId: ReadonlyMap<string, unknown>, at: At, out: PlanIssue[]): void {
   const as = typeof t.as === 'string' ? t.as : 'item';
   let read: Set<string> | undefined;
   for (const field of ['prompt', 'system'] as const) {
     const text = t[field];
     if (typeof text !== 'string' || !text.includes('{{')) continue;
     // What a map reads as items, or a reduce as inputs, is not placed whole in the prompt.
-    read ??= new Set(kind === 'map' || kind === 'reduce' ? implicitDepsOf(t) : []);
+    read ??= new Set(kind === 'map' || kind === 'reduce' ? reads : []);
     const reported = new Set<string>();
     for (const match of text.matchAll(PLACEHOLDER)) {
       const root = match[1]!.split('.')[0]!;

@@ -12,8 +12,9 @@
 import { z } from 'zod';
 import { PROVIDER_TYPE_NAMES } from '../providers/providerTypes.js';
 import type { Plan, PlanDefaults } from './planTypes.js';
-import { kindOfTask, TASK_KIND_NAMES, taskKindList } from './kinds/index.js';
-import { FN_NAME_PATTERN } from './kinds/check.js';
+import { FN_NAME_PATTERN, TASK_ID_MAX_LENGTH, TASK_ID_PATTERN, TASK_KIND_NAMES, taskKindList } from './names.js';
+// Read only when a task is parsed (the refinement): the kind modules load after this schema.
+import { kindOfTask } from './kinds/index.js';
 
 export type * from './planTypes.js';
 
@@ -21,8 +22,7 @@ export type * from './planTypes.js';
 // Names and numbers
 // ---------------------------------------------------------------------------------------------
 
-export const TASK_ID_PATTERN = /^[A-Za-z0-9_.:/-]+$/;
-export const TASK_ID_MAX_LENGTH = 200;
+export { TASK_ID_MAX_LENGTH, TASK_ID_PATTERN };
 /** Provider and model names end up in actor ids (`pool:<provider>`), so no `/` or `:`. */
 export const NAME_PATTERN = /^[A-Za-z0-9_.-]+$/;
 export const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;

@@ -3,6 +3,8 @@
  * that the schema, validate and the planner's checks read. What a kind says of itself (its
  * implicit deps, what its output is, whether a planner may emit it) is read through the registry.
  */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parsePlan, parsedOutput, parseSubtasks, validatePlan, type PlannerContext } from '../../src/plan/index.js';
@@ -76,6 +78,22 @@ describe('the kinds registry', () => {
       'tasks[4].items.from: task "obj" cannot give a list of items: its output schema is not of type "array"',
       'tasks[6].items.from: task "ok" cannot give a list of items: an approval gives a decision',
     ]);
+  });
+});
+
+describe('loading', () => {
+  it('each plan module loads first in a fresh process (the kinds, the schema and the checks import each other)', async () => {
+    // The build the global setup keeps current: a module that reads another before it is set up fails here.
+    const modules = [
+      ...readdirSync('src/plan/kinds').map((f) => `plan/kinds/${f}`),
+      ...readdirSync('src/plan').filter((f) => f.endsWith('.ts')).map((f) => `plan/${f}`),
+      'cli/functions.ts',
+    ].map((f) => `./dist/src/${f.replace(/\.ts$/, '.js')}`);
+    const outputs = await Promise.all(
+      modules.map((m) => promisify(execFile)(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(m)}).catch((e) => console.log(e.message))`], { encoding: 'utf8' })),
+    );
+    const failed = outputs.flatMap(({ stdout }, i) => (stdout.trim() === '' ? [] : [`${modules[i]}: ${stdout.trim()}`]));
+    expect(failed).toEqual([]);
   });
 });
 

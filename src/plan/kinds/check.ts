@@ -3,15 +3,13 @@
  * each task, the fields of other kinds, the fields its kind refuses, placeholders only some kinds
  * fill, its kind's own checks, and the functions it names.
  */
-import { isRecord, issue, nearest } from '../issues.js';
+import { isRecord, issue, nearest } from '../problems.js';
+import { FN_NAME_PATTERN } from '../names.js';
 import { checkItemPlaceholders, loadItemsFile } from '../mapreduce.js';
 import type { PlanIssue } from '../validate.js';
-import { foreignFields, kindOfTask, runsFunction } from './index.js';
+import { foreignFields, implicitDepsOf, kindOfTask, noArrayOf, runsFunction } from './index.js';
 import type { ItemsRead, KindContext, Path, RawTask } from './types.js';
 import type { SwarmFunctions } from '../../fn/types.js';
-
-/** A plan function's name: a JavaScript export name. */
-export const FN_NAME_PATTERN = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
 export interface KindCheckOptions {
   /** Where a map's relative `items.file` is read from. Default: the working directory. */
@@ -48,9 +46,9 @@ export function checkKinds(tasks: unknown[], out: PlanIssue[], opts: KindCheckOp
     if (opts.asSubTasks && kind.asSubTask !== true) return;
     for (const { field, message } of kind.refused(t)) out.push(issue(at(field), message));
     // A function step's prompt is refused above: what it would place is beside the point.
-    if (!runsFunction(t)) checkItemPlaceholders(t, t.kind, byId, at, out);
+    if (!runsFunction(t)) checkItemPlaceholders(t, t.kind, implicitDepsOf(t), byId, at, out);
     for (const [field, message] of Object.entries(kind.requires)) if (t[field] === undefined) out.push(issue(at(field), message));
-    const ctx: KindContext = { byId, baseDir: opts.baseDir, itemsOf, at, out };
+    const ctx: KindContext = { byId, baseDir: opts.baseDir, itemsOf, noArrayOf, at, out };
     kind.check?.(t, ctx);
     if (opts.functions && Object.hasOwn(kind.fields, 'fn') && typeof t.fn === 'string' && FN_NAME_PATTERN.test(t.fn) && !opts.functions.includes(t.fn)) {
       out.push(issue(at('fn'), noFunction(t.fn, opts.functions)));

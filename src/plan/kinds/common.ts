@@ -1,5 +1,5 @@
 /** What several kinds share: the fields of a model call, and the readings of an output. */
-import { isRecord } from '../issues.js';
+import { isRecord } from '../problems.js';
 import type { FieldProblem, RawTask } from './types.js';
 
 const NONE: readonly FieldProblem[] = [];

@@ -15,42 +15,32 @@ import { reduce } from './reduce.js';
 import { review } from './review.js';
 import { task } from './task.js';
 import type { FieldProblem, PlanKind, RawTask, WatchRule } from './types.js';
+import type { TaskKind } from '../names.js';
+
+export { TASK_KIND_NAMES, taskKindList, type TaskKind } from '../names.js';
 
 export type { FieldProblem, ImplicitDep, KindContext, KindRuns, PlanKind, RawTask, WatchRule } from './types.js';
 
-/** The kinds, in the order messages and docs list them (`task` first: the default). */
-export const PLAN_KINDS = { task, plan, review, map, reduce, fn, approval } as const satisfies Record<string, PlanKind>;
+/** The kinds, by name: one for each of TASK_KIND_NAMES (src/plan/names.ts), in its order (the compiler holds the two equal). */
+export const PLAN_KINDS: Readonly<Record<TaskKind, PlanKind>> = { task, plan, review, map, reduce, fn, approval } satisfies Record<TaskKind, PlanKind>;
 
 /** The registry under the name the plan's code has long read it by. */
-export const TASK_KINDS: Readonly<Record<TaskKind, PlanKind>> = PLAN_KINDS;
-
-export type TaskKind = keyof typeof PLAN_KINDS;
-
-export const TASK_KIND_NAMES = Object.keys(PLAN_KINDS) as [TaskKind, ...TaskKind[]];
+export const TASK_KINDS = PLAN_KINDS;
 
 /** The kind named `kind`; undefined for a name that is not a task kind (unparsed input). */
 export function kindOf(kind: unknown): PlanKind | undefined {
   return typeof kind === 'string' && Object.hasOwn(PLAN_KINDS, kind) ? PLAN_KINDS[kind as TaskKind] : undefined;
 }
 
-/** An older name of `kindOf`. */
-export const taskKindOf = kindOf;
-
 /** The kind of a task as written: no `kind` is a plain task; an unknown one, undefined. */
 export function kindOfTask(t: RawTask): PlanKind | undefined {
   return kindOf(t.kind ?? 'task');
 }
 
-/** `"task", "plan", ... or "approval"`, for messages. */
-export function taskKindList(): string {
-  const quoted = TASK_KIND_NAMES.map((k) => `"${k}"`);
-  return `${quoted.slice(0, -1).join(', ')} or ${quoted.at(-1)}`;
-}
-
 /** Each field some kinds own, with its owners and the line said when another kind has it: built once. */
 const OWNED_FIELDS: readonly { field: string; owners: readonly string[]; message: string }[] = (() => {
   const owners = new Map<string, { owners: string[]; what: string }>();
-  for (const [name, kind] of Object.entries(PLAN_KINDS) as [string, PlanKind][]) {
+  for (const [name, kind] of Object.entries(PLAN_KINDS)) {
     for (const [field, what] of Object.entries(kind.fields)) {
       const entry = owners.get(field);
       if (entry) entry.owners.push(name);
@@ -74,7 +64,7 @@ export function foreignFields(task: RawTask, kind: string): readonly FieldProble
 }
 
 /** The kinds that act on another task's output, and their rules, in the order they act on one task. */
-export const WATCH_RULES: readonly WatchRule[] = (Object.values(PLAN_KINDS) as PlanKind[])
+export const WATCH_RULES: readonly WatchRule[] = Object.values(PLAN_KINDS)
   .flatMap((k) => (k.watches ? [k.watches] : []))
   .sort((a, b) => a.stage - b.stage);
 

@@ -3,7 +3,7 @@
  * the prompt with the item filled in, or the function named in `fn` with the item in `ctx.item`.
  * Its output is the array of its items' outputs. Its checks and expansion are src/plan/mapreduce.ts.
  */
-import { isRecord } from '../issues.js';
+import { isRecord } from '../problems.js';
 import { checkMap } from '../mapreduce.js';
 import { FN_HINTS, fnOf, MODEL_CALL_FIELDS, modelAndPrompt, NONE, refusals } from './common.js';
 import type { FieldProblem, PlanKind } from './types.js';

@@ -51,6 +51,8 @@ export interface KindContext {
   readonly baseDir: string | undefined;
   /** A map's items as the plan lists them (a file, inline), read once; undefined for items from a task or none. */
   itemsOf(map: RawTask): ItemsRead | undefined;
+  /** Why a task's output cannot be a JSON array, or undefined when it may be one (its kind's `noArray`). */
+  noArrayOf(t: RawTask): string | undefined;
   /** A path under this task: `at('items', 'from')` is `['tasks', i, 'items', 'from']`. */
   at(...path: Path): Path;
   readonly out: PlanIssue[];

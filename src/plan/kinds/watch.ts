@@ -6,7 +6,7 @@
  * watcher (they must not read an output that may still change), which can close a cycle. Of two
  * watchers of one task, the later stage (an approval) waits for the earlier one (a review).
  */
-import { isRecord, issue, unknownName } from '../issues.js';
+import { isRecord, issue, unknownName } from '../problems.js';
 import type { PlanIssue } from '../validate.js';
 import { kindOfTask, WATCH_RULES } from './index.js';
 import type { Path, WatchRule } from './types.js';
