@@ -8,6 +8,7 @@ const CODES: ReadonlySet<string> = new Set<ErrorCode>([
   'rate_limited', 'overloaded', 'server_error', 'timeout', 'network', 'auth', 'bad_request',
   'context_overflow', 'budget_exceeded', 'spend_cap', 'no_keys', 'max_turns', 'task_timeout',
   'tool_error', 'cancelled', 'skipped', 'dispatch_denied', 'invalid_plan', 'invalid_output', 'rejected_output', 'internal',
+  'fn_error', 'rejected',
 ]);
 
 /** Server-side failures: the only ones a route's breaker counts. */

@@ -19,7 +19,7 @@ export const pickUrgent = (ctx) => withUrgency(ctx).filter((t) => t.urgency !== 
 export const pickRest = (ctx) => withUrgency(ctx).filter((t) => t.urgency === 'low').map(({ sim: _sim, ...t }) => t);
 
 /** The drafts, one per urgent ticket, as one list for the person to approve. */
-export const bundle = ({ deps, inputs }) => deps.urgent.map((ticket, i) => ({ to: ticket.from, ticket: ticket.id, reply: inputs[i] }));
+export const bundle = ({ deps }) => deps.urgent.map((ticket, i) => ({ to: ticket.from, ticket: ticket.id, reply: deps.drafts[i] }));
 
 /**
  * Writes the approved replies. At-least-once: a crash after the write and before the journal

@@ -13,11 +13,14 @@ export function publicResult(result: RunResult, plan: Plan): RunResult {
   return withParsedOutputs(priced(result, plan), plan);
 }
 
-/** A structured output is its parsed value in the public result (the runtime keeps its JSON text). */
+/**
+ * A structured output is its parsed value in the public result (the runtime keeps its JSON
+ * text): a schema's, a map's array, a function's value, an approval's decision (each kind says).
+ */
 function withParsedOutputs(result: RunResult, plan: Plan): RunResult {
   for (const spec of plan.tasks) {
     const task = result.tasks[spec.id];
-    if ((spec.output || spec.kind === 'map') && task && typeof task.output === 'string') task.output = parsedOutput(spec, task.output);
+    if (task && typeof task.output === 'string') task.output = parsedOutput(spec, task.output);
   }
   return result;
 }

@@ -60,7 +60,7 @@ describe('fn tasks', () => {
     expect(started.find((e) => e.taskId === 'fetch')).toMatchObject({ model: 'fn:fetchOrders', route: 'fn/fetchOrders' });
     // No key, no request, no cost.
     expect(result.tasks.fetch!.requests).toBe(0);
-    expect(result.tasks.fetch!.costUsd).toBeUndefined();
+    expect(result.tasks.fetch!.costUsd).toBe(0);
     expect(result.totals.requests).toBe(1);
   });
 
