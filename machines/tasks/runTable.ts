@@ -8,16 +8,26 @@
  * status changes exist, lifecycle.ts), the graph (graph.ts), the ready queue (queue.ts), a
  * resume (restore.ts) and the result (results.ts).
  */
-import type { AttemptReport, ErrorInfo, RunStatus, TaskStatus, Usage } from '../protocol.js';
+import type { AttemptReport, ErrorInfo, RunStatus, SkipCause, TaskStatus, Usage } from '../protocol.js';
 import { verdictOf } from '../review.js';
 import { TaskStates, type TaskEvent } from './lifecycle.js';
-import { TaskGraph, type GraphMoves } from './graph.js';
+import { TaskGraph, type Flow, type GraphMoves } from './graph.js';
 import { ReadyQueue } from './queue.js';
 import { restoreGraph, type RunRestore } from './restore.js';
 import { rejectedCode, resultOf, SpendTally, type RunResult } from './results.js';
 import { isAggregator, type Feedback, type ReviewOutcome, type Settlement, type SupervisedTask, type TaskRecord } from './types.js';
 
 const rejectedOutput = (report: AttemptReport) => (report.status === 'failed' && report.output !== undefined ? rejectedCode(report.error) : undefined);
+
+/** A completion's settlement: what it made ready, and what it skipped when anything (a false condition). */
+const completedBy = (flow: Flow, review?: ReviewOutcome): Settlement => {
+  const settlement: Extract<Settlement, { kind: 'completed' }> = review ? { kind: 'completed', unlocked: flow.unlocked, review } : { kind: 'completed', unlocked: flow.unlocked };
+  if (flow.skipped.length > 0) settlement.skipped = flow.skipped;
+  return settlement;
+};
+
+/** A failure's settlement: what it skipped, and the joins it let run when any. */
+const failedBy = (flow: Flow): Settlement => (flow.unlocked.length > 0 ? { kind: 'failed', skipped: flow.skipped, unlocked: flow.unlocked } : { kind: 'failed', skipped: flow.skipped });
 
 export class RunTable {
   private readonly states = new TaskStates();
@@ -27,7 +37,7 @@ export class RunTable {
 
   /** Task ids that were ready at the start, in no particular order. */
   readonly initiallyReady: string[] = [];
-  /** Tasks found skipped while restoring (a dependency had failed before the crash). */
+  /** Tasks found skipped at the start: on a resume, a dependency had failed or been skipped before the crash, or a condition is false. */
   readonly initiallySkipped: string[] = [];
 
   /**
@@ -50,11 +60,9 @@ export class RunTable {
       this.initiallySkipped.push(...skipped);
       return;
     }
+    const flow: Flow = { unlocked: this.initiallyReady, skipped: this.initiallySkipped };
     for (const record of this.graph.link(tasks)) {
-      if (record.waitingOn === 0) {
-        this.enqueue(record, 'READY');
-        this.initiallyReady.push(record.spec.id);
-      }
+      if (record.waitingOn === 0 && record.status === 'pending') this.graph.openOrSkip(record, flow);
     }
   }
 
@@ -90,12 +98,29 @@ export class RunTable {
     return this.graph.record(id).status;
   }
 
+  /** A task's output once it completed (a failed task's rejected answer is not one). */
   output(id: string): string | undefined {
-    return this.graph.get(id)?.output;
+    const r = this.graph.get(id);
+    return r?.status === 'completed' ? r.output : undefined;
   }
 
-  /** A dep's output for a prompt ('' before it has one): one function for the run, not a closure per dispatch. */
-  readonly outputText = (id: string): string => this.graph.get(id)?.output ?? '';
+  /**
+   * A dep's output for a prompt ('' before it has one, and for a join's dep that did not
+   * complete): one function for the run, not a closure per dispatch.
+   */
+  readonly outputText = (id: string): string => this.output(id) ?? '';
+
+  /** A join's deps that did not complete (their `{{id}}` reads nothing, no `<dep>` block is added); undefined for any other task. */
+  absentDeps(spec: SupervisedTask): ReadonlySet<string> | undefined {
+    if (spec.after !== 'any') return undefined;
+    const absent = spec.deps.filter((d) => this.graph.get(d)?.status !== 'completed');
+    return absent.length > 0 ? new Set(absent) : undefined;
+  }
+
+  /** Why a skipped task was skipped: the cause, and the reason in words. */
+  skipOf(id: string): { cause: SkipCause; reason: string } {
+    return this.graph.record(id).skip ?? { cause: 'dependency', reason: 'a task it depends on did not complete' };
+  }
 
   /**
    * A task's counters over all its attempts so far (every life of the run): what the events that
@@ -179,16 +204,12 @@ export class RunTable {
     this.graph.waitForLeaves(planner, added);
     planner.subtasks = added.map((r) => r.spec.id);
     delete planner.feedback;
-    const unlocked: string[] = [];
+    const flow: Flow = { unlocked: [], skipped: [] };
     for (const record of added) {
-      if (record.waitingOn === 0) {
-        this.enqueue(record, 'READY');
-        unlocked.push(record.spec.id);
-      }
+      if (record.waitingOn === 0 && record.status === 'pending') this.graph.openOrSkip(record, flow);
     }
     this.move(planner, 'COMPLETE');
-    this.graph.unlockDependentsOf(planner, unlocked);
-    return { kind: 'completed', unlocked };
+    return completedBy(this.graph.unlockDependentsOf(planner, flow));
   }
 
   /**
@@ -227,7 +248,7 @@ export class RunTable {
     record.output = output;
     delete record.error;
     this.move(record, 'COMPLETE');
-    const settlement: Settlement = { kind: 'completed', unlocked: this.graph.unlockDependentsOf(record) };
+    const settlement = completedBy(this.graph.unlockDependentsOf(record));
     return dropped === undefined ? { settlement, output } : { settlement, output, dropped, items: record.collect.length };
   }
 
@@ -244,7 +265,7 @@ export class RunTable {
       return { kind: 'retry' };
     }
     this.move(planner, 'FAIL');
-    return { kind: 'failed', skipped: this.graph.skipDependentsOf(planner) };
+    return failedBy(this.graph.skipDependentsOf(planner));
   }
 
   /**
@@ -266,7 +287,7 @@ export class RunTable {
       delete record.error;
       delete record.feedback;
       this.move(record, 'COMPLETE');
-      return { kind: 'completed', unlocked: this.graph.unlockDependentsOf(record) };
+      return completedBy(this.graph.unlockDependentsOf(record));
     }
     if (report.error) record.error = report.error;
     const rejected = rejectedOutput(report);
@@ -286,7 +307,7 @@ export class RunTable {
     }
     record.transcript = report.messages;
     this.move(record, 'FAIL');
-    return { kind: 'failed', skipped: this.graph.skipDependentsOf(record) };
+    return failedBy(this.graph.skipDependentsOf(record));
   }
 
   /**
@@ -308,7 +329,7 @@ export class RunTable {
       record.approved = verdict === 'approve';
       delete record.error;
       this.move(record, 'COMPLETE');
-      return { kind: 'completed', unlocked: this.graph.unlockDependentsOf(record), review: outcome };
+      return completedBy(this.graph.unlockDependentsOf(record), outcome);
     }
     // Back to the drawing board: the reviewer waits for the new draft, and so does whatever
     // depended on the draft (it was held back by the reviewer all along).

@@ -10,6 +10,7 @@ import { fieldPathProblem, schemaProblems } from './structured.js';
 import { userPattern } from './userPattern.js';
 import { implicitDeps } from './mapreduce.js';
 import { foreignFields } from './taskKinds.js';
+import { checkJoins, checkWhen } from './when.js';
 import type { PlanIssue } from './validate.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -46,11 +47,14 @@ export function checkTasks(
   const depAt: number[][] = Array.from({ length: n }, () => []);
   const modelNames = models ? Object.keys(models) : [];
   const toolNames = tools ? [...tools] : [];
+  // What each task waits for (its deps, `reviews`, `items.from`, `over`): its conditions read them, joins count them.
+  const depSets: Set<string>[] = [];
   for (let i = 0; i < n; i++) {
     const t = tasks[i];
+    const deps = new Set<string>();
+    depSets.push(deps);
     if (!isRecord(t)) continue;
     const id = ids[i];
-    const deps = new Set<string>();
     if (Array.isArray(t.deps)) {
       t.deps.forEach((d: unknown, j: number) => {
         if (typeof d !== 'string') return;
@@ -103,9 +107,11 @@ export function checkTasks(
       }
     }
     checkOutputAndAccept(t, i, models, out);
+    checkWhen(t, i, deps, indexOf, tasks, out);
   }
 
   checkReviews(tasks, ids, indexOf, edges, depAt, out);
+  checkJoins(tasks, depSets, indexOf, out);
 
   for (const cycle of findCycles(edges)) {
     const start = cycle.nodes[0];

@@ -6,6 +6,7 @@
  */
 import type { z } from 'zod';
 import type { KeyLimits } from '../../machines/protocol.js';
+import type { Condition } from '../../machines/when.js';
 import type { ProviderType } from '../providers/providerTypes.js';
 import type { PlanSchema } from './schema.js';
 import type { TaskKind } from './taskKinds.js';
@@ -191,7 +192,20 @@ export interface TaskSpec {
   output?: OutputSpec;
   /** Quality gates on the answer: a rejected one is retried with the reason (`rejected_output`). */
   accept?: AcceptSpec;
+  /**
+   * Runs only if this condition on its deps' outputs holds, judged once, when it would become
+   * ready; false: it is skipped (cause `condition`), and so is what depends on it, but a join.
+   */
+  when?: Condition;
+  /**
+   * `all` (default): it starts once every dep completed. `any`: a join: it starts once every dep
+   * has ended (completed, failed, skipped) and at least one completed; if none did it is skipped.
+   */
+  after?: 'all' | 'any';
 }
+
+/** A branch's condition (machines/when.ts): a test of one dep's output, or tests combined. */
+export type { Condition, WhenTest } from '../../machines/when.js';
 
 /** `output` of a task (src/plan/structured.ts checks the schema itself). */
 export interface OutputSpec {
@@ -314,7 +328,7 @@ export interface TaskInputs {
 /** The fields every kind takes (each as in `TaskSpec`); those with a default are optional. */
 export interface TaskInputBase
   extends Pick<TaskSpec, 'id' | 'model' | 'system' | 'prompt' | 'maxTurns' | 'maxRetries' | 'timeoutMs' | 'maxTokens' | 'maxInputTokens'>,
-    Partial<Pick<TaskSpec, 'deps' | 'priority' | 'tools'>> {
+    Partial<Pick<TaskSpec, 'deps' | 'priority' | 'tools' | 'when' | 'after'>> {
   output?: OutputInput;
   accept?: AcceptInput;
 }

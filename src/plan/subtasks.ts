@@ -17,6 +17,7 @@ import { TaskSchema, type Plan, type TaskSpec } from './schema.js';
 import { taskKindOf } from './taskKinds.js';
 import { checkTasks } from './checkTasks.js';
 import { formatIssue, type PlanIssue } from './validate.js';
+import { renameTasks } from '../../machines/when.js';
 
 export interface PlannerContext {
   plan: Plan;
@@ -67,6 +68,7 @@ export function parseSubtasks(output: string, ctx: PlannerContext): SubtaskResul
   const tasks = parsed.data.tasks.map((t) => {
     const task: TaskSpec = { ...t, id: rename(t.id), deps: t.deps.map(rename), prompt: renameText(t.prompt) };
     if (t.system !== undefined) task.system = renameText(t.system);
+    if (t.when !== undefined) task.when = renameTasks(t.when, rename);
     if (t.reviews !== undefined) {
       task.reviews = rename(t.reviews);
       if (!task.deps.includes(task.reviews)) task.deps = [...task.deps, task.reviews];
