@@ -3,7 +3,8 @@
  * schema answers (the sim's `[[sim:reply]]` picks the value), the branch whose `when` holds runs,
  * the other is skipped with the cause `condition` (and so is what depends on it), and a join
  * (`after: "any"`) runs once, its placeholder of the skipped branch empty. With a SQLite journal:
- * a resume keeps the condition's skip, and a retry finds nothing to run again.
+ * a resume keeps the condition's skip, a retry finds nothing to run again, `show --json` and the
+ * journal's page give the cause.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,9 @@ import { createSwarm, RetryError, type RunEvent } from '../../src/index.js';
 import { startSim, type SimServer } from '../../src/sim/index.js';
 import { SqliteStore } from '../../src/store/index.js';
 import { journalReport } from '../../src/ui/journalReport.js';
+import { Writable } from 'node:stream';
+import { runCommand } from '../../src/cli/commands/command.js';
+import { show } from '../../src/cli/commands/show.js';
 import { recordingProxy, type RecordedRequest } from '../helpers/recordingProxy.js';
 
 let sim: SimServer;
@@ -144,6 +148,13 @@ describe('branches in the journal', () => {
     const record = store.getRun(run.id)!;
     const page = journalReport(record, store.loadTasks(run.id), store.loadAttempts(run.id), record.status);
     store.close();
+    let out = '';
+    const io = { out: new Writable({ write: (chunk, _enc, done) => ((out += String(chunk)), done()) }), err: new Writable({ write: (_c, _e, done) => done() }) };
+    expect(await runCommand(show, [run.id, '--store', file, '--json'], io)).toBe(0);
+    const shown = (JSON.parse(out) as { tasks: { id: string; status: string; cause?: string; reason: string | null }[] }).tasks;
+    expect(shown.filter((t) => t.status === 'skipped')).toEqual([
+      expect.objectContaining({ id: `${tag}-archive`, cause: 'condition', reason: `its condition is false: not (${tag}-classify.urgency in ["high"]); ${tag}-classify.urgency is "high"` }),
+    ]);
     expect(page.events.filter((e) => e.type === 'task:skipped').map((e) => ({ ...e, at: 0 }))).toEqual([
       { type: 'task:skipped', taskId: `${tag}-archive`, cause: 'condition', reason: `its condition is false: not (${tag}-classify.urgency in ["high"]); ${tag}-classify.urgency is "high"`, at: 0 },
     ]);
