@@ -27,11 +27,14 @@ export interface Flow {
 /** A join that has not been judged yet: it waits for its deps to end, not to complete. */
 const joining = (r: TaskRecord) => r.spec.after === 'any' && r.opened === undefined;
 
-/** What a condition reads of a task: its output once it completed, parsed where it is structured (a schema, a map's array). */
+/** Kinds whose output is JSON whatever their schema: a map's array of its items' outputs, a function step's value. */
+const JSON_KINDS: ReadonlySet<string> = new Set(['map', 'fn']);
+
+/** What a condition reads of a task: its output once it completed, parsed where it is structured (a schema, a JSON kind). */
 function valueOf(r: TaskRecord): { value: unknown } | undefined {
   if (r.status !== 'completed') return undefined;
   const text = r.output ?? '';
-  if (r.spec.output?.schema === undefined && r.spec.kind !== 'map') return { value: text };
+  if (r.spec.output?.schema === undefined && !JSON_KINDS.has(r.spec.kind ?? 'task')) return { value: text };
   try {
     return { value: JSON.parse(text) as unknown };
   } catch {

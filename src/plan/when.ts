@@ -25,7 +25,8 @@ export function conditionOf(t: Record<string, unknown>): Condition | undefined {
 /**
  * The tests of task `i`'s `when`: the task each reads is one of `deps` (not itself), and its
  * `path` is a field the dep's output has (`output.schema`; a map's output is the array of its
- * items' outputs); a dep without a schema answers text, which has no fields. Then whether the
+ * items' outputs; a function step's JSON has any shape without one); a dep without a schema
+ * answers text, which has no fields. Then whether the
  * condition can ever be true.
  */
 export function checkWhen(t: Record<string, unknown>, i: number, deps: ReadonlySet<string>, indexOf: ReadonlyMap<string, number>, tasks: readonly unknown[], out: PlanIssue[]): void {
@@ -59,6 +60,8 @@ function pathProblem(dep: unknown, id: string, path: readonly string[]): string 
     const problem = fieldPathProblem({ type: 'array', items: schema ?? true }, path);
     return problem && `the output of map "${id}" is the array of its items' outputs: it ${problem}`;
   }
+  // A function step returns JSON: without a schema, its shape is not known here.
+  if (dep.kind === 'fn' && schema === undefined) return undefined;
   if (schema === undefined) {
     return `task "${id}" has no output.schema: its output is text, with no fields (leave "path" out to compare the whole text, or give "${id}" an output schema)`;
   }

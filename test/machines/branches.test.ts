@@ -120,6 +120,13 @@ describe('when', () => {
     expect(table.settle(report('t', 1, { output: '{"urgency":"low"}' }), { retry: true })).toEqual({ kind: 'completed', unlocked: ['yes'], skipped: ['no'] });
   });
 
+  it('reads a function step\'s output (kind fn) parsed, schema or not', () => {
+    // `fn` steps return JSON (their kind is another part of the runtime: cast here).
+    const table = new RunTable([task('f', [], { kind: 'fn' as never }), task('yes', ['f'], { when: { task: 'f', path: '0.id', equals: 7 } })]);
+    start(table, 'f');
+    expect(table.settle(report('f', 1, { output: '[{"id":7}]' }), { retry: true })).toEqual({ kind: 'completed', unlocked: ['yes'] });
+  });
+
   it('a condition is decided once: an aggregator waiting again for its items, or a reviewer for a revised draft, is not judged again', () => {
     const table = new RunTable([
       task('c', [], { output: schema }),

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { validatePlan, type PlanInput } from '../../src/plan/index.js';
 import { parseSubtasks } from '../../src/plan/subtasks.js';
+import { checkWhen } from '../../src/plan/when.js';
 import { resolveTask } from '../../src/resolve.js';
 
 const ENV = { KEY_A: 'k' };
@@ -163,6 +164,19 @@ describe('bad input: one line each, naming its path', () => {
     expect(good.ok && good.tasks[1]!.when).toEqual({ all: [{ task: 'pl/a', path: 'ok', equals: true }, { task: 'classify', path: 'anything', exists: true }] });
     const bad = parseSubtasks(JSON.stringify([{ id: 'a', model: 'fast', prompt: 'a' }, { id: 'b', model: 'fast', prompt: 'b', when: { task: 'a', path: 'x', equals: 1 } }]), ctx);
     expect(bad).toEqual({ ok: false, issues: ['tasks[1].when.task: "a" is not in deps: a condition reads a dep\'s output (add "a" to deps)'] });
+  });
+});
+
+describe('a function step\'s output', () => {
+  it('is JSON: without an output.schema any path into it passes, with one the schema says', () => {
+    const tasks = [
+      { id: 'f', kind: 'fn', fn: 'pick' },
+      { id: 'g', kind: 'fn', fn: 'pick', output: { schema: { type: 'object', properties: { ok: { type: 'boolean' } }, additionalProperties: false } } },
+      { id: 'a', model: 'fast', prompt: 'a', deps: ['f', 'g'], when: { all: [{ task: 'f', path: '0.id', exists: true }, { task: 'g', path: 'nope', exists: true }] } },
+    ];
+    const out: { path: string; message: string }[] = [];
+    checkWhen(tasks[2]!, 2, new Set(['f', 'g']), new Map([['f', 0], ['g', 1], ['a', 2]]), tasks, out);
+    expect(out).toEqual([{ path: 'tasks[2].when.all[1].path', message: 'the output.schema of task "g" has no field "nope" (its fields: ok)' }]);
   });
 });
 
