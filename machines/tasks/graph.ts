@@ -16,13 +16,23 @@ import type { SkipCause } from '../protocol.js';
 import { dedupeOutputs, outputValue } from '../mapReduce.js';
 import { holds, whyFalse, type OutputOf } from '../when.js';
 import { isFinal, type TaskEvent } from './lifecycle.js';
-import { newRecord, type SupervisedTask, type TaskRecord } from './types.js';
+import { newRecord, type ReviewOutcome, type Settlement, type SupervisedTask, type TaskRecord } from './types.js';
 
 /** What ending a task did to those waiting on it: the ids made ready and skipped, in order. */
 export interface Flow {
   unlocked: string[];
   skipped: string[];
 }
+
+/** A completion's settlement: what it made ready, and what it skipped when anything (a false condition). */
+export function completedBy(flow: Flow, review?: ReviewOutcome): Settlement {
+  const settlement: Extract<Settlement, { kind: 'completed' }> = review ? { kind: 'completed', unlocked: flow.unlocked, review } : { kind: 'completed', unlocked: flow.unlocked };
+  if (flow.skipped.length > 0) settlement.skipped = flow.skipped;
+  return settlement;
+}
+
+/** A failure's settlement: what it skipped, and the joins it let run when any. */
+export const failedBy = (flow: Flow): Settlement => (flow.unlocked.length > 0 ? { kind: 'failed', skipped: flow.skipped, unlocked: flow.unlocked } : { kind: 'failed', skipped: flow.skipped });
 
 /** A join that has not been judged yet: it waits for its deps to end, not to complete. */
 const joining = (r: TaskRecord) => r.spec.after === 'any' && r.opened === undefined;

@@ -11,23 +11,13 @@
 import type { AttemptReport, ErrorInfo, RunStatus, SkipCause, TaskStatus, Usage } from '../protocol.js';
 import { verdictOf } from '../review.js';
 import { TaskStates, type TaskEvent } from './lifecycle.js';
-import { TaskGraph, type Flow, type GraphMoves } from './graph.js';
+import { completedBy, failedBy, TaskGraph, type Flow, type GraphMoves } from './graph.js';
 import { ReadyQueue } from './queue.js';
 import { restoreGraph, type RunRestore } from './restore.js';
 import { rejectedCode, resultOf, SpendTally, type RunResult } from './results.js';
 import { isAggregator, type Feedback, type ReviewOutcome, type Settlement, type SupervisedTask, type TaskRecord } from './types.js';
 
 const rejectedOutput = (report: AttemptReport) => (report.status === 'failed' && report.output !== undefined ? rejectedCode(report.error) : undefined);
-
-/** A completion's settlement: what it made ready, and what it skipped when anything (a false condition). */
-const completedBy = (flow: Flow, review?: ReviewOutcome): Settlement => {
-  const settlement: Extract<Settlement, { kind: 'completed' }> = review ? { kind: 'completed', unlocked: flow.unlocked, review } : { kind: 'completed', unlocked: flow.unlocked };
-  if (flow.skipped.length > 0) settlement.skipped = flow.skipped;
-  return settlement;
-};
-
-/** A failure's settlement: what it skipped, and the joins it let run when any. */
-const failedBy = (flow: Flow): Settlement => (flow.unlocked.length > 0 ? { kind: 'failed', skipped: flow.skipped, unlocked: flow.unlocked } : { kind: 'failed', skipped: flow.skipped });
 
 export class RunTable {
   private readonly states = new TaskStates();
