@@ -2,12 +2,18 @@
  * `when` and `after` in a plan (src/plan/when.ts, schema.ts): what validation accepts, and each
  * bad input as one line naming its path, every problem at once, before anything runs.
  */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { validatePlan, type PlanInput } from '../../src/plan/index.js';
 import { parseSubtasks } from '../../src/plan/subtasks.js';
 import { checkWhen } from '../../src/plan/when.js';
 import { resolveTask } from '../../src/resolve.js';
+import { ROOT } from '../store/helpers.js';
+
+const { Ajv } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
 
 const ENV = { KEY_A: 'k' };
 const classify = {
@@ -177,6 +183,19 @@ describe('a function step\'s output', () => {
     const out: { path: string; message: string }[] = [];
     checkWhen(tasks[2]!, 2, new Set(['f', 'g']), new Map([['f', 0], ['g', 1], ['a', 2]]), tasks, out);
     expect(out).toEqual([{ path: 'tasks[2].when.all[1].path', message: 'the output.schema of task "g" has no field "nope" (its fields: ok)' }]);
+  });
+});
+
+describe('the plan\'s JSON Schema (schema/plan.schema.json)', () => {
+  it('takes when (nested, to any depth) and after, and refuses an unknown operator or after value', () => {
+    const shipped = JSON.parse(readFileSync(join(ROOT, 'schema/plan.schema.json'), 'utf8')) as Record<string, unknown>;
+    const check = new Ajv({ allErrors: true, strict: false, validateFormats: false }).compile(shipped);
+    const withTask = (extra: Record<string, unknown>) => plan([task(extra)]);
+    const deep = { all: [{ any: [{ not: { task: 'classify', path: 'tags.0.id', in: ['a', null, { x: [1] }] } }, { task: 'text', exists: false }] }] };
+    expect(check(withTask({ when: deep, after: 'any' })), JSON.stringify(check.errors)).toBe(true);
+    expect(check(withTask({ when: { task: 'classify', equal: 1 } }))).toBe(false);
+    expect(check(withTask({ when: { all: [{ task: 'classify', equals: 1, bogus: true }] } }))).toBe(false);
+    expect(check(withTask({ after: 'some' }))).toBe(false);
   });
 });
 
