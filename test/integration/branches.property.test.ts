@@ -10,7 +10,7 @@
  *
  * The runs are sized to reach the cases (8 to 30 tasks, up to 3 deps each, half with a
  * condition, half of those with 2 or more deps joining, 1 in 8 failing), and how often each is
- * reached is asserted. fast-check prints its seed when a run fails.
+ * reached is asserted. fast-check prints its seed when a run fails. `BRANCH_RUNS=600` runs more.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
