@@ -11,6 +11,7 @@ import { errorInfo } from './errors.js';
 import type { RunTable } from './tasks/runTable.js';
 import type { SupervisedTask } from './tasks/types.js';
 import type { Enqueue, PlanExpansionInput, SupervisorContext } from './supervisor/types.js';
+import { reportFlow } from './supervisor/settle.js';
 import { answerJson, inputText, planGroups, promptTokens, refTask, renderInputs, type Group } from './mapReduce.js';
 
 export type { Group };
@@ -94,7 +95,7 @@ export function reducePrompt(table: RunTable, spec: SupervisedTask): string {
 /** The prompt with its other deps placed: `{{inputs}}` too when `own` fills it. */
 function template(table: RunTable, spec: SupervisedTask, refs: readonly string[], own?: OwnPlaceholders): string {
   const over = new Set([...overIds(spec), ...refs.map(refTask)]);
-  return renderPrompt(spec.prompt, spec.deps.filter((d) => !over.has(d)), (id) => table.output(id) ?? '', own);
+  return renderPrompt(spec.prompt, spec.deps.filter((d) => !over.has(d)), (id) => table.output(id) ?? '', own, table.absentDeps(spec));
 }
 
 const overIds = (spec: SupervisedTask): string[] => {
@@ -110,7 +111,8 @@ const describeOver = (spec: SupervisedTask) => overIds(spec).map((id) => `"${id}
  */
 export function inputsOf(table: RunTable, spec: SupervisedTask): { ok: true; list: string[] } | { ok: false; message: string } {
   const over = spec.reduce?.over ?? [];
-  if (typeof over !== 'string') return { ok: true, list: [...over] };
+  // A join's inputs that did not complete are left out (any other reduce's all did).
+  if (typeof over !== 'string') return { ok: true, list: spec.after === 'any' ? over.filter((r) => table.status(refTask(r)) === 'completed') : [...over] };
   if (table.spec(over).kind === 'map') return { ok: true, list: [...(table.keptOf(over) ?? table.subtasksOf(over) ?? [])] };
   const value = answerJson(table.output(over) ?? '');
   if (!Array.isArray(value)) return { ok: false, message: `the output of "${over}" is not a JSON array, so it has no inputs to reduce` };
@@ -130,5 +132,5 @@ function collect(table: RunTable, enqueue: Enqueue, taskId: string, attempt: num
     enqueueReport(enqueue, { type: 'task:deduped', taskId, items: done.items ?? 0, kept: (done.items ?? 0) - done.dropped, dropped: done.dropped });
   }
   enqueueReport(enqueue, { type: 'task:completed', taskId, attempt, output: done.output, usage: ZERO_USAGE, ...table.countersOf(taskId) });
-  for (const id of done.settlement.unlocked) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
+  reportFlow(enqueue, table, done.settlement);
 }

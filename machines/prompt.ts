@@ -60,8 +60,12 @@ export function fieldText(output: string, path: readonly string[]): string {
   return typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
 }
 
-/** The prompt with its deps placed (`own` filled in the same pass), and the deps it does not place appended. */
-export function renderPrompt(prompt: string, deps: readonly string[], outputOf: (id: string) => string, own?: OwnPlaceholders): string {
+/**
+ * The prompt with its deps placed (`own` filled in the same pass), and the deps it does not place
+ * appended. `absent`: a join's deps that did not complete: `outputOf` gives '' for them, and they
+ * are not appended (an empty block would say they answered nothing).
+ */
+export function renderPrompt(prompt: string, deps: readonly string[], outputOf: (id: string) => string, own?: OwnPlaceholders, absent?: ReadonlySet<string>): string {
   if (deps.length === 0 && !own) return prompt;
   const depSet = new Set(deps);
   const done = new Set<string>();
@@ -76,7 +80,7 @@ export function renderPrompt(prompt: string, deps: readonly string[], outputOf: 
   });
   let out = body;
   for (const id of deps) {
-    if (done.has(id)) continue;
+    if (done.has(id) || absent?.has(id)) continue;
     out += `\n\n<dep id="${id}">\n${outputOf(id)}\n</dep>`;
   }
   return out;

@@ -23,7 +23,7 @@ import { createHash } from 'node:crypto';
 import { canonicalJson } from '../machines/canonical.js';
 import type { PlanExpander } from './planner.js';
 import type { TaskSpec } from './plan/index.js';
-import { Journal, StoreError, type AttemptRow, type PlannerExtra, type RejectedAnswer, type ReviewExtra, type Store, type StoredRunStatus, type TaskRow } from './store/index.js';
+import { Journal, skipCauseOf, StoreError, type AttemptRow, type PlannerExtra, type RejectedAnswer, type ReviewExtra, type Store, type StoredRunStatus, type TaskRow } from './store/index.js';
 
 /** What the journal keeps as the result of a run refused at start (status `failed`). */
 export interface RefusedAtStart {
@@ -263,6 +263,7 @@ export function restoreOf(
     if (row.output !== null) task.output = row.output;
     // A task a retry sent back starts clean: the old error is not its own until it fails again.
     if (row.error && !(retryBases.has(row.taskId) && task.status === 'pending')) task.error = row.error as ErrorInfo;
+    if (row.status === 'skipped') task.skip = { cause: skipCauseOf(row.extra), reason: row.reason ?? '' };
     if (extra.rounds !== undefined) task.rounds = extra.rounds;
     if (extra.approved !== undefined) task.approved = extra.approved;
     // A rejected answer is cleared when its task completes or is reopened: one still there came

@@ -181,6 +181,8 @@ export function resolveTask(plan: Plan, spec: TaskSpec, rank: number, opts: Task
   }
   if (extra.depth) task.depth = extra.depth;
   if (extra.parent !== undefined) task.parent = extra.parent;
+  if (t.when !== undefined) task.when = t.when;
+  if (t.after === 'any') task.after = 'any';
   const check = outputCheckOf(t.output, t.accept);
   if (check) task.output = check;
   if (t.accept?.judge) {

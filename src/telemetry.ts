@@ -176,7 +176,10 @@ export class RunTracer {
       case 'task:cancelled': {
         const task = this.taskOf(event.taskId, at);
         task.span.setAttribute('swarmstate.task.status', event.type === 'task:skipped' ? 'skipped' : 'cancelled');
-        if (event.type === 'task:skipped') task.span.setAttribute('swarmstate.skip_reason', event.reason);
+        if (event.type === 'task:skipped') {
+          task.span.setAttribute('swarmstate.skip_reason', event.reason);
+          if (event.cause !== undefined) task.span.setAttribute('swarmstate.skip_cause', event.cause);
+        }
         this.endTask(task, at);
         this.tasks.delete(event.taskId);
         return;

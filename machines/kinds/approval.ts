@@ -13,7 +13,7 @@
 import { enqueueReport } from '../kit.js';
 import type { ApprovalDecision } from '../protocol.js';
 import type { SupervisedTask } from '../tasks/types.js';
-import { reportFailure, reportReview } from '../supervisor/settle.js';
+import { reportFailure, reportFlow, reportReview } from '../supervisor/settle.js';
 import type { Enqueue, SupervisorContext } from '../supervisor/types.js';
 
 /** The id of an approval's timeout (one scheduled event per waiting approval with a timeoutMs). */
@@ -61,7 +61,7 @@ export function applyDecision(context: SupervisorContext, enqueue: Enqueue, task
     case 'completed': {
       const { requests, retries, usage } = table.countersNow(taskId);
       enqueueReport(enqueue, { type: 'task:completed', taskId, attempt, output: table.outputText(taskId), usage, requests, retries, taskUsage: usage });
-      for (const id of settlement.unlocked) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
+      reportFlow(enqueue, table, settlement);
       break;
     }
     case 'revise':

@@ -46,7 +46,11 @@ export type RunEvent =
    * journal keeps it, so a resumed retry's prompt shows it again and a task that failed for good keeps it.
    */
   | ({ type: 'task:failed'; taskId: string; attempt: number; error: ErrorInfo; willRetry: boolean; output?: string } & Partial<TaskCounters>)
-  | { type: 'task:skipped'; taskId: string; reason: string }
+  /**
+   * `cause`: its condition (`when`) was false, or a dep did not complete; `reason` says which, in
+   * words. A run always sends `cause`; an events file of an older version may lack it.
+   */
+  | { type: 'task:skipped'; taskId: string; reason: string; cause?: SkipCause }
   | { type: 'task:fallback'; taskId: string; attempt: number; from: string; to: string; reason: string }
   | { type: 'dispatch:decision'; taskId: string; attempt: number; turn: number; model: string; decision: 'allow' | 'deny' | 'rewrite'; reason?: string; to?: string; maxTokens?: number; messages?: number }
   | { type: 'tool:decision'; taskId: string; attempt: number; turn: number; callId: string; tool: string; decision: 'allow' | 'deny' | 'rewrite'; reason?: string }
@@ -159,6 +163,9 @@ export interface TaskCounters {
   retries: number;
   taskUsage: Usage;
 }
+
+/** Why a task was skipped: its `when` was false, or a task it needs did not complete (failed, or was skipped). */
+export type SkipCause = 'condition' | 'dependency';
 
 export type KeyState = 'ready' | 'saturated' | 'backoff' | 'revoked' | 'setAside';
 /** `paused`: nothing could run but approvals waiting for a person; `resume` continues it. */

@@ -95,7 +95,7 @@ function agentInputOf(context: SupervisorContext, spec: SupervisedTask, attempt:
     model: spec.model,
     maxTokens: spec.maxTokens,
     priority: spec.priority,
-    prompt: withFeedback(spec.kind === 'reduce' ? reducePrompt(table, spec) : renderPrompt(spec.prompt, spec.deps, table.outputText), next.feedback),
+    prompt: withFeedback(spec.kind === 'reduce' ? reducePrompt(table, spec) : renderPrompt(spec.prompt, spec.deps, table.outputText, undefined, table.absentDeps(spec)), next.feedback),
     tools: spec.tools,
     maxTurns: spec.maxTurns,
     retries: next.retriesLeft,

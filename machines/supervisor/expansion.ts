@@ -3,7 +3,7 @@ import { stopChild, type DoneActorEvent, type ErrorActorEvent } from 'xstate';
 import { errorInfo, toErrorInfo } from '../errors.js';
 import { childIdOf, enqueueReport } from '../kit.js';
 import { ZERO_USAGE } from '../protocol.js';
-import { failAggregate, reportFailure } from './settle.js';
+import { failAggregate, reportFailure, reportFlow } from './settle.js';
 import type { Enqueue, PlanExpansion, SupervisorContext } from './types.js';
 
 export function applyExpansion(context: SupervisorContext, q: Enqueue, event: { type: string }): void {
@@ -31,7 +31,7 @@ export function applyExpansion(context: SupervisorContext, q: Enqueue, event: { 
     if (settlement.kind !== 'completed') return;
     enqueueReport(q, { type: 'task:planned', taskId, attempt, subtasks: expansion.tasks.map((t) => t.id), depth: (table.spec(taskId).depth ?? 0) + 1 });
     enqueueReport(q, { type: 'task:completed', taskId, attempt, output: pending.output, usage: pending.usage, ...table.countersOf(taskId) });
-    for (const id of settlement.unlocked) enqueueReport(q, { type: 'task:queued', taskId: id });
+    reportFlow(q, table, settlement);
     return;
   }
   if (context.stop !== null) {

@@ -32,7 +32,7 @@ import { dispatchReady } from './dispatch.js';
 import { applyDecision, expireApproval } from '../kinds/approval.js';
 import { applyExpansion } from './expansion.js';
 import { groupMachine } from './group.machine.js';
-import { releaseGroup, runStatusOf, settleAttempt } from './settle.js';
+import { releaseGroup, reportFlow, runStatusOf, settleAttempt } from './settle.js';
 import type { AgentEndedEvent, Enqueue, PlanExpansion, PlanExpansionInput, SupervisorContext, SupervisorEvent, SupervisorInput } from './types.js';
 
 export type { AgentEndedEvent, Enqueue, PlanExpansion, PlanExpansionInput, SupervisorContext, SupervisorEvent, SupervisorInput } from './types.js';
@@ -74,8 +74,7 @@ export const supervisorMachine = setup({
 
     /** The first ready tasks. (`run:started` is the runtime's to say, before the actor starts.) */
     announce: enqueueActions(({ context, enqueue }) => {
-      for (const id of context.table.initiallySkipped) enqueueReport(enqueue, { type: 'task:skipped', taskId: id, reason: 'a task it depends on failed' });
-      for (const id of context.table.initiallyReady) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
+      reportFlow(enqueue as unknown as Enqueue, context.table, { skipped: context.table.initiallySkipped, unlocked: context.table.initiallyReady });
     }),
 
     /** Starts ready tasks, best first, while there is room in flight. */

@@ -40,7 +40,7 @@ export function settleAttempt(context: SupervisorContext, enqueue: Enqueue, repo
       // usage: this attempt's; requests, retries and taskUsage: the task's, over all its attempts (what the journal keeps).
       const { requests, retries, usage } = table.countersNow(report.taskId);
       enqueueReport(enqueue, { type: 'task:completed', taskId: report.taskId, attempt: report.attempt, output: report.output ?? '', usage: report.usage, requests, retries, taskUsage: usage });
-      for (const id of settlement.unlocked) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
+      reportFlow(enqueue, table, settlement);
       break;
     case 'cancelled':
       // Its requests so far count: the journal keeps them for a resume.
@@ -80,12 +80,18 @@ export function reportFailure(
     enqueueReport(enqueue, { type: 'task:queued', taskId });
     return false;
   }
-  for (const id of settlement.skipped) enqueueReport(enqueue, { type: 'task:skipped', taskId: id, reason: `depends on "${taskId}", which failed` });
+  reportFlow(enqueue, context.table, settlement);
   if (context.onFailure === 'fail-fast' && context.stop === null) {
     enqueue.assign({ stop: { status: 'failed', reason: `task "${taskId}" failed (fail-fast)` } });
     return true;
   }
   return false;
+}
+
+/** What a task's end did to those waiting on it: each skipped one with its cause and reason, then each made ready. */
+export function reportFlow(enqueue: Enqueue, table: SupervisorContext['table'], flow: { unlocked?: readonly string[]; skipped?: readonly string[] }): void {
+  for (const id of flow.skipped ?? []) enqueueReport(enqueue, { type: 'task:skipped', taskId: id, ...table.skipOf(id) });
+  for (const id of flow.unlocked ?? []) enqueueReport(enqueue, { type: 'task:queued', taskId: id });
 }
 
 /** An aggregator that cannot expand or merge fails (not retried: its inputs would not change). */

@@ -1,14 +1,56 @@
 /**
  * The run's dependency graph: every task's record, its dependents and how many of its
- * dependencies are not yet completed. Wiring new tasks in (the plan's, a planner's sub-tasks, a
- * map's items), unlocking dependents when a task completes, skipping them when it fails. Each
- * costs O(the edges it touches): a completion is O(its dependents), a whole run's skips O(edges).
+ * dependencies have not ended yet. Wiring new tasks in (the plan's, a planner's sub-tasks, a
+ * map's items), unlocking dependents when a task completes, skipping them when it fails or is
+ * skipped. Each costs O(the edges it touches): a completion is O(its dependents), a whole run's
+ * skips O(edges).
+ *
+ * Branches: a task that would become ready is first judged once (`open`): its `when` on its deps'
+ * outputs (machines/when.ts), and for a join (`after: "any"`) whether one of its deps completed.
+ * A task that fails it is skipped, and so is what depends on it, but a join: it waits for its
+ * other deps to end.
  *
  * Status changes are the run table's (through `GraphMoves`): the graph only says which.
  */
+import type { SkipCause } from '../protocol.js';
 import { dedupeOutputs, outputValue } from '../mapReduce.js';
-import type { TaskEvent } from './lifecycle.js';
-import { newRecord, type SupervisedTask, type TaskRecord } from './types.js';
+import { holds, whyFalse, type OutputOf } from '../when.js';
+import { isFinal, type TaskEvent } from './lifecycle.js';
+import { newRecord, type ReviewOutcome, type Settlement, type SupervisedTask, type TaskRecord } from './types.js';
+
+/** What ending a task did to those waiting on it: the ids made ready and skipped, in order. */
+export interface Flow {
+  unlocked: string[];
+  skipped: string[];
+}
+
+/** A completion's settlement: what it made ready, and what it skipped when anything (a false condition). */
+export function completedBy(flow: Flow, review?: ReviewOutcome): Settlement {
+  const settlement: Extract<Settlement, { kind: 'completed' }> = review ? { kind: 'completed', unlocked: flow.unlocked, review } : { kind: 'completed', unlocked: flow.unlocked };
+  if (flow.skipped.length > 0) settlement.skipped = flow.skipped;
+  return settlement;
+}
+
+/** A failure's settlement: what it skipped, and the joins it let run when any. */
+export const failedBy = (flow: Flow): Settlement => (flow.unlocked.length > 0 ? { kind: 'failed', skipped: flow.skipped, unlocked: flow.unlocked } : { kind: 'failed', skipped: flow.skipped });
+
+/** A join that has not been judged yet: it waits for its deps to end, not to complete. */
+const joining = (r: TaskRecord) => r.spec.after === 'any' && r.opened === undefined;
+
+/** Kinds whose output is JSON whatever their schema: a map's array of its items' outputs, a function step's value. */
+const JSON_KINDS: ReadonlySet<string> = new Set(['map', 'fn']);
+
+/** What a condition reads of a task: its output once it completed, parsed where it is structured (a schema, a JSON kind). */
+function valueOf(r: TaskRecord): { value: unknown } | undefined {
+  if (r.status !== 'completed') return undefined;
+  const text = r.output ?? '';
+  if (r.spec.output?.schema === undefined && !JSON_KINDS.has(r.spec.kind ?? 'task')) return { value: text };
+  try {
+    return { value: JSON.parse(text) as unknown };
+  } catch {
+    return { value: text };
+  }
+}
 
 /** What the graph asks of the run table. */
 export interface GraphMoves {
@@ -69,11 +111,12 @@ export class TaskGraph {
         const parent = this.records.get(dep);
         if (!parent) throw new Error(`task "${record.spec.id}" depends on unknown task "${dep}"`);
         parent.dependents.push(record);
-        if (parent.status !== 'completed') record.waitingOn += 1;
+        // A dep that has ended already is not waited for (one that failed or was skipped skips it: see `flow`).
+        if (!isFinal(parent.status)) record.waitingOn += 1;
       }
     }
     for (const reviewer of added) {
-      if (reviewer.spec.reviews === undefined || reviewer.status === 'completed') continue;
+      if (reviewer.spec.reviews === undefined || isFinal(reviewer.status)) continue;
       for (const other of this.records.get(reviewer.spec.reviews)?.dependents ?? []) {
         if (other === reviewer || other.status !== 'pending') continue;
         reviewer.dependents.push(other);
@@ -97,7 +140,7 @@ export class TaskGraph {
       waiting.spec = { ...waiting.spec, deps: [...waiting.spec.deps, ...read.map((r) => r.spec.id)] };
       for (const leaf of waitOn) {
         leaf.dependents.push(waiting);
-        if (leaf.status !== 'completed') waiting.waitingOn += 1;
+        if (!isFinal(leaf.status)) waiting.waitingOn += 1;
       }
     }
   }
@@ -108,6 +151,8 @@ export class TaskGraph {
     const leaves = added.filter((r) => !depended.has(r.spec.id));
     record.collect = leaves.map((r) => r.spec.id);
     record.subtasks = added.map((r) => r.spec.id);
+    // It was judged before it expanded: waiting for its sub-tasks is no join, nor a condition.
+    record.opened = true;
     record.spec = { ...record.spec, deps: [...record.spec.deps, ...record.collect] };
   }
 
@@ -116,19 +161,22 @@ export class TaskGraph {
     for (const leaf of record.collect!) {
       const r = this.records.get(leaf)!;
       r.dependents.push(record);
-      if (r.status !== 'completed') record.waitingOn += 1;
+      if (!isFinal(r.status)) record.waitingOn += 1;
     }
   }
 
-  /** Reduces over this map (without dedupe) wait for its items, not for the map: they stop depending on it. */
+  /**
+   * Reduces over this map (without dedupe) wait for its items, not for the map: they stop depending
+   * on it. Not one with a condition or a join: it is judged on its deps, the map among them.
+   */
   detachReduces(map: TaskRecord): TaskRecord[] {
     if (map.spec.map?.dedupe !== undefined) return [];
     const detached: TaskRecord[] = [];
     map.dependents = map.dependents.filter((d) => {
       // A function reduce merges once, every input at hand: it waits for the map.
-      const over = d.spec.kind === 'reduce' && d.spec.fn === undefined && !d.spec.reduce?.group && d.spec.reduce?.over === map.spec.id;
+      const over = d.spec.kind === 'reduce' && d.spec.fn === undefined && !d.spec.reduce?.group && d.spec.reduce?.over === map.spec.id && d.spec.when === undefined && d.spec.after === undefined;
       if (!over || d.status !== 'pending') return true;
-      if (map.status !== 'completed') d.waitingOn -= 1;
+      if (!isFinal(map.status)) d.waitingOn -= 1;
       detached.push(d);
       return false;
     });
@@ -154,30 +202,95 @@ export class TaskGraph {
     return kept;
   }
 
-  /** A task completed: each dependent waits for one fewer; those waiting for none go to the ready queue (ids into `unlocked`). */
-  unlockDependentsOf(record: TaskRecord, unlocked: string[] = []): string[] {
-    for (const child of record.dependents) {
-      child.waitingOn -= 1;
-      if (child.waitingOn === 0 && child.status === 'pending') {
-        this.moves.ready(child);
-        unlocked.push(child.spec.id);
+  /** The outputs a condition reads (one function for the graph, not a closure per task). */
+  private readonly outputOf: OutputOf = (id) => {
+    const r = this.records.get(id);
+    return r ? valueOf(r) : undefined;
+  };
+
+  /**
+   * A pending task waits for nothing more: judged the first time (a join needs a dep that
+   * completed, a `when` must hold), it goes to the ready queue (true) or is skipped (false).
+   */
+  open(record: TaskRecord): boolean {
+    if (record.opened === undefined) {
+      if (record.spec.after === 'any' && !record.spec.deps.some((d) => this.records.get(d)?.status === 'completed')) {
+        this.skip(record, 'dependency', `none of its deps completed (${this.endings(record.spec.deps)}); it joins them with after: "any"`);
+        return false;
       }
+      const when = record.spec.when;
+      if (when !== undefined && !holds(when, this.outputOf)) {
+        this.skip(record, 'condition', `its condition is false: ${whyFalse(when, this.outputOf)}`);
+        return false;
+      }
+      record.opened = true;
     }
-    return unlocked;
+    this.moves.ready(record);
+    return true;
   }
 
-  /** Every task downstream of a failed one is skipped, once each: O(edges) over the whole run. */
-  skipDependentsOf(failed: TaskRecord): string[] {
-    const skipped: string[] = [];
-    const stack = [...failed.dependents];
-    while (stack.length > 0) {
-      const record = stack.pop()!;
-      if (record.status !== 'pending') continue;
-      record.error = { code: 'skipped', message: `skipped: depends on "${failed.spec.id}", which failed`, retryable: false };
-      this.moves.move(record, 'SKIP');
-      skipped.push(record.spec.id);
-      for (const child of record.dependents) stack.push(child);
+  /** `"a" failed, "b" was skipped` (at most 5 named). */
+  private endings(ids: readonly string[]): string {
+    const named = ids.slice(0, 5).map((id) => `"${id}" ${this.records.get(id)?.status === 'failed' ? 'failed' : 'was skipped'}`);
+    return ids.length > 5 ? `${named.join(', ')} and ${ids.length - 5} more` : named.join(', ');
+  }
+
+  private skip(record: TaskRecord, cause: SkipCause, reason: string): void {
+    record.error = { code: 'skipped', message: `skipped: ${reason}`, retryable: false };
+    record.skip = { cause, reason };
+    this.moves.move(record, 'SKIP');
+  }
+
+  /** A task completed: each dependent waits for one fewer; those waiting for none are opened (ids into `out`). */
+  unlockDependentsOf(record: TaskRecord, out: Flow = { unlocked: [], skipped: [] }): Flow {
+    for (const child of record.dependents) {
+      child.waitingOn -= 1;
+      if (child.waitingOn === 0 && child.status === 'pending') this.openOrSkip(child, out);
     }
-    return skipped;
+    return out;
+  }
+
+  /**
+   * A task ended without completing (failed, or skipped): what depends on it is skipped, once
+   * each, but a join, which waits for its other deps to end. O(edges) over the whole run.
+   * `counted`: its dependents count it among the deps they wait for (false for one restored
+   * final: `wire` did not count it).
+   */
+  skipDependentsOf(ended: TaskRecord, out: Flow = { unlocked: [], skipped: [] }, counted = true): Flow {
+    this.flow(ended, counted, out);
+    return out;
+  }
+
+  /** Opens a task that waits for nothing more; one skipped takes what depends on it along (ids into `out`). */
+  openOrSkip(record: TaskRecord, out: Flow): void {
+    if (this.open(record)) {
+      out.unlocked.push(record.spec.id);
+      return;
+    }
+    out.skipped.push(record.spec.id);
+    this.flow(record, true, out);
+  }
+
+  /** The skips that follow one task ending without completing, as a loop (a long chain would overflow the stack). */
+  private flow(start: TaskRecord, counted: boolean, out: Flow): void {
+    const stack: { from: TaskRecord; counted: boolean }[] = [{ from: start, counted }];
+    while (stack.length > 0) {
+      const { from, counted: edge } = stack.pop()!;
+      for (const child of from.dependents) {
+        if (child.status !== 'pending') continue;
+        if (edge) child.waitingOn -= 1;
+        if (joining(child)) {
+          if (child.waitingOn > 0) continue;
+          if (this.open(child)) {
+            out.unlocked.push(child.spec.id);
+            continue;
+          }
+        } else {
+          this.skip(child, 'dependency', `depends on "${from.spec.id}", which ${from.status === 'failed' ? 'failed' : 'was skipped'}`);
+        }
+        out.skipped.push(child.spec.id);
+        stack.push({ from: child, counted: true });
+      }
+    }
   }
 }

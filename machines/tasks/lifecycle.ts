@@ -25,9 +25,9 @@ export const LIFECYCLE = {
   pending: {
     final: false,
     on: {
-      /** Every dependency completed (or it has none): into the ready queue. */
+      /** Every dependency completed (or it has none; a join: every one ended, one completed), its condition held: into the ready queue. */
       READY: 'queued',
-      /** A task it depends on failed. */
+      /** A task it depends on failed or was skipped (a join: none completed), or its condition (`when`) is false. */
       SKIP: 'skipped',
       /** The run stopped before it started. */
       CANCEL: 'cancelled',

@@ -3,9 +3,9 @@
  * them from the journal), planners' and aggregators' sub-tasks joined again, then wired, with
  * only what had not finished left to run.
  */
-import type { ErrorInfo, TaskStatus, Usage } from '../protocol.js';
+import type { ErrorInfo, SkipCause, TaskStatus, Usage } from '../protocol.js';
 import type { TaskEvent } from './lifecycle.js';
-import type { GraphMoves, TaskGraph } from './graph.js';
+import type { Flow, GraphMoves, TaskGraph } from './graph.js';
 import { isAggregator, type Feedback, type SupervisedTask, type TaskRecord } from './types.js';
 
 /** The lifecycle event that puts a fresh (pending) record back in the status the journal kept. */
@@ -45,6 +45,8 @@ export interface RestoredTask {
   rounds?: number;
   approved?: boolean;
   feedback?: Feedback;
+  /** A skipped task: why (absent: a dependency). */
+  skip?: { cause: SkipCause; reason: string };
 }
 
 /** What a resumed run starts from: its tasks' states and the sub-tasks its planners made, in order. */
@@ -57,7 +59,8 @@ export interface RunRestore {
  * Fills an empty graph from a restore: tasks keep their statuses, outputs and counters, planners
  * their sub-tasks, reviews their rounds; whatever had not finished starts again from pending.
  * Returns the tasks ready now (queued through `moves.ready`) and those found skipped (a
- * dependency had failed before the crash).
+ * dependency had failed or been skipped before the crash, or a condition judged now is false).
+ * A task skipped before stays so: its condition is not judged again.
  */
 export function restoreGraph(graph: TaskGraph, moves: GraphMoves, tasks: readonly SupervisedTask[], restore: RunRestore): { ready: string[]; skipped: string[] } {
   const all = graph.create([...tasks, ...restore.expansions.flatMap((e) => e.tasks)]);
@@ -83,16 +86,11 @@ export function restoreGraph(graph: TaskGraph, moves: GraphMoves, tasks: readonl
     record.subtasks = subtasks.map((t) => t.id);
     graph.waitForLeaves(record, subtasks.map((t) => graph.get(t.id)!));
   }
-  const skipped: string[] = [];
-  for (const record of all) if (record.status === 'failed') skipped.push(...graph.skipDependentsOf(record));
-  const ready: string[] = [];
-  for (const record of all) {
-    if (record.status === 'pending' && record.waitingOn === 0) {
-      moves.ready(record);
-      ready.push(record.spec.id);
-    }
-  }
-  return { ready, skipped };
+  // What waited on a task that ended without completing: `wire` did not count it, so not counted.
+  const flow: Flow = { unlocked: [], skipped: [] };
+  for (const record of all) if (record.status === 'failed' || record.status === 'skipped') graph.skipDependentsOf(record, flow, false);
+  for (const record of all) if (record.status === 'pending' && record.waitingOn === 0) graph.openOrSkip(record, flow);
+  return { ready: flow.unlocked, skipped: flow.skipped };
 }
 
 /** A restored task's state (its record is still pending, fresh from `create`). */
@@ -109,6 +107,9 @@ function apply(record: TaskRecord, saved: RestoredTask, moves: GraphMoves): void
   if (saved.feedback) record.feedback = saved.feedback;
   if (saved.output !== undefined) record.output = saved.output;
   if (saved.error) record.error = saved.error;
+  if (saved.status === 'skipped') record.skip = saved.skip ?? { cause: 'dependency', reason: 'a task it depends on did not complete' };
+  // Judged in an earlier life and waiting again (for its items, for a revised draft): not judged again.
+  if (record.rounds > 0 && record.spec.kind === 'review') record.opened = true;
   if (saved.status !== 'pending') moves.move(record, RESTORE_EVENTS[saved.status]);
   else if (record.retriesCounted > record.spec.maxRetries) {
     // Interrupted by crashes more often than its retries allow: it is not dispatched yet again.

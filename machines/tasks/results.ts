@@ -3,7 +3,7 @@
  * the run table builds it: each attempt's spend tallied as it ends, the result once, at the end.
  */
 import type { ToolBusStats } from '../toolBusBook.js';
-import type { AttemptReport, ErrorInfo, Message, RunStatus, Usage } from '../protocol.js';
+import type { AttemptReport, ErrorInfo, Message, RunStatus, SkipCause, Usage } from '../protocol.js';
 import { addUsage } from '../protocol.js';
 import { countTasks, type RunCounts, type TaskTally } from './counts.js';
 import { isFinal, type FinalTaskStatus } from './lifecycle.js';
@@ -54,6 +54,11 @@ export interface TaskResult {
   revisions?: number;
   /** A map with `dedupe`: item outputs dropped as duplicates (not in its output, not read by a reduce). */
   dropped?: number;
+  /**
+   * A skipped task: why. `condition`: its `when` was false; `dependency`: a task it needs failed or
+   * was skipped (for a join, none of its deps completed). `error.message` says it in words.
+   */
+  cause?: SkipCause;
 }
 
 /** The run's counts (machines/tasks/counts.ts adds them up, for every surface alike). */
@@ -167,6 +172,7 @@ function taskResultOf(r: TaskRecord, paused: boolean): TaskResult {
   if (isContainer(r)) task.container = true;
   if (r.output !== undefined && (status === 'completed' || (status === 'failed' && rejectedCode(r.error)))) task.output = r.output;
   if (r.error !== undefined && status !== 'completed') task.error = r.error;
+  if (status === 'skipped') task.cause = r.skip?.cause ?? 'dependency';
   if (r.transcript !== undefined && status === 'failed') task.transcript = r.transcript;
   if (r.servedBy !== undefined) task.servedBy = r.servedBy;
   if (r.subtasks) task.subtasks = r.subtasks;

@@ -8,10 +8,10 @@
  * status changes exist, lifecycle.ts), the graph (graph.ts), the ready queue (queue.ts), a
  * resume (restore.ts) and the result (results.ts).
  */
-import type { AttemptReport, ErrorInfo, RunStatus, TaskStatus, Usage } from '../protocol.js';
+import type { AttemptReport, ErrorInfo, RunStatus, SkipCause, TaskStatus, Usage } from '../protocol.js';
 import { verdictOf } from '../review.js';
 import { TaskStates, type TaskEvent } from './lifecycle.js';
-import { TaskGraph, type GraphMoves } from './graph.js';
+import { completedBy, failedBy, TaskGraph, type Flow, type GraphMoves } from './graph.js';
 import { ReadyQueue } from './queue.js';
 import { restoreGraph, type RunRestore } from './restore.js';
 import { rejectedCode, resultOf, SpendTally, type RunResult } from './results.js';
@@ -27,7 +27,7 @@ export class RunTable {
 
   /** Task ids that were ready at the start, in no particular order. */
   readonly initiallyReady: string[] = [];
-  /** Tasks found skipped while restoring (a dependency had failed before the crash). */
+  /** Tasks found skipped at the start: on a resume, a dependency had failed or been skipped before the crash, or a condition is false. */
   readonly initiallySkipped: string[] = [];
 
   /**
@@ -50,11 +50,9 @@ export class RunTable {
       this.initiallySkipped.push(...skipped);
       return;
     }
+    const flow: Flow = { unlocked: this.initiallyReady, skipped: this.initiallySkipped };
     for (const record of this.graph.link(tasks)) {
-      if (record.waitingOn === 0) {
-        this.enqueue(record, 'READY');
-        this.initiallyReady.push(record.spec.id);
-      }
+      if (record.waitingOn === 0 && record.status === 'pending') this.graph.openOrSkip(record, flow);
     }
   }
 
@@ -78,10 +76,26 @@ export class RunTable {
 
   status(id: string): TaskStatus { return this.graph.record(id).status; }
 
-  output(id: string): string | undefined { return this.graph.get(id)?.output; }
+  /** A task's output once it completed (a failed task's rejected answer is not one). */
+  output(id: string): string | undefined { return this.graph.get(id)?.status === 'completed' ? this.graph.get(id)!.output : undefined; }
 
-  /** A dep's output for a prompt ('' before it has one): one function for the run, not a closure per dispatch. */
-  readonly outputText = (id: string): string => this.graph.get(id)?.output ?? '';
+  /**
+   * A dep's output for a prompt ('' before it has one, and for a join's dep that did not
+   * complete): one function for the run, not a closure per dispatch.
+   */
+  readonly outputText = (id: string): string => this.output(id) ?? '';
+
+  /** A join's deps that did not complete (their `{{id}}` reads nothing, no `<dep>` block is added); undefined for any other task. */
+  absentDeps(spec: SupervisedTask): ReadonlySet<string> | undefined {
+    if (spec.after !== 'any') return undefined;
+    const absent = spec.deps.filter((d) => this.graph.get(d)?.status !== 'completed');
+    return absent.length > 0 ? new Set(absent) : undefined;
+  }
+
+  /** Why a skipped task was skipped: the cause, and the reason in words. */
+  skipOf(id: string): { cause: SkipCause; reason: string } {
+    return this.graph.record(id).skip ?? { cause: 'dependency', reason: 'a task it depends on did not complete' };
+  }
 
   /**
    * A task's counters over all its attempts so far (every life of the run): what the events that
@@ -93,9 +107,7 @@ export class RunTable {
   }
 
   /** The same counters read in place (no object per call): read them at once, they change with the task. */
-  countersNow(id: string): Readonly<{ requests: number; retries: number; usage: Usage }> {
-    return this.graph.record(id);
-  }
+  countersNow(id: string): Readonly<{ requests: number; retries: number; usage: Usage }> { return this.graph.record(id); }
 
   /** Whether an aggregator (map, reduce) has expanded: it is ready again only once its sub-tasks are done. */
   expanded(id: string): boolean { return this.graph.record(id).collect !== undefined; }
@@ -117,9 +129,7 @@ export class RunTable {
   }
 
   /** An agent was started for the task's attempt in flight (`task:started`): an attempt it reports. */
-  agentStarted(id: string): void {
-    this.graph.record(id).started += 1;
-  }
+  agentStarted(id: string): void { this.graph.record(id).started += 1; }
 
   /** Cache-aware fan-out holds back a task just started: it is queued again, outside the heap. */
   hold(id: string): void {
@@ -141,10 +151,7 @@ export class RunTable {
 
   /** Held tasks go back to the ready queue (in their old FIFO place). */
   release(ids: readonly string[]): void {
-    for (const id of ids) {
-      const record = this.graph.get(id);
-      if (record) this.queue.release(record);
-    }
+    for (const record of ids.map((id) => this.graph.get(id))) if (record) this.queue.release(record);
   }
 
   /**
@@ -159,16 +166,12 @@ export class RunTable {
     this.graph.waitForLeaves(planner, added);
     planner.subtasks = added.map((r) => r.spec.id);
     delete planner.feedback;
-    const unlocked: string[] = [];
+    const flow: Flow = { unlocked: [], skipped: [] };
     for (const record of added) {
-      if (record.waitingOn === 0) {
-        this.enqueue(record, 'READY');
-        unlocked.push(record.spec.id);
-      }
+      if (record.waitingOn === 0 && record.status === 'pending') this.graph.openOrSkip(record, flow);
     }
     this.move(planner, 'COMPLETE');
-    this.graph.unlockDependentsOf(planner, unlocked);
-    return { kind: 'completed', unlocked };
+    return completedBy(this.graph.unlockDependentsOf(planner, flow));
   }
 
   /**
@@ -207,7 +210,7 @@ export class RunTable {
     record.output = output;
     delete record.error;
     this.move(record, 'COMPLETE');
-    const settlement: Settlement = { kind: 'completed', unlocked: this.graph.unlockDependentsOf(record) };
+    const settlement = completedBy(this.graph.unlockDependentsOf(record));
     return dropped === undefined ? { settlement, output } : { settlement, output, dropped, items: record.collect.length };
   }
 
@@ -224,7 +227,7 @@ export class RunTable {
       return { kind: 'retry' };
     }
     this.move(planner, 'FAIL');
-    return { kind: 'failed', skipped: this.graph.skipDependentsOf(planner) };
+    return failedBy(this.graph.skipDependentsOf(planner));
   }
 
   /**
@@ -246,7 +249,7 @@ export class RunTable {
       delete record.error;
       delete record.feedback;
       this.move(record, 'COMPLETE');
-      return { kind: 'completed', unlocked: this.graph.unlockDependentsOf(record) };
+      return completedBy(this.graph.unlockDependentsOf(record));
     }
     if (report.error) record.error = report.error;
     const rejected = rejectedOutput(report);
@@ -266,7 +269,7 @@ export class RunTable {
     }
     record.transcript = report.messages;
     this.move(record, 'FAIL');
-    return { kind: 'failed', skipped: this.graph.skipDependentsOf(record) };
+    return failedBy(this.graph.skipDependentsOf(record));
   }
 
   /**
@@ -288,7 +291,7 @@ export class RunTable {
       record.approved = verdict === 'approve';
       delete record.error;
       this.move(record, 'COMPLETE');
-      return { kind: 'completed', unlocked: this.graph.unlockDependentsOf(record), review: outcome };
+      return completedBy(this.graph.unlockDependentsOf(record), outcome);
     }
     this.sendBack(record, target!, maxRounds, findings ?? '');
     return { kind: 'revise', review: outcome };
@@ -335,7 +338,7 @@ export class RunTable {
     if (decision.approved) {
       delete record.error;
       this.move(record, 'APPROVE');
-      return { kind: 'completed', unlocked: this.graph.unlockDependentsOf(record), review: outcome };
+      return completedBy(this.graph.unlockDependentsOf(record), outcome);
     }
     if (revise) {
       this.sendBack(record, target!, maxRounds, decision.note!);
@@ -343,7 +346,7 @@ export class RunTable {
     }
     record.error = { code: 'rejected', message: decision.note === undefined ? 'rejected' : `rejected: ${decision.note}`, retryable: false };
     this.move(record, 'REJECT');
-    return { kind: 'failed', skipped: this.graph.skipDependentsOf(record) };
+    return failedBy(this.graph.skipDependentsOf(record));
   }
 
   /** Marks every task that has not started cancelled (queued first, then pending). */

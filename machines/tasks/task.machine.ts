@@ -19,8 +19,8 @@ export const taskLifecycleMachine = setup({
     pending: {
       description: 'Waits for its dependencies.',
       on: {
-        READY: { target: 'queued', description: 'Every dependency completed (or it has none).' },
-        SKIP: { target: 'skipped', description: 'A task it depends on failed.' },
+        READY: { target: 'queued', description: 'Every dependency completed (or it has none; a join: every one ended, one completed), its condition held.' },
+        SKIP: { target: 'skipped', description: 'A task it depends on failed or was skipped (a join: none completed), or its condition is false.' },
         CANCEL: { target: 'cancelled', description: 'The run stopped before it started.' },
         RESTORE_COMPLETED: { target: 'completed', description: 'A resume: completed before.' },
         RESTORE_FAILED: { target: 'failed', description: 'A resume: failed before, or in flight at more crashes than its retries allow.' },

@@ -5,8 +5,9 @@
 import type { CallTarget } from '../agent/index.js';
 import type { Price } from '../cost.js';
 import type { MapSpec, ReduceSpec } from '../mapReduce.js';
-import type { ErrorInfo, Message, OutputCheckSpec, TaskStatus, Usage } from '../protocol.js';
+import type { ErrorInfo, Message, OutputCheckSpec, SkipCause, TaskStatus, Usage } from '../protocol.js';
 import { ZERO_USAGE } from '../protocol.js';
+import type { Condition } from '../when.js';
 
 /** A task as the supervisor runs it: the plan's task, resolved (model, limits, defaults). */
 export interface SupervisedTask {
@@ -75,6 +76,13 @@ export interface SupervisedTask {
   output?: OutputCheckSpec;
   /** `accept.judge`: the model that scores an answer that passed its checks, its criteria and passing score. */
   judge?: CallTarget & { prompt: string; threshold: number };
+  /**
+   * Runs only if this holds of its deps' outputs (machines/when.ts), decided once, when it would
+   * become ready; false: it is skipped with the cause `condition`.
+   */
+  when?: Condition;
+  /** `any`: a join. It runs once every dep has ended and at least one completed. Absent: every dep must complete. */
+  after?: 'any';
 }
 
 /** Why a task runs again: a reviewer's findings, or the problems of a rejected plan. */
@@ -137,11 +145,16 @@ export interface TaskRecord {
   dropped?: number;
   /** Set aside by cache-aware fan-out (queued, but neither in the heap nor parked). */
   held: boolean;
+  /** Skipped: why, in a code and in words. */
+  skip?: { cause: SkipCause; reason: string };
+  /** Its condition and, for a join, its deps were judged: whenever it is ready again, it just is. */
+  opened?: true;
 }
 
 /** What settling an attempt did to the run. */
 export type Settlement =
-  | { kind: 'completed'; unlocked: string[]; review?: ReviewOutcome }
+  /** `skipped`: what its completion skipped (a false condition, and what depended on that), when anything. */
+  | { kind: 'completed'; unlocked: string[]; review?: ReviewOutcome; skipped?: string[] }
   /** A planner's attempt produced its output: the task stays running until the output is expanded or rejected. */
   | { kind: 'plan'; output: string }
   /** A reviewer asked for changes: the reviewed task is queued again, the reviewer waits for it. */
@@ -149,7 +162,8 @@ export type Settlement =
   | { kind: 'retry' }
   /** An aggregator expanded into sub-tasks (`unlocked`: those ready now); it waits for them. */
   | { kind: 'expanded'; unlocked: string[] }
-  | { kind: 'failed'; skipped: string[] }
+  /** `unlocked`: joins its failure let run (their last dep ended, another had completed), when any. */
+  | { kind: 'failed'; skipped: string[]; unlocked?: string[] }
   | { kind: 'cancelled' }
   | { kind: 'stale' };
 

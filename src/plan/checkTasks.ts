@@ -12,6 +12,7 @@ import { userPattern } from './userPattern.js';
 import { kindOf, kindOfTask, runsFunction } from './kinds/index.js';
 import { checkKinds, type KindCheckOptions } from './kinds/check.js';
 import { checkWatches, type EdgeLabel } from './kinds/watch.js';
+import { checkJoins, checkWhen } from './when.js';
 import type { PlanIssue } from './validate.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -48,11 +49,14 @@ export function checkTasks(
   const labels: EdgeLabel[][] = Array.from({ length: n }, () => []);
   const modelNames = models ? Object.keys(models) : [];
   const toolNames = tools ? [...tools] : [];
+  // What each task waits for (its deps, `reviews`, `items.from`, `over`): its conditions read them, joins count them.
+  const depSets: Set<string>[] = [];
   for (let i = 0; i < n; i++) {
     const t = tasks[i];
+    const deps = new Set<string>();
+    depSets.push(deps);
     if (!isRecord(t)) continue;
     const id = ids[i];
-    const deps = new Set<string>();
     if (Array.isArray(t.deps)) {
       t.deps.forEach((d: unknown, j: number) => {
         if (typeof d !== 'string') return;
@@ -108,9 +112,11 @@ export function checkTasks(
       }
     }
     checkOutputAndAccept(t, i, models, out);
+    checkWhen(t, i, deps, indexOf, tasks, out);
   }
 
   checkWatches(tasks, ids, indexOf, edges, labels, out);
+  checkJoins(tasks, depSets, indexOf, out);
 
   for (const cycle of findCycles(edges)) {
     const start = cycle.nodes[0];

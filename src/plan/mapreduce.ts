@@ -159,8 +159,8 @@ export function fillItem(text: string, as: string, item: unknown): { ok: true; t
   return missing === undefined ? { ok: true, text: filled } : { ok: false, message: missing };
 }
 
-/** Fields of a map or reduce spec that its sub-tasks do not inherit. */
-const OWN_FIELDS = ['kind', 'items', 'as', 'maxItems', 'key', 'dedupe', 'over', 'fanIn', 'budgetUsd', 'reviews', 'maxRounds'] as const;
+/** Fields of a map or reduce spec that its sub-tasks do not inherit (its condition and join are judged once, on it). */
+const OWN_FIELDS = ['kind', 'items', 'as', 'maxItems', 'key', 'dedupe', 'over', 'fanIn', 'budgetUsd', 'reviews', 'maxRounds', 'when', 'after'] as const;
 
 function inherited(spec: TaskSpec): Omit<TaskSpec, (typeof OWN_FIELDS)[number]> {
   const copy = { ...spec } as Record<string, unknown>;

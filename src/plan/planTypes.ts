@@ -5,6 +5,7 @@
  * compile time that the two agree), and re-exports every type here.
  */
 import type { KeyLimits } from '../../machines/protocol.js';
+import type { Condition } from '../../machines/when.js';
 import type { ProviderType } from '../providers/providerTypes.js';
 import type { TaskKind } from './kinds/index.js';
 
@@ -209,7 +210,20 @@ export interface TaskSpec {
   output?: OutputSpec;
   /** Quality gates on the answer: a rejected one is retried with the reason (`rejected_output`). */
   accept?: AcceptSpec;
+  /**
+   * Runs only if this condition on its deps' outputs holds, judged once, when it would become
+   * ready; false: it is skipped (cause `condition`), and so is what depends on it, but a join.
+   */
+  when?: Condition;
+  /**
+   * `all` (default): it starts once every dep completed. `any`: a join: it starts once every dep
+   * has ended (completed, failed, skipped) and at least one completed; if none did it is skipped.
+   */
+  after?: 'all' | 'any';
 }
+
+/** A branch's condition (machines/when.ts): a test of one dep's output, or tests combined. */
+export type { Condition, WhenTest } from '../../machines/when.js';
 
 /** `output` of a task (src/plan/structured.ts checks the schema itself). */
 export interface OutputSpec {

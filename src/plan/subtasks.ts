@@ -17,6 +17,7 @@ import { TaskSchema, type Plan, type TaskSpec } from './schema.js';
 import { kindOf, kindOfTask } from './kinds/index.js';
 import { checkTasks } from './checkTasks.js';
 import { formatIssue, type PlanIssue } from './validate.js';
+import { renameTasks } from '../../machines/when.js';
 
 export interface PlannerContext {
   plan: Plan;
@@ -69,6 +70,7 @@ export function parseSubtasks(output: string, ctx: PlannerContext): SubtaskResul
     const task: TaskSpec = { ...t, id: rename(t.id), deps: t.deps.map(rename) };
     if (t.prompt !== undefined) task.prompt = renameText(t.prompt);
     if (t.system !== undefined) task.system = renameText(t.system);
+    if (t.when !== undefined) task.when = renameTasks(t.when, rename);
     // The task a sub-task reviews is a sibling (or a dep of the planner), and one of its deps.
     const field = kindOfTask(t)?.watches?.field;
     const watched = field === undefined ? undefined : (t as Record<string, unknown>)[field];

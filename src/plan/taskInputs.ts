@@ -36,7 +36,7 @@ export interface TaskInputs {
 }
 
 /** The fields every kind takes (each as in `TaskSpec`); those with a default are optional. */
-export interface TaskInputCommon extends Pick<TaskSpec, 'id' | 'timeoutMs'>, Partial<Pick<TaskSpec, 'deps' | 'priority'>> {}
+export interface TaskInputCommon extends Pick<TaskSpec, 'id' | 'timeoutMs'>, Partial<Pick<TaskSpec, 'deps' | 'priority' | 'when' | 'after'>> {}
 
 /** The fields of a task that calls a model: its `model` and `prompt` required. */
 export interface ModelCallInput extends Pick<TaskSpec, 'system' | 'maxTurns' | 'maxTokens' | 'maxInputTokens'>, Partial<Pick<TaskSpec, 'tools'>> {

@@ -14,14 +14,19 @@
  * are never sent again. A planner that completed keeps its sub-tasks (it does not plan again);
  * its failed sub-tasks are retried like any task (`<planner>/<id>`). A planner that failed plans
  * again from scratch.
+ *
+ * A task skipped by its condition (`when`) is settled like a completed one: its deps' outputs
+ * decided it, and they have not changed. So is a task skipped only because of settled ones (every
+ * task it waits for completed or is settled). A retry runs such a task again only when one of
+ * its deps runs again; named alone it is refused (`CONDITION_SKIPPED`).
  */
 import type { TaskSpec } from '../plan/index.js';
 import { isRecord } from '../plan/issues.js';
 import type { PlanBudget } from '../plan/planTypes.js';
 import type { Spent } from '../store/index.js';
-import type { PlannerExtra, TaskRow } from '../store/index.js';
+import { skipCauseOf, type PlannerExtra, type TaskRow } from '../store/index.js';
 
-export type RetryErrorCode = 'RUN_NOT_FOUND' | 'NOTHING_TO_RETRY' | 'UNKNOWN_TASK' | 'TASK_COMPLETED' | 'DEPENDENCY_NOT_RETRIED' | 'NO_STORE' | 'BUDGET_TOO_LOW';
+export type RetryErrorCode = 'RUN_NOT_FOUND' | 'NOTHING_TO_RETRY' | 'UNKNOWN_TASK' | 'TASK_COMPLETED' | 'CONDITION_SKIPPED' | 'DEPENDENCY_NOT_RETRIED' | 'NO_STORE' | 'BUDGET_TOO_LOW';
 
 /** A retry that cannot be made: the run, or a task named, is not one that can run again. */
 export class RetryError extends Error {
@@ -68,6 +73,9 @@ interface Node {
   completed: boolean;
   /** Failed or skipped: it stays so unless retried. Anything else unfinished runs again anyway, as on a resume. */
   ended: boolean;
+  skipped: boolean;
+  /** Skipped by its condition (the journal's `SkipExtra`). */
+  conditioned: boolean;
   deps: readonly string[];
   /** Tasks that wait for this one beyond its spec's deps (a planner's sub-tasks, a reviewer). */
   upstream: string[];
@@ -81,10 +89,14 @@ interface Node {
  */
 export function tasksToRetry(runId: string, planTasks: readonly TaskSpec[], rows: readonly TaskRow[], only?: readonly string[]): string[] {
   const nodes = graphOf(planTasks, rows);
+  const settled = settledOf(nodes);
   let chosen: Node[];
   if (only === undefined) {
-    chosen = [...nodes.values()].filter((n) => !n.completed);
-    if (chosen.length === 0) throw new RetryError('NOTHING_TO_RETRY', `run ${runId}: every task completed; there is nothing to retry`, runId);
+    chosen = [...nodes.values()].filter((n) => !n.completed && !settled.has(n));
+    if (chosen.length === 0) {
+      const what = settled.size > 0 ? 'every task completed or was skipped by a condition' : 'every task completed';
+      throw new RetryError('NOTHING_TO_RETRY', `run ${runId}: ${what}; there is nothing to retry`, runId);
+    }
   } else {
     if (only.length === 0) throw new RetryError('UNKNOWN_TASK', `run ${runId}: --tasks names no task`, runId);
     chosen = [];
@@ -92,6 +104,10 @@ export function tasksToRetry(runId: string, planTasks: readonly TaskSpec[], rows
       const node = nodes.get(id);
       if (!node) throw new RetryError('UNKNOWN_TASK', `run ${runId} has no task "${id}" (a planner's sub-task is named <planner>/<id>)`, runId, id);
       if (node.completed) throw new RetryError('TASK_COMPLETED', `task "${id}" of run ${runId} completed: a retry runs only tasks that did not complete (its output is kept)`, runId, id);
+      if (settled.has(node)) {
+        const why = node.conditioned ? 'was skipped by its condition' : 'was skipped because of tasks skipped by their conditions';
+        throw new RetryError('CONDITION_SKIPPED', `task "${id}" of run ${runId} ${why}, which its deps' outputs decided: it runs again only when a dep of it does (retry that one)`, runId, id);
+      }
       chosen.push(node);
     }
   }
@@ -108,7 +124,7 @@ export function tasksToRetry(runId: string, planTasks: readonly TaskSpec[], rows
   for (const node of reset) {
     for (const up of [...node.deps, ...node.upstream]) {
       const dep = nodes.get(up);
-      if (dep && !dep.completed && !reset.has(dep)) {
+      if (dep && !dep.completed && !reset.has(dep) && !settled.has(dep)) {
         throw new RetryError(
           'DEPENDENCY_NOT_RETRIED',
           `task "${node.id}" of run ${runId} waits for "${dep.id}", which did not complete and is not among the tasks retried: name it too (or retry without --tasks)`,
@@ -121,13 +137,47 @@ export function tasksToRetry(runId: string, planTasks: readonly TaskSpec[], rows
   return [...nodes.values()].filter((n) => reset.has(n)).map((n) => n.id);
 }
 
+/**
+ * The skipped tasks a retry leaves as they are: skipped by a condition, or skipped with every
+ * task they wait for completed or settled. One pass in dependency order (no recursion: a long
+ * chain would overflow the stack).
+ */
+function settledOf(nodes: ReadonlyMap<string, Node>): Set<Node> {
+  const settled = new Set<Node>();
+  const waitsFor = (n: Node) => [...n.deps, ...n.upstream].flatMap((id) => nodes.get(id) ?? []);
+  const done = new Set<Node>();
+  const entered = new Set<Node>();
+  for (const root of nodes.values()) {
+    const stack: { node: Node; expanded: boolean }[] = [{ node: root, expanded: false }];
+    while (stack.length > 0) {
+      const top = stack.pop()!;
+      if (done.has(top.node)) continue;
+      if (!top.expanded) {
+        // Met again before it is done: a cycle (a plan never has one); it is not settled then.
+        if (entered.has(top.node)) continue;
+        entered.add(top.node);
+        stack.push({ node: top.node, expanded: true });
+        for (const dep of waitsFor(top.node)) if (!done.has(dep)) stack.push({ node: dep, expanded: false });
+        continue;
+      }
+      done.add(top.node);
+      const n = top.node;
+      if (n.conditioned || (n.skipped && waitsFor(n).every((d) => d.completed || settled.has(d)))) settled.add(n);
+    }
+  }
+  return settled;
+}
+
 /** The run's tasks as a restore knows them (the plan's, and the sub-tasks of completed planners), with every edge a wait follows. */
 function graphOf(planTasks: readonly TaskSpec[], rows: readonly TaskRow[]): Map<string, Node> {
   const status = new Map(rows.map((r) => [r.taskId, r]));
   const nodes = new Map<string, Node>();
   const add = (spec: TaskSpec) => {
     const was = status.get(spec.id)?.status;
-    nodes.set(spec.id, { id: spec.id, completed: was === 'completed', ended: was === 'failed' || was === 'skipped', deps: spec.deps, upstream: [], downstream: [] });
+    const row = status.get(spec.id);
+    const skipped = was === 'skipped';
+    const conditioned = skipped && skipCauseOf(row?.extra ?? null) === 'condition';
+    nodes.set(spec.id, { id: spec.id, completed: was === 'completed', ended: was === 'failed' || skipped, skipped, conditioned, deps: spec.deps, upstream: [], downstream: [] });
   };
   planTasks.forEach(add);
   const specs = new Map<string, TaskSpec>(planTasks.map((t) => [t.id, t]));

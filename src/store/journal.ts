@@ -7,7 +7,7 @@
  *   task:started    -> taskStarted (route: the event's `<provider>/<model>`, else the plan model)
  *   task:completed  -> taskCompleted (batched), with the task's usage over all its attempts
  *   task:failed     -> taskCounters, then taskFailed, final = !willRetry; a rejected answer (`output`) with its problems
- *   task:skipped    -> taskFinal('skipped', reason)
+ *   task:skipped    -> taskFinal('skipped', reason); skipped by its condition, that cause too (setTaskExtra)
  *   task:cancelled  -> taskCounters (an attempt was in flight), then taskFinal('cancelled', 'cancelled')
  *   model:response  -> recordSpend, when the call was priced (`costUsd`)
  *   model:error     -> recordSpend, when the failed call was charged its worst case (`costUsd`)
@@ -22,7 +22,7 @@
  * sub-tasks, with their specs), recordToolResult, setRunStatus.
  */
 import { ZERO_USAGE, type RunEvent, type TaskCounters } from '../../machines/protocol.js';
-import type { ReviewExtra, Store } from './types.js';
+import type { ReviewExtra, SkipExtra, Store } from './types.js';
 
 /**
  * A run event as the journal takes it: `at` (ms since the epoch; default Date.now()) and, on
@@ -68,6 +68,7 @@ export class Journal {
       }
       case 'task:skipped':
         this.store.taskFinal(this.runId, event.taskId, 'skipped', event.reason, event.at ?? Date.now());
+        if (event.cause === 'condition') this.store.setTaskExtra(this.runId, event.taskId, { skipped: 'condition' } satisfies SkipExtra);
         return;
       case 'task:cancelled':
         this.counters(event, event.at ?? Date.now());

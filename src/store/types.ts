@@ -401,6 +401,19 @@ export interface ReviewExtra {
   pending?: ApprovalDecision;
 }
 
+/**
+ * What the journal keeps of a task skipped by its condition in its row's `extra` (the `reason`
+ * column has the words): a resume keeps its cause, and a retry does not run it again unless a dep
+ * of it runs again. No `skipped`: a dependency skipped it.
+ */
+export interface SkipExtra {
+  skipped: 'condition';
+}
+
+/** Why a skipped task's row says it was skipped. */
+export const skipCauseOf = (extra: unknown): 'condition' | 'dependency' =>
+  (extra as Partial<SkipExtra> | null)?.skipped === 'condition' ? 'condition' : 'dependency';
+
 /** What the journal keeps of a planner in its row's `extra`: the sub-tasks of its completed answer. */
 export interface PlannerExtra {
   subtasks: string[];

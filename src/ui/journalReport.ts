@@ -15,7 +15,7 @@ import { ZERO_USAGE } from '../../machines/protocol.js';
 import type { RunResult } from '../../machines/tasks/results.js';
 import { priceOf } from '../cost/prices.js';
 import type { ReportInput } from '../report/html.js';
-import type { AttemptRow, PlannerExtra, RunRecord, TaskRow } from '../store/index.js';
+import { skipCauseOf, type AttemptRow, type PlannerExtra, type RunRecord, type TaskRow } from '../store/index.js';
 import type { TimedRunEvent } from '../swarm.js';
 
 /** What the report is built from, and what the page says about where it came from. */
@@ -119,7 +119,7 @@ export function journalReport(run: RunRecord, rows: readonly TaskRow[], attempts
         emit(a.endedAt, { type: 'task:failed', taskId: row.taskId, attempt: a.attempt, error, willRetry: !final });
       }
     }
-    if (row.status === 'skipped') emit(row.updatedAt, { type: 'task:skipped', taskId: row.taskId, reason: row.reason ?? '' });
+    if (row.status === 'skipped') emit(row.updatedAt, { type: 'task:skipped', taskId: row.taskId, reason: row.reason ?? '', cause: skipCauseOf(row.extra) });
     if (row.status === 'cancelled') emit(row.updatedAt, { type: 'task:cancelled', taskId: row.taskId });
   }
   if (RUN_STATUSES.has(run.status)) emit(endOf, { type: 'run:completed', status: run.status as Extract<RunEvent, { type: 'run:completed' }>['status'] });

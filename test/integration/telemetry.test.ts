@@ -70,7 +70,7 @@ describe('OpenTelemetry spans', () => {
     // Tasks under the run, attempts under their task, calls under their attempt.
     const task = (id: string) => named(`task ${id}`)[0]!;
     for (const id of ['quote', 'flaky', 'broken', 'after']) expect(parentOf(task(id))).toBe(run!.spanContext().spanId);
-    expect(task('after').attributes['swarmstate.task.status']).toBe('skipped');
+    expect(task('after').attributes).toMatchObject({ 'swarmstate.task.status': 'skipped', 'swarmstate.skip_cause': 'dependency' });
     const attempts = named('invoke_agent quote');
     expect(attempts).toHaveLength(1);
     expect(parentOf(attempts[0]!)).toBe(task('quote').spanContext().spanId);

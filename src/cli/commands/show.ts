@@ -5,7 +5,7 @@
  */
 import { countTasks, tallyCost, type RunCounts, type TaskTally } from '../../../machines/tasks/counts.js';
 import { journalTallies } from '../../run/journaled.js';
-import { openStoreToRead, type Store, type TaskRow } from '../../store/index.js';
+import { openStoreToRead, skipCauseOf, type Store, type TaskRow } from '../../store/index.js';
 import { EXIT } from '../exit.js';
 import { columns, fit, formatInt, formatUsd } from '../format.js';
 import { missingJournal, storeFileOf, storeSpecOf } from '../paths.js';
@@ -26,6 +26,8 @@ export interface ShownTask {
   output: string | null;
   error: unknown;
   reason: string | null;
+  /** A skipped task: its condition (`when`) was false, or a task it needs did not complete. */
+  cause?: 'condition' | 'dependency';
   /** The planner or map that made it, for a task made at run time. */
   parent: string | null;
 }
@@ -104,6 +106,7 @@ function tasksOf(rows: TaskRow[], tallies: ReadonlyMap<string, TaskTally>): Show
     const cost = t.requests === 0 ? null : tallyCost(t);
     const task: ShownTask = { id, status: t.status, attempts: t.attempts, requests: t.requests, retries: t.retries, costUsd: cost, output: r?.output ?? null, error: r?.error ?? null, reason: r?.reason ?? null, parent: r?.parent ?? null };
     if (t.container) task.container = true;
+    if (t.status === 'skipped') task.cause = skipCauseOf(r?.extra ?? null);
     return task;
   });
 }
