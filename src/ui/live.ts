@@ -30,6 +30,11 @@ export interface LiveUiOptions {
   host?: '127.0.0.1';
   /** Default 0: a free port. */
   port?: number;
+  /**
+   * The run waits for the page's decisions (it was started with `holdApprovals`): the page says
+   * so next to a waiting approval. Default false: a decision there still works while the run goes.
+   */
+  holdsApprovals?: boolean;
 }
 
 export interface LiveUi {
