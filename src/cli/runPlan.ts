@@ -223,19 +223,13 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: IO): Promi
   const toStdout = (lines: string) => void (outBroken || io.out.write(lines));
   const text = flags.stream ? createTextLines(progress && mode.live && stdoutTty ? (lines) => progress.print(lines) : toStdout) : undefined;
   if (text) run.events.on('*', (_type, event) => text.onEvent(event as RunEvent));
+  // Said once, where progress says things, when the first approval asks and the page is up:
+  // the run now waits for a person.
+  const waitsFor = hold && !flags.quiet ? tellOnce((line) => (progress && mode.live ? progress.print(line) : void io.err.write(line))) : undefined;
+  if (waitsFor) run.events.on('approval:requested', (e) => waitsFor.asked(e.taskId));
   // The page, last: loaded only when asked for, it gets the events so far and follows the rest itself.
   const live = flags.ui ? await startPage(run, seen, io, hold) : undefined;
-  if (hold && !flags.quiet) {
-    // Said once, where progress says things: the run now waits for a person.
-    const say = progress && mode.live ? (line: string) => progress.print(line) : (line: string) => void io.err.write(line);
-    let told = false;
-    run.events.on('approval:requested', (e) => {
-      if (told) return;
-      told = true;
-      const where = live ? `on the live page (${live.url}) or with ` : 'with ';
-      say(`the run waits until you decide ${where}${runCommandLine('approve', run.id, flags, `${e.taskId} [--reject] [--note <text>]`)}\n`);
-    });
-  }
+  waitsFor?.ready((taskId) => `the run waits until you decide ${live ? `on the live page (${live.url}) or ` : ''}with ${runCommandLine('approve', run.id, flags, `${taskId} [--reject] [--note <text>]`)}\n`);
   // SIGTERM (a service manager, `kill`, a CI timeout) stops the run as Ctrl-C does: cancelled,
   // the result printed, the event stream and the journal complete.
   const stopListening = onFirstStop((signal) => run.cancel(`interrupted (${signal})`));
@@ -288,6 +282,28 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: IO): Promi
     await live.close();
   }
   return result.status === 'completed' ? EXIT.ok : result.status === 'paused' ? EXIT.paused : EXIT.incomplete;
+}
+
+/** A line said once, about the first of some events, once what it needs is ready (events may come first). */
+function tellOnce(say: (line: string) => void) {
+  let first: string | undefined;
+  let line: ((id: string) => string) | undefined;
+  let told = false;
+  const tell = () => {
+    if (told || first === undefined || line === undefined) return;
+    told = true;
+    say(line(first));
+  };
+  return {
+    asked: (id: string) => {
+      first ??= id;
+      tell();
+    },
+    ready: (make: (id: string) => string) => {
+      line = make;
+      tell();
+    },
+  };
 }
 
 /** The live page of the run (src/ui/live.ts); a page that cannot start is said, the run goes on without it. */

@@ -91,7 +91,7 @@ describe('swarmstate approve', () => {
     expect(resumed.code).toBe(0);
     expect(resumed.stdout).toMatch(new RegExp(`^status +completed \\(run ${runId}\\)$`, 'm'));
     expect(resumed.stderr).toContain('approved ok by cli: ship it (edited output)');
-    const finished = (await showJson(runId, store)) as Shown & { tasks: { id: string; output: string }[] };
+    const finished = (await showJson(runId, store)) as { status: string; tasks: { id: string; status: string; output: string }[] };
     expect(finished.status).toBe('completed');
     expect(finished.tasks.find((t) => t.id === 'draft')!.output).toBe('EDITED REPLY');
     expect(finished.tasks.find((t) => t.id === 'send')).toMatchObject({ status: 'completed', output: 'SENT' });
