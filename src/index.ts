@@ -11,7 +11,7 @@ export { createSwarm, RunLockedError, type ResumeOptions, type RetryOptions, typ
 export type { RunEventStream } from './swarm.js';
 export { EventStreamOverflowError, type StreamOptions } from './run/eventStream.js';
 export { openStore, MemoryStore, SqliteStore, StoreError, JournalRowError, type Store, type RunSummary, type RunRecord, type RowDamage, type PruneRule, type PruneResult } from './store/index.js';
-export { PlanValidationError, parsePlan, validatePlan, type Plan, type PlanInput, type PlanIssue } from './plan/index.js';
+export { PlanValidationError, parsePlan, validatePlan, type ApprovalOutput, type Plan, type PlanInput, type PlanIssue } from './plan/index.js';
 export type { OutputOf, OutputsOf, ResultOf, TypedRunResult } from './plan/typed.js';
 export { RetryError, type RetryErrorCode, type RetrySession } from './run/retry.js';
 export { definePlan, type DefinedPlan, type TaskInput } from './plan/define.js';

@@ -8,7 +8,8 @@ export type { BreakerOptions } from '../machines/breaker.machine.js';
 import type { SupervisedTask } from '../machines/tasks/types.js';
 import type { Keyring } from './keys.js';
 import { criticalPathRanks, type ModelSpec, type Plan, type TaskSpec } from './plan/index.js';
-import { DEFAULT_FAN_IN, implicitDeps } from './plan/mapreduce.js';
+import { DEFAULT_FAN_IN } from './plan/mapreduce.js';
+import { implicitDepsOf } from './plan/kinds/index.js';
 import type { ProviderRequest } from './providers/types.js';
 import { PROVIDER_TYPES } from './providers/providerTypes.js';
 import { contextWindowOf, minCacheTokensOf } from './models.js';
@@ -122,12 +123,11 @@ function modelFacts(plan: Plan, name: string, memo: Map<string, ModelFacts> | un
   return facts;
 }
 
-/** A review task's deps include the task it reviews; a map's its `items.from`, a reduce's its `over`. */
-function withReviewed<T extends { deps: string[]; reviews?: string; kind?: string }>(t: T): T {
-  // Most tasks have neither: nothing to add, nothing to allocate.
-  if (t.reviews === undefined && t.kind !== 'map' && t.kind !== 'reduce') return t;
-  const more = [...(t.reviews !== undefined ? [t.reviews] : []), ...implicitDeps(t as unknown as Record<string, unknown>)].filter((d) => !t.deps.includes(d));
-  return more.length > 0 ? { ...t, deps: [...t.deps, ...new Set(more)] } : t;
+/** A task's deps include what its kind reads without listing it: the task it reviews or approves, a map's `items.from`, a reduce's `over`. */
+function withReviewed<T extends { deps: string[]; kind?: string }>(t: T): T {
+  const more = implicitDepsOf(t as unknown as Record<string, unknown>).filter((d) => !t.deps.includes(d));
+  // Most tasks have none: nothing to allocate.
+  return more.length > 0 ? { ...t, deps: [...t.deps, ...more] } : t;
 }
 
 /**
@@ -139,18 +139,20 @@ export function resolveTask(plan: Plan, spec: TaskSpec, rank: number, opts: Task
   const step = spec as StepSpec;
   if (step.fn !== undefined || step.kind === 'approval') return resolveStep(plan, step, rank, extra);
   const t = withReviewed(spec);
-  const model = plan.models[t.model]!;
+  // The kinds that reach here call a model: their `model` and `prompt` are required (src/plan/kinds/).
+  const modelName = t.model!;
+  const model = plan.models[modelName]!;
   const d = plan.defaults;
   const task: SupervisedTask = {
     id: t.id,
     deps: t.deps,
     priority: t.priority,
     rank,
-    modelName: t.model,
+    modelName,
     provider: model.provider,
     model: model.model,
     maxTokens: t.maxTokens ?? model.maxTokens,
-    prompt: t.prompt,
+    prompt: t.prompt!,
     tools: t.tools,
     maxTurns: t.maxTurns ?? d.maxTurns,
     maxRetries: t.maxRetries ?? d.maxRetries,
@@ -158,7 +160,7 @@ export function resolveTask(plan: Plan, spec: TaskSpec, rank: number, opts: Task
   };
   if (t.system !== undefined) task.system = t.system;
   // The request must leave room for the answer inside the context window.
-  const facts = modelFacts(plan, t.model, opts.models);
+  const facts = modelFacts(plan, modelName, opts.models);
   const window = facts.contextTokens - task.maxTokens;
   task.inputBudget = Math.max(1, Math.min(window, t.maxInputTokens ?? Infinity));
   if (t.tools.length > 0 && opts.toolTokens) task.toolTokens = opts.toolTokens(t.tools);
@@ -166,10 +168,10 @@ export function resolveTask(plan: Plan, spec: TaskSpec, rank: number, opts: Task
   if (price) task.price = price;
   if (model.fallback.length > 0) task.fallbacks = model.fallback.map((name) => targetOfModel(plan, name, t.maxTokens));
   if (model.routes.length > 0) {
-    const own = { ...targetOfModel(plan, t.model, t.maxTokens), weight: model.weight };
+    const own = { ...targetOfModel(plan, modelName, t.maxTokens), weight: model.weight };
     task.routes = [own, ...model.routes.map((r) => {
       const routePrice = priceOf(r.model, r.price);
-      return { provider: r.provider, model: r.model, maxTokens: t.maxTokens ?? model.maxTokens, modelName: t.model, weight: r.weight, ...(routePrice ? { price: routePrice } : {}) };
+      return { provider: r.provider, model: r.model, maxTokens: t.maxTokens ?? model.maxTokens, modelName, weight: r.weight, ...(routePrice ? { price: routePrice } : {}) };
     })];
   }
   if (facts.cacheFanOut) {
@@ -219,7 +221,7 @@ type StepSpec = Omit<TaskSpec, 'kind' | 'model' | 'prompt'> & { kind?: string; m
 function resolveStep(plan: Plan, t: StepSpec, rank: number, extra: { depth?: number; parent?: string }): SupervisedTask {
   const d = plan.defaults;
   const approval = t.kind === 'approval';
-  const deps = approval && t.approves !== undefined && !t.deps.includes(t.approves) ? [...t.deps, t.approves] : [...t.deps, ...implicitDeps(t as Record<string, unknown>).filter((x) => !t.deps.includes(x))];
+  const deps = [...t.deps, ...implicitDepsOf(t as Record<string, unknown>)];
   const task: SupervisedTask = {
     id: t.id,
     deps: [...new Set(deps)],

@@ -19,6 +19,8 @@ import type { RunResult } from '../machines/tasks/results.js';
 import { realClock } from '../machines/clock.js';
 import { ApprovalError, approveJournaled, decisionOf } from './run/approvals.js';
 import { parsePlan, type Plan } from './plan/index.js';
+import type { SwarmFunctions } from './fn/types.js';
+import { kindOf } from './plan/issues.js';
 import type { PlanBudget } from './plan/planTypes.js';
 import { ProviderRegistry } from './providers/registry.js';
 import type { Provider } from './providers/types.js';
@@ -69,6 +71,8 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     if (options.retention !== undefined) applyRetention(durable, options.retention);
   };
   const tools = new Map((options.tools ?? []).map((t) => [t.name, t]));
+  // Every plan is checked against these names: one that names another function is refused.
+  const functions = functionsOf(options.functions);
   const registry = new ProviderRegistry({ now: () => clock.now(), seed: options.seed ?? 0, ...(options.providers ? { overrides: options.providers } : {}) });
 
   let store: Store | undefined;
@@ -133,7 +137,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     // The caps set by the run's retries, the latest last, then this retry's.
     for (const session of retrySessionsOf(record.options)) raw = withBudget(raw, session.budget);
     raw = withBudget(raw, budget);
-    const plan = parsePlan(raw, { env, tools: tools.keys(), ...(baseDir !== undefined ? { baseDir } : {}) });
+    const plan = parsePlan(raw, { env, tools: tools.keys(), functions, ...(baseDir !== undefined ? { baseDir } : {}) });
     if (remote) checkDistributable(plan, tools.size);
     // The run's own seed, as it started: the same jitter and route draws as if never interrupted.
     const recorded = (record.options as { seed?: unknown } | null)?.seed;
@@ -144,7 +148,7 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     run(raw, runOptions = {}) {
       // A map's items file is read relative to the plan file (else the working directory).
       const baseDir = runOptions.source !== undefined ? dirname(runOptions.source) : undefined;
-      const plan = parsePlan(raw, { env, tools: tools.keys(), ...(baseDir !== undefined ? { baseDir } : {}) });
+      const plan = parsePlan(raw, { env, tools: tools.keys(), functions, ...(baseDir !== undefined ? { baseDir } : {}) });
       if (remote) checkDistributable(plan, tools.size);
       const runId = newRunId();
       const durable = storeOf();
@@ -247,3 +251,15 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
 const newRunId = customAlphabet('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz', 12);
 
 export type { ErrorInfo, RunResult };
+
+/** The names of `createSwarm({ functions })`, each checked to be a function. */
+function functionsOf(given: SwarmFunctions | undefined): string[] {
+  if (given === undefined) return [];
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+    throw new TypeError(`createSwarm({ functions }): functions is ${kindOf(given)}: give an object of functions by name ({ fetchOrders: async (ctx) => ... })`);
+  }
+  for (const [name, fn] of Object.entries(given)) {
+    if (typeof fn !== 'function') throw new TypeError(`createSwarm({ functions }): functions.${name} is ${kindOf(fn)}, not a function`);
+  }
+  return Object.keys(given);
+}

@@ -28,6 +28,7 @@ import { createTextLines } from './stream.js';
 import { onFirstStop, untilStopSignal } from '../util/signals.js';
 
 import type { IO } from './commands/command.js';
+import type { SwarmFunctions } from '../fn/types.js';
 
 export async function loadPlan(path: string | undefined, err: NodeJS.WritableStream): Promise<unknown> {
   if (!path) {
@@ -69,6 +70,8 @@ export interface RunFlags {
   ui?: boolean;
   /** --stream: each task's text on stdout as it streams in (`task:delta`), a line at a time. */
   stream?: boolean;
+  /** --functions: the module's functions, the plan's code steps (src/cli/functions.ts). */
+  functions?: SwarmFunctions;
 }
 
 /** A new run of a plan (from its file), or a journaled run to resume (or to retry: its failures, or these tasks). */
@@ -128,6 +131,7 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: IO): Promi
   try {
     swarm = createSwarm({
       seed: flags.seed,
+      ...(flags.functions ? { functions: flags.functions } : {}),
       onRedisError: (source, message) => sayRedis(`swarmstate: Redis ${source} error (retrying): ${visible(message)}\n`),
       ...(inspector ? { inspect: inspector.inspect } : {}),
       ...(flags.store !== undefined ? { store: flags.store } : {}),

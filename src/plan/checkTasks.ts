@@ -1,22 +1,22 @@
 /**
- * The plan's checks of its tasks, across fields: unique ids, known deps, no cycle, known models
- * and tools, reviews, placeholders that name deps, output schemas and gates. Used by validatePlan
- * (validate.ts) on the plan's tasks and by a planner's sub-tasks (subtasks.ts). Every problem is
- * reported with its path; none echoes a value.
+ * The plan's checks of its tasks, across fields: unique ids, known deps, no cycle (the implicit
+ * deps of each kind and the edges of reviews and approvals included: kinds/watch.ts), known
+ * models and tools, placeholders that name deps, output schemas and gates; then each kind's own
+ * (kinds/check.ts). Used by validatePlan (validate.ts) on the plan's tasks and by a planner's
+ * sub-tasks (subtasks.ts). Every problem is reported with its path; none echoes a value.
  */
 import { findCycles } from './ranks.js';
 import { isRecord, issue, unknownName } from './issues.js';
 import { fieldPathProblem, schemaProblems } from './structured.js';
 import { userPattern } from './userPattern.js';
-import { implicitDeps } from './mapreduce.js';
-import { foreignFields } from './taskKinds.js';
+import { kindOf, kindOfTask, runsFunction } from './kinds/index.js';
+import { checkKinds, type KindCheckOptions } from './kinds/check.js';
+import { checkWatches, type EdgeLabel } from './kinds/watch.js';
 import type { PlanIssue } from './validate.js';
 
 // ---------------------------------------------------------------------------------------------
 // Tasks: unique ids, known deps, no cycle, known model and tools, placeholders name deps
 // ---------------------------------------------------------------------------------------------
-
-const isReview = (owner: string) => owner === 'review';
 
 const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.:/-]+)\s*\}\}/g;
 
@@ -28,6 +28,8 @@ export function checkTasks(
   out: PlanIssue[],
   /** Tasks outside this list that deps may name (already complete: no edge, no cycle). */
   external: ReadonlySet<string> = new Set(),
+  /** What the kinds' checks need (checkKinds, run last). */
+  opts: KindCheckOptions = {},
 ) {
   const n = tasks.length;
   const ids = tasks.map((t) => (isRecord(t) && typeof t.id === 'string' ? t.id : undefined));
@@ -41,9 +43,9 @@ export function checkTasks(
 
   checkMadeIds(tasks, ids, indexOf, out);
 
-  // Edges task -> dep, by index; depAt remembers which deps[j] each edge came from, for paths.
+  // Edges task -> dep, by index; labels say which field each edge came from, for a cycle's path.
   const edges: number[][] = Array.from({ length: n }, () => []);
-  const depAt: number[][] = Array.from({ length: n }, () => []);
+  const labels: EdgeLabel[][] = Array.from({ length: n }, () => []);
   const modelNames = models ? Object.keys(models) : [];
   const toolNames = tools ? [...tools] : [];
   for (let i = 0; i < n; i++) {
@@ -61,19 +63,21 @@ export function checkTasks(
         else if (deps.has(d)) out.push(issue(['tasks', i, 'deps', j], `"${d}" is listed twice`));
         else {
           edges[i].push(target);
-          depAt[i].push(j);
+          labels[i].push({ path: ['tasks', i, 'deps', j] });
         }
         deps.add(d);
       });
     }
-    // A review task reads the task it reviews (it is added to its deps).
-    if (t.kind === 'review' && typeof t.reviews === 'string') deps.add(t.reviews);
-    // A map reads its `items.from`, a reduce its `over` (added to deps; -3 marks the edge for paths).
-    for (const d of implicitDeps(t)) {
+    const kind = kindOfTask(t);
+    // A review reads the task it reviews, an approval the task it approves (their edges join in checkWatches).
+    const watched = kind?.watches ? t[kind.watches.field] : undefined;
+    if (typeof watched === 'string') deps.add(watched);
+    // A map reads its `items.from`, a reduce its `over` (added to deps).
+    for (const { id: d, path } of kind?.implicitDeps?.(t) ?? []) {
       const target = indexOf.get(d);
       if (target !== undefined && !deps.has(d) && d !== id) {
         edges[i].push(target);
-        depAt[i].push(-3);
+        labels[i].push({ path: ['tasks', i, ...path] });
       }
       deps.add(d);
     }
@@ -96,7 +100,8 @@ export function checkTasks(
         seen.add(name);
       });
     }
-    if (id !== undefined) {
+    // A function step's prompt and system are refused (checkKinds): what they would place is beside the point.
+    if (id !== undefined && !runsFunction(t)) {
       for (const field of ['system', 'prompt'] as const) {
         const text = t[field];
         if (typeof text === 'string' && text.includes('{{')) checkPlaceholders(text, id, deps, indexOf, ['tasks', i, field], out, tasks);
@@ -105,27 +110,19 @@ export function checkTasks(
     checkOutputAndAccept(t, i, models, out);
   }
 
-  checkReviews(tasks, ids, indexOf, edges, depAt, out);
+  checkWatches(tasks, ids, indexOf, edges, labels, out);
 
   for (const cycle of findCycles(edges)) {
     const start = cycle.nodes[0];
     const names = [...cycle.nodes, start].map((i) => ids[i]).join(' -> ');
     const more = cycle.sccSize - cycle.nodes.length;
     const note = more > 0 ? ` (and ${more} more task${more === 1 ? '' : 's'} on cycles through these)` : '';
-    const j = depAt[start][cycle.firstEdge];
-    // A negative index marks an edge a review adds: `reviews` itself (-1), or the wait of the
-    // reviewed task's other dependents for the review (-2).
-    const path = j === -1 ? ['tasks', start, 'reviews'] : j === -2 ? ['tasks', start, 'deps'] : j === -3 ? ['tasks', start, (tasks[start] as Record<string, unknown>).kind === 'map' ? 'items' : 'over'] : ['tasks', start, 'deps', j];
-    out.push(issue(path, `cycle: ${names}${note}${j === -2 ? ' (a task that depends on a reviewed task also waits for its review)' : ''}`));
+    const label = labels[start][cycle.firstEdge];
+    out.push(issue(label.path, `cycle: ${names}${note}${label.note ?? ''}`));
   }
-}
 
-/** What the run names the tasks it makes under a map, a reduce or a planner (`<id>/...`). */
-const MADE_UNDER: Record<string, (id: string) => string> = {
-  map: (id) => `map "${id}", whose items the run names "${id}/<index>" or "${id}/<key>"`,
-  reduce: (id) => `reduce "${id}", whose groups the run names "${id}/L<level>/<n>"`,
-  plan: (id) => `planner "${id}", whose sub-tasks the run names "${id}/<id>"`,
-};
+  checkKinds(tasks, out, opts);
+}
 
 /**
  * No task id under a map's, a reduce's or a planner's own: the run makes ids there, and one it
@@ -137,65 +134,12 @@ function checkMadeIds(tasks: unknown[], ids: (string | undefined)[], indexOf: Ma
     for (let slash = id.indexOf('/'); slash > 0; slash = id.indexOf('/', slash + 1)) {
       const parent = id.slice(0, slash);
       const at = indexOf.get(parent);
-      const kind = at === undefined ? undefined : (tasks[at] as Record<string, unknown>).kind;
-      const under = typeof kind === 'string' && Object.hasOwn(MADE_UNDER, kind) ? MADE_UNDER[kind]! : undefined;
+      const under = at === undefined ? undefined : kindOf((tasks[at] as Record<string, unknown>).kind)?.madeUnder;
       if (!under) continue;
       out.push(issue(['tasks', i, 'id'], `"${id}" is under ${under(parent)}: choose an id outside "${parent}/"`));
       return;
     }
   });
-}
-
-/**
- * Review tasks: `reviews` names another task of the list, only review tasks have it (and
- * `maxRounds`), and one task has at most one reviewer. The review's edges join the graph: the
- * reviewer waits for the reviewed task, and so the reviewed task's other dependents wait for the
- * reviewer (they must not read a draft that may still change), which can close a cycle.
- */
-function checkReviews(
-  tasks: unknown[],
-  ids: (string | undefined)[],
-  indexOf: Map<string, number>,
-  edges: number[][],
-  depAt: number[][],
-  out: PlanIssue[],
-) {
-  const reviewerOf = new Map<number, number>();
-  tasks.forEach((t, i) => {
-    if (!isRecord(t)) return;
-    const kind = t.kind ?? 'task';
-    if (kind !== 'review') {
-      for (const { field, message } of foreignFields(t, String(kind), isReview)) out.push(issue(['tasks', i, field], message));
-      return;
-    }
-    if (typeof t.reviews !== 'string' || t.reviews === '') {
-      if (t.reviews === undefined) out.push(issue(['tasks', i, 'reviews'], 'required: the id of the task this review task reviews'));
-      return;
-    }
-    const target = indexOf.get(t.reviews);
-    if (t.reviews === ids[i]) out.push(issue(['tasks', i, 'reviews'], 'a task cannot review itself'));
-    else if (target === undefined) out.push(issue(['tasks', i, 'reviews'], unknownName('task', t.reviews, ids.filter((x): x is string => x !== undefined))));
-    else if (reviewerOf.has(target)) out.push(issue(['tasks', i, 'reviews'], `task "${t.reviews}" already has a reviewer (tasks[${reviewerOf.get(target)}])`));
-    else if (isRecord(tasks[target]) && (tasks[target] as Record<string, unknown>).kind === 'plan') {
-      out.push(issue(['tasks', i, 'reviews'], `task "${t.reviews}" is a planner: its sub-tasks cannot be taken back, review them instead`));
-    }
-    else {
-      reviewerOf.set(target, i);
-      if (!edges[i].includes(target)) {
-        edges[i].push(target);
-        depAt[i].push(-1);
-      }
-    }
-  });
-  if (reviewerOf.size === 0) return;
-  for (let k = 0; k < edges.length; k++) {
-    for (const target of [...edges[k]]) {
-      const reviewer = reviewerOf.get(target);
-      if (reviewer === undefined || reviewer === k || edges[k].includes(reviewer)) continue;
-      edges[k].push(reviewer);
-      depAt[k].push(-2);
-    }
-  }
 }
 
 /**

@@ -24,8 +24,15 @@ type Loose<T> = T extends z.ZodType
 /** One task as definePlan takes it: a `TaskInput` whose arrays may be readonly. */
 type LooseTask = Loose<TaskInput>;
 
-/** The shape a task is checked against: its kind's (no `kind`, or one that is none: a plain task's). */
-type ShapeOf<T> = T extends { kind: infer K extends keyof TaskInputs } ? TaskInputs[K] : PlainTaskInput;
+/**
+ * The shape a task is checked against: its kind's (no `kind`, or one that is none: a plain
+ * task's); of a map's or a reduce's two shapes, the one `fn` picks (with it, a function's step).
+ */
+type ShapeOf<T> = T extends { kind: infer K extends keyof TaskInputs } ? OrAll<ByFn<TaskInputs[K], T>, TaskInputs[K]> : PlainTaskInput;
+
+/** The members of `Shape` that name a function if and only if `T` does. */
+type ByFn<Shape, T> = Shape extends unknown ? ([T extends { fn: unknown } ? true : false] extends [Shape extends { fn: string } ? true : false] ? Shape : never) : never;
+type OrAll<S, All> = [S] extends [never] ? All : S;
 
 /**
  * `T` with every field that `Shape` does not have typed `never`, at every depth: an unknown
@@ -66,7 +73,8 @@ export type DefinedPlan<Tasks extends readonly LooseTask[] = readonly LooseTask[
 /**
  * Types a plan written in code; returns it unchanged. A field the plan format does not have, a
  * field of another task kind, a map without `items` (a reduce without `over`, a review without
- * `reviews`) or an empty `tasks` is a compile error.
+ * `reviews`, a fn task without `fn`, an approval without `approves`), a model call's field on a
+ * step that runs a function, or an empty `tasks` is a compile error.
  *
  * @example
  * const plan = definePlan({

@@ -8,7 +8,8 @@
  * Draft-07, which every common editor reads.
  */
 import { z } from 'zod';
-import { PlanSchema } from './schema.js';
+import { PlanSchema, TaskSchema } from './schema.js';
+import { foreignFields, PLAN_KINDS, TASK_KIND_NAMES, type PlanKind } from './kinds/index.js';
 
 type Json = Record<string, unknown>;
 
@@ -47,9 +48,41 @@ function strip(json: Json): Json {
   return rest;
 }
 
+/**
+ * Each kind's rules, as `if kind is k then ...`: the fields it requires, and those it does not
+ * take (another kind's, or refused by it) as `false`. Read from the kind modules: a task with
+ * every field is shown to each (with and without `fn`), and what it refuses is what it says.
+ */
+function kindRules(): Json[] {
+  const fields = Object.keys(TaskSchema.shape);
+  const probe = (withFn: boolean) => Object.fromEntries(fields.filter((f) => withFn || f !== 'fn').map((f) => [f, f === 'fn' ? 'f' : true]));
+  const refusedBy = (kind: PlanKind, withFn: boolean) => new Set(kind.refused(probe(withFn)).map((p) => p.field));
+  const no = (names: Iterable<string>) => Object.fromEntries([...names].map((f) => [f, false]));
+  return TASK_KIND_NAMES.map((name) => {
+    const kind: PlanKind = PLAN_KINDS[name];
+    const foreign = foreignFields(Object.fromEntries(fields.map((f) => [f, true])), name).map((p) => p.field);
+    const base = refusedBy(kind, false);
+    const then: Json = {
+      required: [...Object.keys(kind.requires), ...(kind.runs === 'model-or-fn' ? [] : kind.required({}).map((p) => p.field))],
+      properties: no([...foreign, ...base]),
+    };
+    if (kind.runs === 'model-or-fn') {
+      const withFn = [...refusedBy(kind, true)].filter((f) => !base.has(f));
+      then.anyOf = [
+        { required: ['fn'], properties: no(withFn) },
+        { required: kind.required({}).map((p) => p.field), properties: no(['fn']) },
+      ];
+    }
+    // No `kind` is a plain task: `properties` applies only to a field that is there.
+    return { if: { properties: { kind: { const: name } }, ...(name === 'task' ? {} : { required: ['kind'] }) }, then };
+  });
+}
+
 export function planJsonSchema(): Json {
   const body = strip(convert(PlanSchema));
   const properties = (body.properties ?? {}) as Json;
+  const tasks = properties.tasks as Json | undefined;
+  if (tasks && typeof tasks.items === 'object') tasks.items = { ...(tasks.items as Json), allOf: kindRules() };
   return {
     $schema: 'http://json-schema.org/draft-07/schema#',
     title: 'swarmstate plan',

@@ -1,15 +1,17 @@
 /**
  * Map and reduce tasks in the plan: their items (a file, a task's output, inline), the sub-tasks
- * they expand into, and the checks `validate` makes of them. The runtime side is in
- * machines/mapReduce.ts (what the supervisor does) and src/planner.ts (the expansion actor).
+ * they expand into, and the checks `validate` makes of them (which their kind modules,
+ * kinds/map.ts and kinds/reduce.ts, run). The runtime side is in machines/mapReduce.ts (what the
+ * supervisor does) and src/planner.ts (the expansion actor).
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { extname, isAbsolute, resolve } from 'node:path';
 import { answerJson, type Group } from '../../machines/mapReduce.js';
 import { fillPlaceholders, renderPrompt, type OwnPlaceholders } from '../../machines/prompt.js';
-import { isRecord, issue } from './issues.js';
-import { foreignFields, taskKindOf } from './taskKinds.js';
-import { TASK_ID_MAX_LENGTH, TASK_ID_PATTERN, type TaskSpec } from './schema.js';
+import { isRecord, issue } from './problems.js';
+import type { KindContext, Path, RawTask } from './kinds/types.js';
+import { TASK_ID_MAX_LENGTH, TASK_ID_PATTERN } from './names.js';
+import type { TaskSpec } from './schema.js';
 import type { PlanIssue } from './validate.js';
 import { parseJsonText, type JsonTextError } from '../util/jsonText.js';
 
@@ -223,68 +225,26 @@ export function groupSubtasks(spec: TaskSpec, groups: readonly Group[]): TaskSpe
   });
 }
 
-/** The tasks a map or reduce reads without listing them in deps: `items.from`, `over`. */
-export function implicitDeps(t: Record<string, unknown>): string[] {
-  if (t.kind === 'map' && isRecord(t.items) && typeof t.items.from === 'string') return [t.items.from];
-  // A group's inputs may be elements of a task's array output (`<id>#<n>`): it depends on the task.
-  if (t.kind === 'reduce') return typeof t.over === 'string' ? [t.over] : Array.isArray(t.over) ? [...new Set(t.over.filter((x): x is string => typeof x === 'string').map((x) => x.split('#')[0]!))] : [];
-  return [];
-}
-
 const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.:/-]+)\s*\}\}/g;
 
-/**
- * The plan's map and reduce tasks: fields only where they belong, items that exist and are a
- * list within `maxItems`, `from` and `over` naming tasks that can give what they read, and
- * `{{item...}}` / `{{inputs}}` only where they are filled.
- */
-const notReview = (owner: string) => owner !== 'review';
+type At = (...path: Path) => Path;
 
-/** Paths under `tasks[i]` (made by a function: a closure written inline is named again for each task under tsx). */
-function pathIn(i: number): (...path: (string | number)[]) => (string | number)[] {
-  return (...path) => ['tasks', i, ...path];
-}
-
-export function checkMapReduce(tasks: unknown[], out: PlanIssue[], baseDir?: string): void {
-  const byId = new Map<string, Record<string, unknown>>();
-  for (const t of tasks) if (isRecord(t) && typeof t.id === 'string') byId.set(t.id, t);
-  // The items of maps that list them (a file, or inline), read once: a reduce over one reads their count.
-  const items = new Map<Record<string, unknown>, Items>();
-  for (const t of byId.values()) {
-    if (t.kind !== 'map' || !isRecord(t.items)) continue;
-    if (typeof t.items.file === 'string') items.set(t, loadItemsFile(t.items.file, baseDir));
-    else if (Array.isArray(t.items.values)) items.set(t, { ok: true, items: t.items.values });
-  }
-  tasks.forEach((t, i) => {
-    if (!isRecord(t)) return;
-    const kind = t.kind ?? 'task';
-    const at = pathIn(i);
-    // Review fields are checked with the reviews (sub-tasks too); every other kind's here.
-    for (const { field, message } of foreignFields(t, String(kind), notReview)) out.push(issue(at(field), message));
-    if (taskKindOf(kind)?.callsModel === false && t.budgetUsd !== undefined) {
-      out.push(issue(at('budgetUsd'), `a ${kind} calls no model itself: its sub-tasks' calls count against the run's and the models' budgets`));
-    }
-    checkPlaceholders(t, kind, byId, at, out);
-    if (kind === 'map') checkMap(t, byId, items.get(t), at, out);
-    if (kind === 'reduce') checkReduce(t, byId, items, at, out);
-  });
-}
-
-function checkMap(t: Record<string, unknown>, byId: Map<string, Record<string, unknown>>, listed: Items | undefined, at: (...p: (string | number)[]) => (string | number)[], out: PlanIssue[]): void {
+/** A map: items that exist and are a list within `maxItems`, `from` naming a task that can give one, an item name that hides no dep. */
+export function checkMap(t: RawTask, ctx: KindContext): void {
+  const { at, out } = ctx;
   const items = t.items;
-  if (items === undefined) {
-    out.push(issue(at('items'), 'required: {"file": "items.jsonl"}, {"from": "<task id>"} or {"values": [...]}'));
-    return;
-  }
+  // Missing: said with the kind's other required fields (kinds/map.ts).
   if (!isRecord(items)) return;
   const spec = { id: typeof t.id === 'string' ? t.id : '', ...(typeof t.maxItems === 'number' ? { maxItems: t.maxItems } : {}), ...(typeof t.key === 'string' ? { key: t.key } : {}) };
+  const listed = ctx.itemsOf(t);
   if (listed && !listed.ok) out.push(issue(at('items', 'file'), listed.message));
   if (listed?.ok) for (const problem of itemProblems(listed.items, spec)) out.push(issue(at('items'), problem));
   if (typeof items.from === 'string') {
-    const source = byId.get(items.from);
+    const source = ctx.byId.get(items.from);
+    const noArray = source && ctx.noArrayOf(source);
     if (items.from === t.id) out.push(issue(at('items', 'from'), 'a map cannot read its items from its own output'));
     else if (!source) out.push(issue(at('items', 'from'), `unknown task "${items.from}"`));
-    else if (!givesArray(source)) out.push(issue(at('items', 'from'), `task "${items.from}" cannot give a list of items: ${whyNoArray(source)}`));
+    else if (noArray !== undefined) out.push(issue(at('items', 'from'), `task "${items.from}" cannot give a list of items: ${noArray}`));
   }
   checkItemName(t, at, out);
 }
@@ -293,7 +253,7 @@ function checkMap(t: Record<string, unknown>, byId: Map<string, Record<string, u
  * The item's name (`as`) must not be a dep's id, nor the start of one (`{{row.notes}}` with a dep
  * `row.notes`): the placeholder would read the dep, and the items would be silently hidden.
  */
-function checkItemName(t: Record<string, unknown>, at: (...p: (string | number)[]) => (string | number)[], out: PlanIssue[]): void {
+function checkItemName(t: RawTask, at: At, out: PlanIssue[]): void {
   const named = typeof t.as === 'string';
   const as = named ? (t.as as string) : 'item';
   const deps: { id: string; path: (string | number)[] }[] = [];
@@ -310,12 +270,12 @@ function checkItemName(t: Record<string, unknown>, at: (...p: (string | number)[
   }
 }
 
-function checkReduce(t: Record<string, unknown>, byId: Map<string, Record<string, unknown>>, items: Map<Record<string, unknown>, Items>, at: (...p: (string | number)[]) => (string | number)[], out: PlanIssue[]): void {
+/** A reduce: `over` names tasks that can give what it merges, and not nothing. */
+export function checkReduce(t: RawTask, ctx: KindContext): void {
+  const { at, out } = ctx;
   const over = t.over;
-  if (over === undefined) {
-    out.push(issue(at('over'), 'required: the map (or task with a JSON array output, or list of tasks) whose outputs this reduce merges'));
-    return;
-  }
+  // Missing: said with the kind's other required fields (kinds/reduce.ts).
+  if (over === undefined) return;
   if (Array.isArray(over) && over.length === 0) {
     out.push(issue(at('over'), 'a reduce over nothing: name a map, a task with a JSON array output, or at least one task'));
     return;
@@ -324,40 +284,30 @@ function checkReduce(t: Record<string, unknown>, byId: Map<string, Record<string
   ids.forEach((id, j) => {
     if (typeof id !== 'string' || id === '') return;
     const path = typeof over === 'string' ? at('over') : at('over', j);
-    const source = byId.get(id);
+    const source = ctx.byId.get(id);
+    const noArray = typeof over === 'string' && source ? ctx.noArrayOf(source) : undefined;
     if (id === t.id) out.push(issue(path, 'a reduce cannot merge its own output'));
     else if (!source) out.push(issue(path, `unknown task "${id}"`));
-    else if (typeof over === 'string' && !givesArray(source)) out.push(issue(path, `task "${id}" cannot give a list of inputs: ${whyNoArray(source)} (to merge several tasks' outputs, list them: "over": ["a", "b"])`));
-    else if (typeof over === 'string' && isEmpty(items.get(source))) out.push(issue(path, `map "${id}" has no items: a reduce over it would have nothing to merge`));
+    else if (noArray !== undefined) out.push(issue(path, `task "${id}" cannot give a list of inputs: ${noArray} (to merge several tasks' outputs, list them: "over": ["a", "b"])`));
+    else if (typeof over === 'string' && isEmpty(ctx.itemsOf(source))) out.push(issue(path, `map "${id}" has no items: a reduce over it would have nothing to merge`));
   });
 }
 
 const isEmpty = (listed: Items | undefined) => listed?.ok === true && listed.items.length === 0;
 
-/** Whether a task's output can be a JSON array, as far as the plan tells. */
-function givesArray(t: Record<string, unknown>): boolean {
-  if (t.kind === 'map') return true;
-  if (t.kind === 'reduce' || t.kind === 'plan' || t.kind === 'review') return false;
-  const schema = isRecord(t.output) && isRecord(t.output.schema) ? t.output.schema : undefined;
-  return schema?.type === undefined || schema.type === 'array';
-}
-
-function whyNoArray(t: Record<string, unknown>): string {
-  if (t.kind === 'reduce') return 'a reduce gives one merged text';
-  if (t.kind === 'plan') return "a planner's output is its sub-tasks";
-  if (t.kind === 'review') return 'a review gives a verdict';
-  return 'its output schema is not of type "array"';
-}
-
-/** `{{item...}}` outside a map (or naming another name than the map's `as`), `{{inputs}}` outside a reduce. */
-function checkPlaceholders(t: Record<string, unknown>, kind: unknown, byId: Map<string, unknown>, at: (...p: (string | number)[]) => (string | number)[], out: PlanIssue[]): void {
+/**
+ * `{{item...}}` outside a map (or naming another name than the map's `as`), `{{inputs}}` outside
+ * a reduce, and what a map reads as items or a reduce as inputs (`reads`: its implicit deps)
+ * placed whole in its prompt.
+ */
+export function checkItemPlaceholders(t: RawTask, kind: unknown, reads: readonly string[], byId: ReadonlyMap<string, unknown>, at: At, out: PlanIssue[]): void {
   const as = typeof t.as === 'string' ? t.as : 'item';
   let read: Set<string> | undefined;
   for (const field of ['prompt', 'system'] as const) {
     const text = t[field];
     if (typeof text !== 'string' || !text.includes('{{')) continue;
     // What a map reads as items, or a reduce as inputs, is not placed whole in the prompt.
-    read ??= new Set(kind === 'map' || kind === 'reduce' ? implicitDeps(t) : []);
+    read ??= new Set(kind === 'map' || kind === 'reduce' ? reads : []);
     const reported = new Set<string>();
     for (const match of text.matchAll(PLACEHOLDER)) {
       const root = match[1]!.split('.')[0]!;

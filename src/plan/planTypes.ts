@@ -1,14 +1,12 @@
 /**
- * The plan format's types: the parsed plan, with defaults applied (`Plan`), and the plan as it is
- * written (`PlanInput`, one shape per task kind). They read as its documentation; schema.ts holds
- * the zod schemas that produce the parsed plan (and checks at compile time that the two agree),
- * and re-exports every type here.
+ * The plan format's types: the parsed plan, with defaults applied (`Plan`), and (taskInputs.ts)
+ * the plan as it is written (`PlanInput`, one shape per task kind). They read as its
+ * documentation; schema.ts holds the zod schemas that produce the parsed plan (and checks at
+ * compile time that the two agree), and re-exports every type here.
  */
-import type { z } from 'zod';
 import type { KeyLimits } from '../../machines/protocol.js';
 import type { ProviderType } from '../providers/providerTypes.js';
-import type { PlanSchema } from './schema.js';
-import type { TaskKind } from './taskKinds.js';
+import type { TaskKind } from './kinds/index.js';
 
 /** The provider types and what each means: one table, src/providers/providerTypes.ts. */
 export type { ProviderType } from '../providers/providerTypes.js';
@@ -135,8 +133,8 @@ export interface PlanBudget {
   perModel?: Record<string, number>;
 }
 
-/** The task kinds and what each means: one table, src/plan/taskKinds.ts. */
-export type { TaskKind } from './taskKinds.js';
+/** The task kinds and what each means: one module each, src/plan/kinds/. */
+export type { TaskKind } from './kinds/index.js';
 
 /** A map's items: a JSON array or JSONL file (relative to the plan file), a task's JSON array output, or inline. */
 export type MapItems = { file: string } | { from: string } | { values: unknown[] };
@@ -147,12 +145,20 @@ export interface TaskSpec {
   /**
    * `task` (default). `plan`: the output is a JSON list of sub-tasks (validated like this plan)
    * that join the run. `review`: reviews the task named in `reviews`, approving it or sending it
-   * back with findings, at most `maxRounds` times.
+   * back with findings, at most `maxRounds` times. `map`, `reduce`: one step per item, a merge of
+   * many outputs. `fn`: runs the function named in `fn`. `approval`: a person decides on the
+   * output of the task named in `approves`.
    */
   kind: TaskKind;
   /** For `kind: "review"`: the task reviewed (added to deps if missing). */
   reviews?: string;
-  /** For `kind: "review"`: reviews made at most (the last one's verdict stands). Default 2. */
+  /** For `kind: "approval"`: the task whose output a person approves (added to deps if missing). */
+  approves?: string;
+  /**
+   * For `kind: "review"`: reviews made at most (the last one's verdict stands). Default 2. For
+   * `kind: "approval"`: decisions asked at most (each rejection with a note but the last sends
+   * the approved task back).
+   */
   maxRounds?: number;
   /** For `kind: "map"`: one sub-task per item, `<id>/<index>` (or `<id>/<item[key]>`). */
   items?: MapItems;
@@ -168,11 +174,23 @@ export interface TaskSpec {
   over?: string | string[];
   /** For `kind: "reduce"`: inputs merged per call at most. Default 8. */
   fanIn?: number;
-  /** Name of an entry in `models`. Every task names its model: there is no inheritance. */
-  model: string;
+  /**
+   * For `kind: "fn"`: the function the task runs (a name given to `createSwarm({ functions })`,
+   * or a named export of the CLI's `--functions` module). For a map: the function each item runs
+   * (instead of `model` and `prompt`); for a reduce, the one that merges the inputs.
+   */
+  fn?: string;
+  /**
+   * Name of an entry in `models`. Every task that calls a model names its model: there is no
+   * inheritance. Required by `task`, `plan` and `review`, and by a map or a reduce without `fn`.
+   */
+  model?: string;
   system?: string;
-  /** `{{dep}}` is replaced by the output of the dependency `dep`. */
-  prompt: string;
+  /**
+   * `{{dep}}` is replaced by the output of the dependency `dep`. Required where `model` is; an
+   * approval's is the question the person answers.
+   */
+  prompt?: string;
   /** Ids of tasks whose output this task needs; it starts after all of them complete. */
   deps: string[];
   /** Higher first among tasks ready at the same time; ties go to the longer critical path, then FIFO. */
@@ -283,91 +301,5 @@ export interface Plan {
   tasks: TaskSpec[];
 }
 
-// ---------------------------------------------------------------------------------------------
-// The plan as written: defaults optional, and each task kind with its own fields
-// ---------------------------------------------------------------------------------------------
-
-/**
- * The plan as a file or code writes it: every field with a default may be left out, a task's
- * shape depends on its `kind` (`TaskInput`), and there is at least one task. What validation
- * checks beyond shapes (ids that exist, cycles, models, value ranges) it does not say.
- */
-export interface PlanInput extends Omit<z.input<typeof PlanSchema>, 'tasks'> {
-  tasks: [TaskInput, ...TaskInput[]];
-}
-
-/**
- * One task as written, by its `kind` (absent: a plain task). A field of another kind, or a
- * missing `items` (map), `over` (reduce) or `reviews` (review), does not fit any member.
- */
-export type TaskInput = TaskInputs[TaskKind];
-
-/** The written shape of each task kind (one entry per row of src/plan/taskKinds.ts). */
-export interface TaskInputs {
-  task: PlainTaskInput;
-  plan: PlannerTaskInput;
-  review: ReviewTaskInput;
-  map: MapTaskInput;
-  reduce: ReduceTaskInput;
-}
-
-/** The fields every kind takes (each as in `TaskSpec`); those with a default are optional. */
-export interface TaskInputBase
-  extends Pick<TaskSpec, 'id' | 'model' | 'system' | 'prompt' | 'maxTurns' | 'maxRetries' | 'timeoutMs' | 'maxTokens' | 'maxInputTokens'>,
-    Partial<Pick<TaskSpec, 'deps' | 'priority' | 'tools'>> {
-  output?: OutputInput;
-  accept?: AcceptInput;
-}
-
-/**
- * `kind` absent or `"task"`: one model call (with its tools) on its prompt. The fields of the
- * other kinds are `never` here: without a `kind` to tell the members apart, TypeScript would
- * otherwise take `items` on a plain task as a field of some member.
- */
-export interface PlainTaskInput extends TaskInputBase, Pick<TaskSpec, 'budgetUsd'>, Partial<Record<OtherKindsFields, never>> {
-  kind?: 'task';
-}
-
-/** The fields only reviews, maps and reduces take. */
-type OtherKindsFields = Exclude<keyof ReviewTaskInput | keyof MapTaskInput | keyof ReduceTaskInput, keyof TaskInputBase | 'kind' | 'budgetUsd'>;
-
-/** `kind: "plan"`: its answer is a list of sub-tasks, which run next. */
-export interface PlannerTaskInput extends TaskInputBase, Pick<TaskSpec, 'budgetUsd'> {
-  kind: 'plan';
-}
-
-/** `kind: "review"`: reviews the task named in `reviews` (required). */
-export interface ReviewTaskInput extends TaskInputBase, Pick<TaskSpec, 'budgetUsd' | 'maxRounds'> {
-  kind: 'review';
-  /** The task reviewed (added to deps if missing). */
-  reviews: string;
-}
-
-/** `kind: "map"`: one sub-task per item of `items` (required). It calls no model itself: no `budgetUsd`. */
-export interface MapTaskInput extends TaskInputBase, Pick<TaskSpec, 'as' | 'maxItems' | 'key' | 'dedupe'> {
-  kind: 'map';
-  items: MapItemsInput;
-}
-
-/** `kind: "reduce"`: merges the outputs named in `over` (required). It calls no model itself: no `budgetUsd`. */
-export interface ReduceTaskInput extends TaskInputBase, Pick<TaskSpec, 'fanIn'> {
-  kind: 'reduce';
-  /** A map (its items), a task with a JSON array output (its elements), or a non-empty list of tasks. */
-  over: string | [string, ...string[]];
-}
-
-/** A map's items as written: exactly one of `file`, `from` and `values` (see `MapItems`). */
-export type MapItemsInput =
-  | { file: string; from?: never; values?: never }
-  | { from: string; file?: never; values?: never }
-  | { values: unknown[]; file?: never; from?: never };
-
-/** `output` as written: in code, the schema may also be a zod schema (src/plan/typed.ts). */
-export interface OutputInput {
-  schema: Record<string, unknown> | z.ZodType;
-}
-
-/** `accept` as written: a judge's `threshold` may be left out (default 0.7). */
-export interface AcceptInput extends Omit<AcceptSpec, 'judge'> {
-  judge?: Omit<JudgeSpec, 'threshold'> & { threshold?: number };
-}
+/** The plan as a file or code writes it (`PlanInput`, `TaskInput`, one shape per kind): taskInputs.ts. */
+export type * from './taskInputs.js';

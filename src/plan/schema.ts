@@ -12,7 +12,9 @@
 import { z } from 'zod';
 import { PROVIDER_TYPE_NAMES } from '../providers/providerTypes.js';
 import type { Plan, PlanDefaults } from './planTypes.js';
-import { TASK_KIND_NAMES, taskKindList } from './taskKinds.js';
+import { FN_NAME_PATTERN, TASK_ID_MAX_LENGTH, TASK_ID_PATTERN, TASK_KIND_NAMES, taskKindList } from './names.js';
+// Read only when a task is parsed (the refinement): the kind modules load after this schema.
+import { kindOfTask } from './kinds/index.js';
 
 export type * from './planTypes.js';
 
@@ -20,8 +22,7 @@ export type * from './planTypes.js';
 // Names and numbers
 // ---------------------------------------------------------------------------------------------
 
-export const TASK_ID_PATTERN = /^[A-Za-z0-9_.:/-]+$/;
-export const TASK_ID_MAX_LENGTH = 200;
+export { TASK_ID_MAX_LENGTH, TASK_ID_PATTERN };
 /** Provider and model names end up in actor ids (`pool:<provider>`), so no `/` or `:`. */
 export const NAME_PATTERN = /^[A-Za-z0-9_.-]+$/;
 export const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -212,6 +213,7 @@ export const TaskSchema = z.strictObject({
   id: TaskIdSchema,
   kind: z.enum(TASK_KIND_NAMES, { error: `must be ${taskKindList()}` }).default('task'),
   reviews: z.string().min(1, { error: 'must name a task' }).optional(),
+  approves: z.string().min(1, { error: 'must name a task' }).optional(),
   maxRounds: positiveInt().optional(),
   items: z
     .union([z.strictObject({ file: z.string().min(1) }), z.strictObject({ from: z.string().min(1) }), z.strictObject({ values: z.array(z.unknown()) })], {
@@ -224,9 +226,11 @@ export const TaskSchema = z.strictObject({
   dedupe: z.string().min(1, { error: 'must be "text" or an output field' }).optional(),
   over: z.union([z.string().min(1, { error: 'must name a task' }), z.array(z.string().min(1, { error: 'must name a task' }))]).optional(),
   fanIn: z.int().min(2, { error: 'a reduce merges at least 2 inputs per call: fanIn must be an integer >= 2' }).optional(),
-  model: z.string().min(1, { error: 'must name a model' }),
+  fn: z.string().regex(FN_NAME_PATTERN, { error: 'must be a function\'s name: letters, digits, "_" and "$", not starting with a digit' }).optional(),
+  // Required by the kinds that call a model (the refinement below asks each task's kind).
+  model: z.string().min(1, { error: 'must name a model' }).optional(),
   system: z.string().optional(),
-  prompt: z.string().min(1, { error: 'must not be empty' }),
+  prompt: z.string().min(1, { error: 'must not be empty' }).optional(),
   deps: z.array(z.string()).default([]),
   priority: z.int().default(0),
   tools: z.array(z.string().min(1, { error: 'must not be empty' })).default([]),
@@ -250,7 +254,16 @@ export const TaskSchema = z.strictObject({
         .optional(),
     })
     .optional(),
-});
+}).superRefine(
+  (t, ctx) => {
+    // Run on a task that failed elsewhere too (`when`), so a missing model is said with the rest.
+    if (typeof t !== 'object' || t === null) return;
+    for (const { field, message } of kindOfTask(t as Record<string, unknown>)?.required(t as Record<string, unknown>) ?? []) {
+      ctx.addIssue({ code: 'custom', path: [field], message });
+    }
+  },
+  { when: () => true },
+);
 
 /** `{ "env": NAME }`: a value read from the environment when the run connects, never stored. */
 const EnvRefSchema = z.strictObject({ env: z.string().regex(ENV_NAME_PATTERN, { error: 'must be an environment variable name' }) });

@@ -12,6 +12,8 @@ import type { AcceptSpec, OutputSpec } from './schema.js';
 import { compileOutputSchema, schemaShapeProblems, type SchemaPath, type SchemaProblem } from './outputSchema.js';
 import { PatternTimeoutError, userPattern, withPatternBudget } from './userPattern.js';
 import { unfenced } from '../../machines/mapReduce.js';
+import { kindOfTask } from './kinds/index.js';
+import { textUnlessSchema } from './kinds/common.js';
 
 export { unfenced };
 
@@ -108,10 +110,12 @@ function segmentsOf(pointer: string): SchemaPath {
   return pointer.split('/').filter((s) => s !== '').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
-/** A structured output's value in the public result; any other output stays its text. */
-export function parsedOutput(spec: { output?: OutputSpec; kind?: string } | undefined, text: string): unknown {
-  // A map's output is the JSON array of its items' outputs.
-  if (!spec?.output && spec?.kind !== 'map') return text;
+/**
+ * A task's output in the public result: parsed where its kind says the output is JSON (a map's
+ * array, a function's value, an approval's decision) or it has an output schema; else its text.
+ */
+export function parsedOutput(spec: { output?: OutputSpec; kind?: string; fn?: string } | undefined, text: string): unknown {
+  if (spec === undefined || (kindOfTask(spec)?.output(spec) ?? textUnlessSchema(spec)) === 'text') return text;
   try {
     return JSON.parse(text);
   } catch {

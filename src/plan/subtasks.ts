@@ -14,7 +14,7 @@
 import { z } from 'zod';
 import { isRecord, issue, plainMessages, structuralIssues } from './issues.js';
 import { TaskSchema, type Plan, type TaskSpec } from './schema.js';
-import { taskKindOf } from './taskKinds.js';
+import { kindOf, kindOfTask } from './kinds/index.js';
 import { checkTasks } from './checkTasks.js';
 import { formatIssue, type PlanIssue } from './validate.js';
 
@@ -46,14 +46,15 @@ export function parseSubtasks(output: string, ctx: PlannerContext): SubtaskResul
 
   const external = new Set(ctx.planner.deps);
   const servers = new Set(Object.keys(ctx.plan.tools.servers));
-  checkTasks(list, ctx.plan.models, new Set(ctx.tools), servers, issues, external);
+  checkTasks(list, ctx.plan.models, new Set(ctx.tools), servers, issues, external, { asSubTasks: true });
   const depth = ctx.planner.depth + 1;
   list.forEach((t, i) => {
     if (!isRecord(t)) return;
     if (t.kind === 'plan' && depth >= maxDepth) {
       issues.push(issue(['tasks', i, 'kind'], `sub-tasks at depth ${depth} cannot plan (limits.maxDepth is ${maxDepth})`));
     }
-    if (taskKindOf(t.kind)?.asSubTask === false) issues.push(issue(['tasks', i, 'kind'], `a sub-task cannot be a ${t.kind} task (give the plan itself the map or reduce)`));
+    const why = kindOf(t.kind)?.asSubTask;
+    if (typeof why === 'string') issues.push(issue(['tasks', i, 'kind'], `a sub-task cannot be ${/^[aeiou]/.test(String(t.kind)) ? 'an' : 'a'} ${t.kind} task (${why})`));
     if (t.budgetUsd !== undefined) issues.push(issue(['tasks', i, 'budgetUsd'], "a sub-task has no budget of its own: the run's and the models' budgets apply"));
     if (typeof t.id === 'string' && ctx.existing.has(`${ctx.planner.id}/${t.id}`)) {
       issues.push(issue(['tasks', i, 'id'], `"${ctx.planner.id}/${t.id}" is already a task of the run`));
@@ -65,11 +66,15 @@ export function parseSubtasks(output: string, ctx: PlannerContext): SubtaskResul
   const rename = (id: string) => (siblings.has(id) ? `${ctx.planner.id}/${id}` : id);
   const renameText = (text: string) => text.replace(PLACEHOLDER, (whole, id: string) => (siblings.has(id) ? `{{${rename(id)}}}` : whole));
   const tasks = parsed.data.tasks.map((t) => {
-    const task: TaskSpec = { ...t, id: rename(t.id), deps: t.deps.map(rename), prompt: renameText(t.prompt) };
+    const task: TaskSpec = { ...t, id: rename(t.id), deps: t.deps.map(rename) };
+    if (t.prompt !== undefined) task.prompt = renameText(t.prompt);
     if (t.system !== undefined) task.system = renameText(t.system);
-    if (t.reviews !== undefined) {
-      task.reviews = rename(t.reviews);
-      if (!task.deps.includes(task.reviews)) task.deps = [...task.deps, task.reviews];
+    // The task a sub-task reviews is a sibling (or a dep of the planner), and one of its deps.
+    const field = kindOfTask(t)?.watches?.field;
+    const watched = field === undefined ? undefined : (t as Record<string, unknown>)[field];
+    if (field !== undefined && typeof watched === 'string') {
+      (task as unknown as Record<string, unknown>)[field] = rename(watched);
+      if (!task.deps.includes(rename(watched))) task.deps = [...task.deps, rename(watched)];
     }
     return task;
   });

@@ -11,19 +11,29 @@
  */
 import { z } from 'zod';
 import type { RunResult, TaskResult } from '../../machines/tasks/results.js';
+import type { ApprovalOutput } from './planTypes.js';
 import { isRecord } from './issues.js';
 
 /**
  * The output type of one task as written in a plan, as the result holds it:
  * - a map (`kind: "map"`): the array of its items' outputs, in item order. Each item answers with
  *   the map's `output.schema` (its items inherit it): typed by a zod schema, else `unknown` (an
- *   item's answer is parsed when it is JSON, else kept as text);
+ *   item's answer is parsed when it is JSON, else kept as text; a function's value is JSON);
+ * - a function's value (`kind: "fn"`, or a reduce naming `fn`): a zod `output.schema`'s output
+ *   type, else `unknown` (JSON, never text);
+ * - an approval (`kind: "approval"`): the person's decision, `ApprovalOutput`;
  * - a reduce (`kind: "reduce"`): its root's output, one call's answer like any task's;
  * - any other task: a zod `output.schema`'s output type, `unknown` for a JSON Schema, the text
  *   (`string`) without a schema.
  * A task type that may or may not have an `output` (e.g. `TaskInput`) gives `unknown`.
  */
-export type OutputOf<T> = T extends { kind: 'map' } ? ItemOutputOf<T>[] : AnswerOf<T>;
+export type OutputOf<T> = T extends { kind: 'map' }
+  ? ItemOutputOf<T>[]
+  : T extends { kind: 'approval' }
+    ? ApprovalOutput
+    : T extends { kind: 'fn' } | { kind: 'reduce'; fn: string }
+      ? ItemOutputOf<T>
+      : AnswerOf<T>;
 
 /** What one call of the task answers: its schema's type, or its text. */
 type AnswerOf<T> = T extends { output: { schema: infer S } }
@@ -35,7 +45,7 @@ type AnswerOf<T> = T extends { output: { schema: infer S } }
     ? unknown
     : string;
 
-/** One item's output in a map's array: parsed JSON, so `unknown` unless a zod schema types it. */
+/** A value read as JSON (one item's output in a map's array, a function's value): `unknown` unless a zod schema types it. */
 type ItemOutputOf<T> = T extends { output: { schema: infer S extends z.ZodType } } ? z.output<S> : unknown;
 
 /** Output types by task id, from a plan's tasks. */

@@ -14,8 +14,9 @@ import { DEFAULT_MODEL_MAX_TOKENS, ENV_NAME_PATTERN, PlanSchema, type Plan } fro
 import { builtInPrice } from '../cost/prices.js';
 import { withJsonSchemas } from './typed.js';
 import { findCycles } from './ranks.js';
-import { checkMapReduce } from './mapreduce.js';
 import { checkTasks } from './checkTasks.js';
+import { functionNames } from './kinds/check.js';
+import type { SwarmFunctions } from '../fn/types.js';
 import { providerTypeOf } from '../providers/providerTypes.js';
 import { parseUrl } from '../tools/urls.js';
 
@@ -32,6 +33,11 @@ export interface ValidateOptions {
   tools?: Iterable<string>;
   /** Where a map's relative `items.file` is read from (the plan file's folder). Default: the working directory. */
   baseDir?: string;
+  /**
+   * The functions the run has (their names, or the functions by name): when given, each `fn` the
+   * plan names must be one of them. Not given: the names are not checked.
+   */
+  functions?: readonly string[] | SwarmFunctions;
 }
 
 export type ValidationResult = { ok: true; plan: Plan } | { ok: false; issues: PlanIssue[] };
@@ -88,8 +94,10 @@ export function validatePlan(input: unknown, opts: ValidateOptions = {}): Valida
     }
     const servers = isRecord(raw.tools) && isRecord(raw.tools.servers) ? new Set(Object.keys(raw.tools.servers)) : new Set<string>();
     if (Array.isArray(raw.tasks)) {
-      checkTasks(raw.tasks, models, opts.tools ? new Set(opts.tools) : undefined, servers, issues);
-      checkMapReduce(raw.tasks, issues, opts.baseDir);
+      checkTasks(raw.tasks, models, opts.tools ? new Set(opts.tools) : undefined, servers, issues, undefined, {
+        ...(opts.baseDir !== undefined ? { baseDir: opts.baseDir } : {}),
+        ...(opts.functions !== undefined ? { functions: functionNames(opts.functions) } : {}),
+      });
     }
     if (isRecord(raw.compaction) && typeof raw.compaction.model === 'string' && models && !Object.hasOwn(models, raw.compaction.model)) {
       issues.push(issue(['compaction', 'model'], unknownName('model', raw.compaction.model, Object.keys(models))));

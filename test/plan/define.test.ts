@@ -57,7 +57,7 @@ describe('definePlan', () => {
   });
 
   it('each plan whose shape the types refuse is refused by validate, with the message named', () => {
-    expect(refused.length).toBe(20);
+    expect(refused.length).toBe(34);
     for (const { says, plan } of refused) {
       const result = validatePlan(plan, { env: {} });
       expect(result.ok ? [] : result.issues.map((i) => `${i.path}: ${i.message}`), says).toEqual([says]);

@@ -54,7 +54,7 @@ definePlan({
 });
 definePlan({
   ...base,
-  // @ts-expect-error kind is "task", "plan", "review", "map" or "reduce"
+  // @ts-expect-error kind is "task", "plan", "review", "map", "reduce", "fn" or "approval"
   tasks: [{ id: 'x', model: 'fast', prompt: 'p', kind: 'map-ish' }],
 });
 definePlan({
@@ -85,14 +85,25 @@ const kinds = definePlan({
     { id: 'file', kind: 'map', items: { file: 'items.jsonl' }, model: 'fast', prompt: 'Describe {{item}}' },
     { id: 'sum', kind: 'reduce', over: 'each', fanIn: 4, model: 'fast', prompt: 'Merge {{inputs}}' },
     { id: 'both', kind: 'reduce', over: ['sum', 'review'], model: 'fast', prompt: 'Merge {{inputs}}', accept: { minChars: 10, judge: { model: 'fast', prompt: 'Good?' } } },
+    { id: 'fetch', kind: 'fn', fn: 'fetchOrders', deps: ['list'], output: { schema: { type: 'array' } }, maxRetries: 2, timeoutMs: 5000, priority: 1 },
+    { id: 'enrich', kind: 'map', items: { from: 'fetch' }, fn: 'enrich', key: 'id', maxRetries: 1 },
+    { id: 'merge', kind: 'reduce', over: 'enrich', fn: 'mergeAll', output: { schema: { type: 'object' } } },
+    { id: 'ok', kind: 'approval', approves: 'list', prompt: 'Send {{list}}?', maxRounds: 2, timeoutMs: 60000, deps: ['fetch'] },
   ],
 });
 const each: 'each' = kinds.tasks[3].id;
+const ok: 'ok' = kinds.tasks[10].id;
 
 // Tasks built by code, of any kind, as TaskInput values: accepted (a list of unknown length may be empty: validate says).
 const built: TaskInput[] = ['a', 'b'].map((id): TaskInput => ({ id, kind: 'map', items: { values: [id] }, model: 'fast', prompt: '{{item}}' }));
 const fromCode = definePlan({ ...base, tasks: built });
-void [each, fromCode];
+const fnTasks: TaskInput[] = [
+  { id: 'f', kind: 'fn', fn: 'go' },
+  { id: 'm', kind: 'map', items: { values: [1] }, fn: 'go' },
+  { id: 'r', kind: 'reduce', over: ['f'], fn: 'go' },
+  { id: 'o', kind: 'approval', approves: 'f', prompt: 'Fine?' },
+];
+void [each, ok, fromCode, fnTasks];
 
 /** A model with a price, so a plan with `budgetUsd` has no other problem than the one refused. */
 const priced = {
@@ -195,7 +206,7 @@ export const refused: { says: string; plan: unknown }[] = [
     }),
   },
   {
-    says: 'tasks[0].maxRounds: only a task with "kind": "review" has rounds',
+    says: 'tasks[0].maxRounds: only a task with "kind": "review" or "approval" has rounds',
     plan: definePlan({
       ...priced,
       // @ts-expect-error maxRounds on a plain task
@@ -266,6 +277,118 @@ export const refused: { says: string; plan: unknown }[] = [
       tasks: [{ id: 'x', model: 'fast', prompt: 'p', accept: { judge: { model: 'fast', prompt: 'ok?', min: 0.5 } } }],
     }),
   },
+  {
+    says: 'tasks[0].fn: required: the name of the function this task runs',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error a fn task names its function
+      tasks: [{ id: 'x', kind: 'fn' }],
+    }),
+  },
+  {
+    says: 'tasks[0].model: a "fn" task runs a function, not a model: it has no "model"',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error a fn task has no model
+      tasks: [{ id: 'x', kind: 'fn', fn: 'go', model: 'fast' }],
+    }),
+  },
+  {
+    says: 'tasks[0].prompt: a "fn" task runs a function, not a model: it has no "prompt" (the function reads its deps\' outputs in ctx.deps)',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error a fn task has no prompt
+      tasks: [{ id: 'x', kind: 'fn', fn: 'go', prompt: 'p' }],
+    }),
+  },
+  {
+    says: 'tasks[0].budgetUsd: a "fn" task runs a function, not a model: it has no "budgetUsd" (a function costs nothing)',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error a fn task has no budget
+      tasks: [{ id: 'x', kind: 'fn', fn: 'go', budgetUsd: 1 }],
+    }),
+  },
+  {
+    says: 'tasks[0].fn: only a task with "kind": "map", "reduce" or "fn" names a function',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error fn on a plain task
+      tasks: [{ id: 'x', model: 'fast', prompt: 'p', fn: 'go' }],
+    }),
+  },
+  {
+    says: 'tasks[0].prompt: this map runs function "go" on each item, not a model: it has no "prompt" (the function reads the item in ctx.item)',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error a map that runs a function has no prompt
+      tasks: [{ id: 'x', kind: 'map', items: { values: [1] }, fn: 'go', prompt: 'p' }],
+    }),
+  },
+  {
+    says: 'tasks[0].as: this map runs function "go" on each item, not a model: it has no "as" (the function reads the item in ctx.item)',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error a map that runs a function names no item
+      tasks: [{ id: 'x', kind: 'map', items: { values: [1] }, fn: 'go', as: 'row' }],
+    }),
+  },
+  {
+    says: 'tasks[0].model: required (or "fn": a function to run on each item)',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error a map needs a model, or a function
+      tasks: [{ id: 'x', kind: 'map', items: { values: [1] }, prompt: 'p' }],
+    }),
+  },
+  {
+    says: 'tasks[0].fanIn: this reduce runs function "go" once on all its inputs, not a model: it has no "fanIn" (there is no tree of calls: ctx.inputs holds every input)',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error a reduce that runs a function makes no tree
+      tasks: [{ id: 'x', kind: 'reduce', over: ['a'], fn: 'go', fanIn: 2 }, other],
+    }),
+  },
+  {
+    says: 'tasks[0].approves: required: the id of the task a person approves',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error an approval names the task it approves
+      tasks: [{ id: 'x', kind: 'approval', prompt: 'ok?' }],
+    }),
+  },
+  {
+    says: 'tasks[0].prompt: required: the question the person answers (e.g. "Send this reply?")',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error an approval asks a question
+      tasks: [{ id: 'x', kind: 'approval', approves: 'a' }, other],
+    }),
+  },
+  {
+    says: 'tasks[0].model: an approval asks a person, not a model: it has no "model"',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error an approval has no model
+      tasks: [{ id: 'x', kind: 'approval', approves: 'a', prompt: 'ok?', model: 'fast' }, other],
+    }),
+  },
+  {
+    says: 'tasks[0].output: an approval\'s output is the person\'s decision, {"approved": true|false, "note"?: "..."}: it has no "output"',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error an approval's output is its decision
+      tasks: [{ id: 'x', kind: 'approval', approves: 'a', prompt: 'ok?', output: { schema: { type: 'object' } } }, other],
+    }),
+  },
+  {
+    says: 'tasks[0].approves: only a task with "kind": "approval" approves another task',
+    plan: definePlan({
+      ...priced,
+      // @ts-expect-error approves on a review
+      tasks: [{ id: 'x', kind: 'review', reviews: 'a', model: 'fast', prompt: 'p', approves: 'a' }, other],
+    }),
+  },
 ];
 
 // The same refusals where a plan or a task is annotated with the exported types.
@@ -279,4 +402,10 @@ const mapReviews: TaskInput = { id: 'z', kind: 'map', model: 'fast', prompt: 'p'
 const twoSources: TaskInput = { id: 'w', kind: 'map', model: 'fast', prompt: 'p', items: { file: 'a.jsonl', values: [1] } };
 // @ts-expect-error a plan has at least one task
 const noTasks: PlanInput = { ...base, tasks: [] };
-void [noItems, plainItems, mapReviews, twoSources, noTasks];
+// @ts-expect-error a map runs a function or calls a model, not both
+const mapBoth: TaskInput = { id: 'v', kind: 'map', items: { values: [1] }, fn: 'go', model: 'fast', prompt: 'p' };
+// @ts-expect-error a fn task has no tools
+const fnTools: TaskInput = { id: 'u', kind: 'fn', fn: 'go', tools: ['t'] };
+// @ts-expect-error an approval is not retried
+const approvalRetries: TaskInput = { id: 't', kind: 'approval', approves: 'u', prompt: 'ok?', maxRetries: 1 };
+void [noItems, plainItems, mapReviews, twoSources, noTasks, mapBoth, fnTools, approvalRetries];

@@ -43,6 +43,39 @@ describe('the plan JSON Schema', () => {
     expect(check(withUrl(5))).toBe(false);
   });
 
+  it('holds each kind`s rules: what it requires, and the fields it does not take (another kind`s, a model call`s on a function step)', () => {
+    const plan = readExample('plans/hello.json');
+    const withTasks = (...tasks: unknown[]) => ({ ...plan, tasks });
+    const accepted = [
+      [{ id: 'fetch', kind: 'fn', fn: 'fetchOrders', output: { schema: { type: 'array' } }, maxRetries: 2 }],
+      [{ id: 'each', kind: 'map', items: { values: [1] }, fn: 'enrich', key: 'id' }],
+      [{ id: 'each', kind: 'map', items: { values: [1] }, model: 'm', prompt: '{{item}}' }],
+      [{ id: 'all', kind: 'reduce', over: ['a'], fn: 'merge' }],
+      [{ id: 'ok', kind: 'approval', approves: 'draft', prompt: 'Send?', maxRounds: 2, timeoutMs: 1000 }],
+      [{ id: 'plain', model: 'm', prompt: 'p' }],
+    ];
+    for (const tasks of accepted) expect(check(withTasks(...tasks)), JSON.stringify(tasks)).toBe(true);
+    const refused = [
+      { id: 'fetch', kind: 'fn' },
+      { id: 'fetch', kind: 'fn', fn: 'go', model: 'm' },
+      { id: 'fetch', kind: 'fn', fn: 'go', prompt: 'p' },
+      { id: 'fetch', kind: 'fn', fn: 'fetch-orders' },
+      { id: 'each', kind: 'map', items: { values: [1] } },
+      { id: 'each', kind: 'map', items: { values: [1] }, fn: 'go', model: 'm', prompt: 'p' },
+      { id: 'each', kind: 'map', items: { values: [1] }, fn: 'go', as: 'row' },
+      { id: 'all', kind: 'reduce', over: ['a'], fn: 'go', fanIn: 2 },
+      { id: 'ok', kind: 'approval', prompt: 'Send?' },
+      { id: 'ok', kind: 'approval', approves: 'draft' },
+      { id: 'ok', kind: 'approval', approves: 'draft', prompt: 'Send?', model: 'm' },
+      { id: 'ok', kind: 'approval', approves: 'draft', prompt: 'Send?', output: { schema: {} } },
+      { id: 'plain', prompt: 'p' },
+      { id: 'plain', model: 'm', prompt: 'p', fn: 'go' },
+      { id: 'plain', model: 'm', prompt: 'p', approves: 'x' },
+      { id: 'rev', kind: 'review', model: 'm', prompt: 'p' },
+    ];
+    for (const task of refused) expect(check(withTasks(task)), JSON.stringify(task)).toBe(false);
+  });
+
   it('lets a plan name it in $schema; validatePlan ignores it, and says so when it is not a string', () => {
     const plan = { $schema: '../../schema/plan.schema.json', ...readExample('plans/hello.json') };
     expect(check(plan)).toBe(true);

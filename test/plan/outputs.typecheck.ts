@@ -7,7 +7,7 @@
  */
 import { expectTypeOf } from 'vitest';
 import { z } from 'zod';
-import { definePlan, type OutputOf, type PlanInput, type ResultOf, type TaskInput } from '../../src/index.js';
+import { definePlan, type ApprovalOutput, type OutputOf, type PlanInput, type ResultOf, type TaskInput } from '../../src/index.js';
 
 const Row = z.object({ name: z.string(), n: z.number() });
 const Total = z.object({ total: z.number() });
@@ -60,4 +60,47 @@ export function trusting(tasks: Tasks): void {
   const total: number | undefined = tasks.total.output?.total;
   const merged: string | undefined = tasks.merged.output?.trim();
   void [names, total, merged];
+}
+
+// A function's output is its return value, JSON: typed by a zod `output.schema`, else `unknown`
+// (never text). A map or a reduce that runs a function likewise; an approval's is its decision.
+const Order = z.object({ id: z.number(), total: z.number() });
+type OrderT = { id: number; total: number };
+const steps = definePlan({
+  providers: { sim: { type: 'sim' } },
+  models: { fast: { provider: 'sim', model: 'sim-fast' } },
+  tasks: [
+    { id: 'fetch', kind: 'fn', fn: 'fetchOrders', output: { schema: z.array(Order) } },
+    { id: 'raw', kind: 'fn', fn: 'readFile' },
+    { id: 'loose', kind: 'fn', fn: 'readFile', output: { schema: { type: 'object' } } },
+    { id: 'each', kind: 'map', items: { from: 'fetch' }, fn: 'enrich', output: { schema: Order } },
+    { id: 'plain', kind: 'map', items: { from: 'fetch' }, fn: 'enrich' },
+    { id: 'sum', kind: 'reduce', over: 'each', fn: 'sum', output: { schema: z.number() } },
+    { id: 'merged', kind: 'reduce', over: 'each', fn: 'merge' },
+    { id: 'draft', model: 'fast', prompt: 'Write' },
+    { id: 'ok', kind: 'approval', approves: 'draft', prompt: 'Send?' },
+  ],
+});
+type Steps = ResultOf<typeof steps>['tasks'];
+expectTypeOf<Steps['fetch']['output']>().toEqualTypeOf<OrderT[] | undefined>();
+expectTypeOf<Steps['raw']['output']>().toEqualTypeOf<unknown>();
+expectTypeOf<Steps['loose']['output']>().toEqualTypeOf<unknown>();
+expectTypeOf<Steps['each']['output']>().toEqualTypeOf<OrderT[] | undefined>();
+expectTypeOf<Steps['plain']['output']>().toEqualTypeOf<unknown[] | undefined>();
+expectTypeOf<Steps['sum']['output']>().toEqualTypeOf<number | undefined>();
+expectTypeOf<Steps['merged']['output']>().toEqualTypeOf<unknown>();
+expectTypeOf<Steps['draft']['output']>().toEqualTypeOf<string | undefined>();
+expectTypeOf<Steps['ok']['output']>().toEqualTypeOf<ApprovalOutput | undefined>();
+expectTypeOf<ApprovalOutput>().toEqualTypeOf<{ approved: boolean; note?: string }>();
+expectTypeOf<OutputOf<{ id: 'f'; kind: 'fn'; fn: 'go' }>>().toEqualTypeOf<unknown>();
+expectTypeOf<OutputOf<{ id: 'o'; kind: 'approval'; approves: 'f'; prompt: 'ok?' }>>().toEqualTypeOf<ApprovalOutput>();
+
+export function trustingSteps(tasks: Steps): void {
+  // @ts-expect-error a function's value is unknown without a zod schema: it may be anything JSON
+  tasks.raw.output.toUpperCase();
+  // @ts-expect-error an approval's output is its decision, not text
+  tasks.ok.output?.trim();
+  const approved: boolean | undefined = tasks.ok.output?.approved;
+  const totals: number[] | undefined = tasks.fetch.output?.map((o) => o.total);
+  void [approved, totals];
 }

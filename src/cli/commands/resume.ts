@@ -2,7 +2,8 @@
 import { resolve } from 'node:path';
 import { EXIT } from '../exit.js';
 import { loadPlan, runPlan } from '../runPlan.js';
-import { OUTPUT_FLAGS_HELP, seedOf, streamWithJson } from './run.js';
+import { FUNCTIONS_HELP, OUTPUT_FLAGS_HELP, seedOf, streamWithJson } from './run.js';
+import { functionsFlag } from '../functions.js';
 import { numberOption, usageError, type Args, type Command, type IO, type Options } from './command.js';
 
 const CONTINUE_OPTIONS: Options = {
@@ -16,6 +17,7 @@ const CONTINUE_OPTIONS: Options = {
   redis: { type: 'string' },
   plan: { type: 'string' },
   seed: { type: 'string' },
+  functions: { type: 'string' },
 };
 
 const PLAN_HELP = `  --plan <file>      The plan file again, for a run whose plan had inline keys (never stored).
@@ -26,7 +28,7 @@ export const resume: Command = {
   summary: 'Continue an interrupted run (a crash, Ctrl-C, a full disk) from its journal.',
   usage: `Usage: swarmstate resume <runId> [--store <file>] [--plan <plan.json>] [--json] [--events <file>]
                          [--report <file>] [--quiet | --verbose] [--stream] [--seed <n>]
-                         [--redis <redis://host:6379>]
+                         [--redis <redis://host:6379>] [--functions <steps.mjs>]
 
 Continues a run that was interrupted (a crash, Ctrl-C, SIGTERM, a full disk) from its journal:
 completed tasks are not run again, budgets continue from what was spent. A run that had finished
@@ -35,6 +37,7 @@ prints its result. \`swarmstate runs\` lists the runs of a journal.
 Options:
 ${OUTPUT_FLAGS_HELP}
 ${PLAN_HELP}
+${FUNCTIONS_HELP}
   -h, --help         This help.
 
 Docs: docs/cli.md#swarmstate-resume-runid`,
@@ -49,7 +52,7 @@ export const retry: Command = {
   summary: 'Run the failed, skipped and cancelled tasks of a finished run again, as the same run.',
   usage: `Usage: swarmstate retry <runId> [--tasks <id,id>] [--budget-usd <n>] [--store <file>] [--plan <plan.json>] [--json]
                         [--events <file>] [--report <file>] [--quiet | --verbose] [--stream] [--seed <n>]
-                        [--redis <redis://host:6379>]
+                        [--redis <redis://host:6379>] [--functions <steps.mjs>]
 
 Runs the failed, skipped and cancelled tasks of a finished run again (and what depends on them),
 with fresh retries, as the same run: completed tasks keep their outputs and are not sent again,
@@ -62,6 +65,7 @@ Options:
                      with a higher one. It must be above what the run has spent.
 ${OUTPUT_FLAGS_HELP}
 ${PLAN_HELP}
+${FUNCTIONS_HELP}
   -h, --help         This help.
 
 Docs: docs/cli.md#swarmstate-retry-runid`,
@@ -81,6 +85,9 @@ async function again(command: 'resume' | 'retry', args: Args, io: IO): Promise<n
   if (tasks !== undefined && tasks.length === 0) return usageError(command, '--tasks needs task ids, comma-separated (swarmstate retry <runId> --tasks a,b)', io);
   const budgetUsd = numberOption(command, v['budget-usd'], 'budget-usd', { says: 'a number of USD greater than 0', above: 0 }, io);
   if (budgetUsd === false) return EXIT.invalid;
+  // The journaled plan is checked against them when the run is opened (createSwarm).
+  const functions = await functionsFlag(v.functions, io.err);
+  if (functions === false) return EXIT.invalid;
   let planAgain: unknown;
   const planFile = v.plan as string | undefined;
   if (planFile !== undefined) {
@@ -105,6 +112,7 @@ async function again(command: 'resume' | 'retry', args: Args, io: IO): Promise<n
       inspect: undefined,
       store: v.store as string | undefined,
       redis: v.redis as string | undefined,
+      ...(functions !== undefined ? { functions } : {}),
     },
     io,
   );

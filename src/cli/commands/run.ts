@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { EXIT } from '../exit.js';
 import { realPlan } from '../real.js';
 import { loadPlan, runPlan } from '../runPlan.js';
+import { functionsFlag, functionsNeeded, functionSteps } from '../functions.js';
 import { errorText, visible } from '../terminal.js';
 import { numberOption, usageError, type Args, type Command, type IO, type Options } from './command.js';
 
@@ -21,7 +22,14 @@ export const RUN_OPTIONS: Options = {
   real: { type: 'boolean', default: false },
   store: { type: 'string' },
   redis: { type: 'string' },
+  functions: { type: 'string' },
 };
+
+/** The help of --functions (run, demo, resume, retry and validate). */
+export const FUNCTIONS_HELP = `  --functions <file>
+                     An ES module whose exported functions are the plan's code steps (the "fn" of
+                     a task, a map or a reduce): its named exports, and the functions of a default
+                     export that is an object. A plan that names functions needs it.`;
 
 /** The help of the flags `run` and `demo` share (and `resume`/`retry` in part). */
 export const OUTPUT_FLAGS_HELP = `  --json             Print one JSON object (the run result) to stdout at the end; progress off.
@@ -51,6 +59,7 @@ export const run: Command = {
   usage: `Usage: swarmstate run <plan.json> [--json] [--events <file.ndjson>] [--report <file.html>]
                       [--quiet | --verbose] [--stream] [--seed <n>] [--store <file>]
                       [--redis <redis://host:6379>] [--ui] [--inspect [--inspect-url <ws://...>]] [--real]
+                      [--functions <steps.mjs>]
 
 Validates the plan (every problem listed, exit 2) and runs it. Keys come from the environment
 variables the plan names (or inline in the plan: then they are redacted everywhere). Progress goes
@@ -59,6 +68,7 @@ to stderr; the summary table (or the --json result) to stdout.
 Options:
 ${OUTPUT_FLAGS_HELP}
 ${RUN_ONLY_FLAGS_HELP}
+${FUNCTIONS_HELP}
   -h, --help         This help.
 
 Exit codes: 0 all tasks completed, 1 partial/failed/cancelled/budget_exceeded, 2 invalid plan or
@@ -74,8 +84,15 @@ export async function runFromFile(command: string, path: string | undefined, arg
   if (v.stream && v.json) return streamWithJson(command, io);
   const seed = seedOf(command, v.seed, io);
   if (seed === undefined) return EXIT.invalid;
+  const functions = await functionsFlag(v.functions, io.err);
+  if (functions === false) return EXIT.invalid;
   let plan = await loadPlan(path, io.err);
   if (plan === undefined) return EXIT.invalid;
+  const steps = functionSteps(plan);
+  if (functions === undefined && steps.length > 0) {
+    io.err.write(`swarmstate: ${visible(functionsNeeded(steps))}\n`);
+    return EXIT.invalid;
+  }
   if (v.real) {
     try {
       const converted = realPlan(plan as Record<string, unknown>, process.env);
@@ -101,6 +118,7 @@ export async function runFromFile(command: string, path: string | undefined, arg
       events: v.events as string | undefined,
       report: v.report as string | undefined,
       inspect: v.inspect ? ((v['inspect-url'] as string | undefined) ?? 'ws://localhost:8080') : undefined,
+      ...(functions !== undefined ? { functions } : {}),
     },
     io,
   );
