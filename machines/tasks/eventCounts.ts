@@ -58,6 +58,8 @@ export class StreamCounts {
         for (const id of e.subtasks) if (!this.book.has(id)) this.book.update(id, () => {});
         if (e.container) this.task(e.taskId, (t) => void (t.container = true));
         return;
+      case 'approval:requested':
+        return this.status(e.taskId, 'waiting');
       case 'task:reviewed':
         // The reviewer waits for the new draft (pending until it is queued again).
         if (!e.final) this.status(e.taskId, 'pending');

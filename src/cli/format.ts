@@ -76,7 +76,7 @@ export function columns(rows: string[][], align: ('left' | 'right')[] = []): str
 /**
  * A line for the events worth a person's attention (failures, retries, skips, budgets refusing or
  * overrun, keys backing off, revoked or set aside, breakers opening and closing, compactions, denied
- * tools, cancellation); undefined
+ * tools, approvals asked and decided, cancellation); undefined
  * for the rest, completed tasks included: a 10,000-task run must not print 10,000 lines.
  */
 export function formatEventLine(event: RunEvent): string | undefined {
@@ -107,11 +107,23 @@ export function formatEventLine(event: RunEvent): string | undefined {
       return `breaker  ${event.route} OPEN for ${event.cooldownMs} ms after ${plural(event.failures, 'failure')}`;
     case 'breaker:closed':
       return `breaker  ${event.route} closed`;
+    case 'approval:requested':
+      return `waiting for approval: ${event.taskId} approves ${event.approves} — ${event.prompt}${event.round > 1 ? ` (round ${event.round} of ${event.maxRounds})` : ''}`;
+    case 'approval:decided':
+      return decidedLine(event);
     case 'run:cancelled':
       return `run cancelled: ${event.reason}`;
     default:
       return undefined;
   }
+}
+
+/** `approved ok by cli: ship it (edited output)`, `rejected ok by ui: too long — "draft" goes back for another attempt`. */
+function decidedLine(e: Extract<RunEvent, { type: 'approval:decided' }>): string {
+  const note = e.note !== undefined ? `: ${e.note}` : '';
+  const edited = e.edited ? ' (edited output)' : '';
+  const next = e.outcome === 'revise' ? ` — "${e.approves}" goes back for another attempt` : e.outcome === 'rejected' ? ' — the approval fails' : '';
+  return `${e.approved ? 'approved' : 'rejected'} ${e.taskId} by ${e.by}${note}${edited}${next}`;
 }
 
 function errorText(error: { code?: string; message?: string } | undefined): string {
@@ -167,7 +179,9 @@ export function statusLine(state: ProgressState, at: number, budgetUsd?: number)
   if (c.failed > 0) parts.push(`${formatInt(c.failed)} failed`);
   if (c.skipped > 0) parts.push(`${formatInt(c.skipped)} skipped`);
   if (c.cancelled > 0) parts.push(`${formatInt(c.cancelled)} cancelled`);
-  parts.push(`${formatInt(c.running)} in flight`, `${formatInt(c.queued)} queued`, plural(state.retries, 'retry', 'retries'));
+  parts.push(`${formatInt(c.running)} in flight`, `${formatInt(c.queued)} queued`);
+  if (c.waiting > 0) parts.push(`${formatInt(c.waiting)} waiting for approval`);
+  parts.push(plural(state.retries, 'retry', 'retries'));
   const cost = costText(state, budgetUsd);
   if (cost) parts.push(cost);
   const head = state.status ? `run ${state.status}: ` : '';
@@ -230,7 +244,8 @@ export function renderFrame(state: ProgressState, now: number, width: number, bu
   lines.push(`tasks    ${bar(state.total > 0 ? finished / state.total : 0, barWidth)}  ${counts}`);
 
   const requests = `${plural(state.requests, 'request')}${state.rateLimited > 0 ? ` (${formatInt(state.rateLimited)} rate limited)` : ''}`;
-  lines.push(`now      ${formatInt(c.running)} in flight, ${formatInt(c.queued)} queued, ${plural(state.retries, 'retry', 'retries')}, ${requests}`);
+  const waiting = c.waiting > 0 ? `, ${formatInt(c.waiting)} waiting for approval` : '';
+  lines.push(`now      ${formatInt(c.running)} in flight, ${formatInt(c.queued)} queued${waiting}, ${plural(state.retries, 'retry', 'retries')}, ${requests}`);
 
   const cost = costText(state, budgetUsd);
   const share = budgetUsd !== undefined && budgetUsd > 0 ? ` (${formatPercent(state.costUsd, budgetUsd)})` : '';

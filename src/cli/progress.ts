@@ -248,5 +248,5 @@ export function createProgress(opts: ProgressOptions): Progress {
 /** What stays on a terminal above the live view: what a person must not miss. */
 function isAlarm(event: RunEvent): boolean {
   if (event.type === 'task:failed') return !event.willRetry;
-  return ['key:revoked', 'key:set-aside', 'budget:overrun', 'breaker:open', 'run:cancelled'].includes(event.type);
+  return ['key:revoked', 'key:set-aside', 'budget:overrun', 'breaker:open', 'approval:requested', 'approval:decided', 'run:cancelled'].includes(event.type);
 }

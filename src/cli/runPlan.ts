@@ -20,7 +20,7 @@ import { planJson, withPlanFolder } from './demo.js';
 import { errorText, jsonForTerminal, noRunLine, visible } from './terminal.js';
 import { importOptional } from '../util/optional.js';
 import { journalLine, missingJournal, outputConflict, storeFileOf, storeSpecOf } from './paths.js';
-import { redisForDisplay } from '../distributed/redis.js';
+import { pausedLines, runCommandLine } from './paused.js';
 import { formatElapsed, formatEventLine, formatUsd } from './format.js';
 import { EXIT } from './exit.js';
 import { connectRedis } from './commands.js';
@@ -141,10 +141,13 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: IO): Promi
     io.err.write(`swarmstate: ${errorText(error)}\n`);
     return EXIT.invalid;
   }
+  // Someone at a terminal with the page open decides there: the run waits for them instead of
+  // pausing. A script (stdin not a terminal) or --json gets a paused run it can resume.
+  const hold = flags.ui === true && !flags.json && io.interactive === true;
   let run;
   try {
-    const deltas = flags.stream === true ? { deltas: true } : {};
-    run = 'resume' in target ? continued(swarm, target, deltas) : swarm.run(target.plan, { source: target.source, ...deltas });
+    const options = { ...(flags.stream === true ? { deltas: true } : {}), ...(hold ? { holdApprovals: true } : {}) };
+    run = 'resume' in target ? continued(swarm, target, options) : swarm.run(target.plan, { source: target.source, ...options });
   } catch (error) {
     await swarm.close();
     if (error instanceof PlanValidationError) {
@@ -224,8 +227,13 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: IO): Promi
   const toStdout = (lines: string) => void (outBroken || io.out.write(lines));
   const text = flags.stream ? createTextLines(progress && mode.live && stdoutTty ? (lines) => progress.print(lines) : toStdout) : undefined;
   if (text) run.events.on('*', (_type, event) => text.onEvent(event as RunEvent));
+  // Said once, where progress says things, when the first approval asks and the page is up:
+  // the run now waits for a person.
+  const waitsFor = hold && !flags.quiet ? tellOnce((line) => (progress && mode.live ? progress.print(line) : void io.err.write(line))) : undefined;
+  if (waitsFor) run.events.on('approval:requested', (e) => waitsFor.asked(e.taskId));
   // The page, last: loaded only when asked for, it gets the events so far and follows the rest itself.
-  const live = flags.ui ? await startPage(run, seen, io) : undefined;
+  const live = flags.ui ? await startPage(run, seen, io, hold) : undefined;
+  waitsFor?.ready((taskId) => `the run waits until you decide ${live ? `on the live page (${live.url}) or ` : ''}with ${runCommandLine('approve', run.id, flags, `${taskId} [--reject] [--note <text>]`)}\n`);
   // SIGTERM (a service manager, `kill`, a CI timeout) stops the run as Ctrl-C does: cancelled,
   // the result printed, the event stream and the journal complete.
   const stopListening = onFirstStop((signal) => run.cancel(`interrupted (${signal})`));
@@ -267,6 +275,7 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: IO): Promi
   if (flags.json && !flags.quiet) io.err.write(`${endLine(result)}\n`);
   if (flags.json) io.out.write(jsonForTerminal(result) + '\n');
   else io.out.write(formatSummaryTable(result, seen) + '\n');
+  if (result.status === 'paused' && !flags.quiet) io.err.write(pausedLines(result, seen, flags, journal === undefined));
   if (live) {
     // A short run's page would be gone before it could be opened: someone at a terminal gets it
     // until Ctrl-C. A script (stdin not a terminal) or --json (a result for a program) is not kept.
@@ -276,15 +285,37 @@ export async function runPlan(target: RunTarget, flags: RunFlags, io: IO): Promi
     }
     await live.close();
   }
-  return result.status === 'completed' ? EXIT.ok : EXIT.incomplete;
+  return result.status === 'completed' ? EXIT.ok : result.status === 'paused' ? EXIT.paused : EXIT.incomplete;
+}
+
+/** A line said once, about the first of some events, once what it needs is ready (events may come first). */
+function tellOnce(say: (line: string) => void) {
+  let first: string | undefined;
+  let line: ((id: string) => string) | undefined;
+  let told = false;
+  const tell = () => {
+    if (told || first === undefined || line === undefined) return;
+    told = true;
+    say(line(first));
+  };
+  return {
+    asked: (id: string) => {
+      first ??= id;
+      tell();
+    },
+    ready: (make: (id: string) => string) => {
+      line = make;
+      tell();
+    },
+  };
 }
 
 /** The live page of the run (src/ui/live.ts); a page that cannot start is said, the run goes on without it. */
-async function startPage(run: RunHandle, seen: TimedRunEvent[], io: IO): Promise<LiveUi | undefined> {
+async function startPage(run: RunHandle, seen: TimedRunEvent[], io: IO, holdsApprovals: boolean): Promise<LiveUi | undefined> {
   try {
     const { startLiveUi } = await import('../ui/live.js');
     // `seen` is copied when the page starts, which then follows the run's events itself.
-    const live = await startLiveUi({ run, events: [...seen] });
+    const live = await startLiveUi({ run, events: [...seen], holdsApprovals });
     io.err.write(`live page: ${live.url}\n`);
     return live;
   } catch (error) {
@@ -294,8 +325,8 @@ async function startPage(run: RunHandle, seen: TimedRunEvent[], io: IO): Promise
 }
 
 /** A journaled run resumed, or its failures retried. */
-function continued(swarm: Swarm, target: Extract<RunTarget, { resume: string }>, deltas: { deltas?: boolean }) {
-  const again = { ...deltas, ...(target.plan !== undefined ? { plan: target.plan } : {}) };
+function continued(swarm: Swarm, target: Extract<RunTarget, { resume: string }>, options: { deltas?: boolean; holdApprovals?: boolean }) {
+  const again = { ...options, ...(target.plan !== undefined ? { plan: target.plan } : {}) };
   if (!target.retry) return swarm.resume(target.resume, again);
   return swarm.retry(target.resume, {
     ...again,
@@ -306,9 +337,7 @@ function continued(swarm: Swarm, target: Extract<RunTarget, { resume: string }>,
 
 /** The command that resumes a run, with the flags that find its journal and queue again. */
 function resumeCommand(runId: string, flags: RunFlags): string {
-  const store = flags.store !== undefined ? ` --store ${flags.store}` : '';
-  const redis = flags.redis !== undefined ? ` --redis ${redisForDisplay(flags.redis)}` : '';
-  return visible(`swarmstate resume ${runId}${store}${redis}`);
+  return runCommandLine('resume', runId, flags);
 }
 
 /** A file error's code (`ENOENT`), else its message, fit for a terminal. */
@@ -323,6 +352,8 @@ export function endLine(result: RunResult): string {
   if (t.failed > 0) parts.push(`${t.failed} failed`);
   if (t.skipped > 0) parts.push(`${t.skipped} skipped`);
   if (t.cancelled > 0) parts.push(`${t.cancelled} cancelled`);
+  const waiting = Object.values(result.tasks).filter((task) => task.status === 'waiting').length;
+  if (waiting > 0) parts.push(`${waiting} waiting`);
   if (t.costUsd !== undefined && t.costUsd !== null) parts.push(formatUsd(t.costUsd));
   parts.push(formatElapsed(t.durationMs));
   return visible(`run ${result.runId} ${result.status}: ${parts.join(', ')}`);

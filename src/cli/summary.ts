@@ -40,6 +40,9 @@ export function formatSummaryTable(result: RunResult, events: readonly TimedRunE
     ['  failed', formatInt(t.byStatus.failed)],
     ['  skipped', formatInt(t.byStatus.skipped)],
     ['  cancelled', formatInt(t.byStatus.cancelled)],
+    // A paused run: its approvals wait for a person, and what depends on them has not started.
+    ...(t.byStatus.waiting > 0 ? [['  waiting', `${formatInt(t.byStatus.waiting)} (approval${t.byStatus.waiting === 1 ? '' : 's'} waiting for a decision)`]] : []),
+    ...(t.byStatus.pending > 0 ? [['  pending', `${formatInt(t.byStatus.pending)} (not started: behind an approval)`]] : []),
     ...(t.containers > 0 ? [['containers', containersText(t)]] : []),
     ['attempts', formatInt(t.attempts)],
     ['requests', formatInt(t.requests)],

@@ -109,6 +109,13 @@ pre.output{white-space:pre-wrap;word-break:break-word;background:var(--panel);bo
 .ch-state text.count{font-weight:700;fill:var(--accent)}
 #live{position:fixed;top:8px;right:12px;font-size:12px;background:#1d2430;color:#fff;border-radius:10px;padding:2px 10px}
 #live.off{background:#d64541}
+.approval{border:1px solid var(--accent);border-radius:8px;padding:8px 12px;margin:8px 0}
+.approval h3{text-transform:none;letter-spacing:0;font-size:14px;color:var(--fg);margin:2px 0 4px}
+.approve-form textarea{display:block;width:100%;box-sizing:border-box;font:inherit;font-size:13px;margin:6px 0;border:1px solid var(--line);border-radius:6px;padding:4px 6px}
+.approve-form button{font:inherit;border:1px solid var(--line);background:#fff;border-radius:6px;padding:3px 12px;cursor:pointer}
+.approve-form button[data-approved="true"]{background:#2e9e5b;color:#fff;border-color:#2e9e5b}
+#approval-msg{position:fixed;bottom:12px;right:12px;font-size:13px;background:#1d2430;color:#fff;border-radius:8px;padding:6px 12px;max-width:40em}
+#approval-msg.bad{background:#d64541}
 `;
 
 /**

@@ -44,6 +44,7 @@ const AGENT_STATE: Partial<Record<TimedRunEvent['type'], string>> = {
 const TASK_STATE: Partial<Record<TimedRunEvent['type'], string>> = {
   'task:queued': 'task.queued',
   'task:started': 'task.running',
+  'approval:requested': 'task.waiting',
   'task:completed': 'task.completed',
   'task:skipped': 'task.skipped',
   'task:cancelled': 'task.cancelled',

@@ -8,6 +8,7 @@ import type { TimedRunEvent } from '../swarm.js';
 import { CSS, OUTCOME_STYLE, SCRIPT } from './assets.js';
 import { at, duration, esc, int, jsonForScript, pct, raw, table, usd, type Cell } from './format.js';
 import { analyze } from './model.js';
+import { approvalSection, approvalsOf, type ApprovalsView } from './approvals.js';
 import { OUTCOMES, SHOWN_STATUSES, stageOf, type KeyReport, type Outcome, type ReportModel, type ShownStatus, type Spend } from './types.js';
 import { renderTimeline } from './timeline.js';
 import { costSection as costOverTime, dagSection, machinesSection, taskList } from './views.js';
@@ -27,6 +28,8 @@ export interface ReportInput {
    * `renderReport` (the live page: such a run is `running`, its calls without a reply in flight).
    */
   ended?: boolean;
+  /** The live page: whether it can post decisions on waiting approvals, and whether the run waits for them. Default: no buttons. */
+  approvals?: ApprovalsView;
 }
 
 /** Rows shown at most in the failure tables: the rest is counted. */
@@ -57,12 +60,15 @@ export interface RenderedReport {
 export function renderReport(input: ReportInput): RenderedReport {
   const model = analyze(input.events, input.result, input.stageOf ?? stageOf, { ended: input.ended ?? false });
   const title = input.title ?? `swarmstate run ${model.runId ?? '(unknown)'}`;
-  const timeline = model.calls.length > 0 || model.keys.length > 0 ? renderTimeline(model) : undefined;
+  const timeline = model.calls.length > 0 || model.keys.length > 0 || model.functionLanes.length > 0 ? renderTimeline(model) : undefined;
   const main = `${header(model, title)}
+${approvalSection(approvalsOf(input.events, input.result), input.approvals)}
 ${dagSection(model)}
 <section><h2>Timeline</h2>
 ${timeline ? timeline.svg : '<p class="note">No model calls in this stream.</p>'}
 <p class="note">One lane per key; one bar per model call, from its request to its reply. Calls in flight at once on a key stack.${
+    model.functionLanes.length > 0 ? ' Function steps hold no key: one lane per function, a bar per attempt.' : ''
+  }${
     model.unmatchedReplies > 0 ? ` ${model.unmatchedReplies} replies had no request in the stream (it was cut).` : ''
   }</p></section>
 ${costOverTime(model)}

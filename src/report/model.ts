@@ -11,6 +11,7 @@ import { StreamCounts } from '../../machines/tasks/eventCounts.js';
 import { tallyOfResult, type RunResult } from '../../machines/tasks/results.js';
 import { costOf } from '../cost/price.js';
 import { analyzeExtras } from './extras.js';
+import { functionLanes } from './steps.js';
 import type { TimedRunEvent } from '../swarm.js';
 import { shownStatuses, spendOf, taskViews, type TaskFacts } from './tasks.js';
 import { outcomeOf, stageOf, type BreakerTransition, type Call, type KeyReport, type Outcome, type Price, type ReportModel, type RouteReport, type Span, type Started, type ToolReport } from './types.js';
@@ -272,6 +273,7 @@ export function analyze(events: readonly TimedRunEvent[], result?: RunResult, st
     compactions,
     spend: spendOf(counts),
     calls,
+    functionLanes: functionLanes(events, origin, endAt, live),
     unmatchedReplies,
     keys: [...keys.values()],
     routes: [...routes.values()],

@@ -1,7 +1,7 @@
 /**
  * The timeline: one lane per key (grouped by provider), one `<rect data-call>` per model call,
- * key backoff / saturation / revocation spans behind the bars, and one lane per route whose
- * breaker ever opened. Plain SVG, one short element per bar, so thousands of calls stay small;
+ * key backoff / saturation / revocation spans behind the bars, one lane per function of the
+ * function steps (they hold no key; steps.ts), and one lane per route whose breaker ever opened. Plain SVG, one short element per bar, so thousands of calls stay small;
  * the details of each call live in the JSON data block that the hover script reads.
  */
 import { OUTCOME_STYLE } from './assets.js';
@@ -32,7 +32,7 @@ export interface Timeline {
 
 /** Builds the timeline of a run, or an empty note when it made no calls. */
 export function renderTimeline(model: ReportModel): Timeline {
-  const domain = Math.max(1, model.makespanMs, ...model.calls.map((c) => c.end));
+  const domain = Math.max(1, model.makespanMs, ...model.calls.map((c) => c.end), ...model.functionLanes.flatMap((l) => l.steps.map((s) => s.end)));
   const x = (ms: number) => round1((ms / domain) * PLOT_W);
   const w = (span: Span, min: number) => round1(Math.max(min, ((span.end - span.start) / domain) * PLOT_W));
 
@@ -87,6 +87,25 @@ export function renderTimeline(model: ReportModel): Timeline {
     }
     for (const c of key.calls) {
       front.push(`<rect data-call="${indexOf.get(c)}" class="o-${c.outcome}" x="${x(c.start)}" y="${y + 8 + c.track * (barH + gap)}" width="${w(c, 2)}" height="${barH}"/>`);
+    }
+    y += h;
+  }
+
+  if (model.functionLanes.length > 0) group('function steps');
+  for (const fnLane of model.functionLanes) {
+    const barH = fnLane.tracks <= 6 ? 10 : fnLane.tracks <= 16 ? 6 : 3;
+    const gap = fnLane.tracks <= 16 ? 2 : 1;
+    const h = Math.max(30, 8 + fnLane.tracks * (barH + gap) - gap + 6);
+    const cls = `lane${lane++ % 2}`;
+    labels.push(
+      `<rect class="${cls}" x="0" y="${y}" width="${LABEL_W}" height="${h}"/>` +
+        `<text x="10" y="${y + 14}">${esc(fnLane.route)}</text><text class="meta" x="10" y="${y + 26}">${fnLane.steps.length} step${fnLane.steps.length === 1 ? '' : 's'}</text>`,
+    );
+    back.push(`<rect class="${cls}" x="0" y="${y}" width="${PLOT_W}" height="${h}"/>`);
+    for (const st of fnLane.steps) {
+      const what = st.open ? 'running' : st.outcome === 'ok' ? 'completed' : (st.error ?? 'ended');
+      const tip = `${st.taskId} · attempt ${st.attempt} · ${fnLane.route} · ${secs(st.start)} to ${secs(st.end)} (${Math.round(st.end - st.start)} ms) · ${truncate(what, 200)}`;
+      front.push(`<rect class="o-${st.outcome} fn-step" x="${x(st.start)}" y="${y + 8 + st.track * (barH + gap)}" width="${w(st, 2)}" height="${barH}" data-tip="${esc(tip)}"/>`);
     }
     y += h;
   }

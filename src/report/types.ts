@@ -2,6 +2,7 @@
  * The shapes of a run report: what model.ts computes from a stream and html.ts renders, plus the
  * two rules that classify things (a call's outcome, a task's stage).
  */
+import type { FunctionLane } from './steps.js';
 import type { ErrorInfo, RunEvent, Usage } from '../../machines/protocol.js';
 import type { RunCounts } from '../../machines/tasks/counts.js';
 import type { FinalTaskStatus } from '../../machines/tasks/lifecycle.js';
@@ -166,6 +167,8 @@ export interface ReportModel extends Extras {
   compactions: number;
   spend: Spend;
   calls: Call[];
+  /** Function steps (`kind: "fn"`), a lane per function: they hold no key. */
+  functionLanes: FunctionLane[];
   /** Replies with no request before them (a truncated stream). */
   unmatchedReplies: number;
   keys: KeyReport[];

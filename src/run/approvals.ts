@@ -6,9 +6,10 @@
  * the process that runs it (it watches the journal while an approval waits), picks it up.
  */
 import type { Actor } from 'xstate';
-import type { ApprovalDecision, DecisionSource } from '../../machines/protocol.js';
+import type { ApprovalDecision, DecisionSource, OutputCheckSpec as OutputCheck } from '../../machines/protocol.js';
 import type { supervisorMachine } from '../../machines/supervisor/machine.js';
-import { checkOutput } from '../plan/structured.js';
+import type { AcceptSpec, OutputSpec } from '../plan/planTypes.js';
+import { checkOutput, outputCheckOf } from '../plan/structured.js';
 import type { ReviewExtra, Store, TaskRow } from '../store/index.js';
 
 /** A decision as callers give it. */
@@ -68,24 +69,52 @@ export function approveLive(actor: Actor<typeof supervisorMachine>, runId: strin
   if (table.spec(taskId).kind !== 'approval') throw new ApprovalError('NOT_WAITING', `task "${taskId}" of run ${runId} is not an approval task`);
   if (status !== 'waiting') throw notWaiting(runId, taskId, status);
   const target = table.spec(taskId).reviews;
-  const check = target === undefined ? undefined : table.spec(target).output;
-  if (decision.output !== undefined && check) {
-    const verdict = checkOutput(decision.output, check);
-    if (!verdict.ok) throw new ApprovalError('INVALID_DECISION', `the edited output of "${target}" fails its checks: ${verdict.problems.join('; ')}`);
-    decision = { ...decision, output: verdict.text };
-  }
-  actor.send({ type: 'APPROVAL.DECIDE', taskId, decision });
+  actor.send({ type: 'APPROVAL.DECIDE', taskId, decision: checkedEdit(decision, target, target === undefined ? undefined : table.spec(target).output) });
 }
 
 /** A decision for a journaled run no process here runs: kept in the approval's row until the run applies it. */
 export function approveJournaled(store: Store, runId: string, taskId: string, decision: ApprovalDecision): void {
-  if (!store.getRun(runId)) throw new ApprovalError('RUN_NOT_FOUND', `no run ${runId} in ${store.path}`);
-  const row = store.loadTasks(runId).find((r) => r.taskId === taskId);
-  if (!row) throw new ApprovalError('TASK_NOT_FOUND', `run ${runId} has no task "${taskId}"`);
+  const record = store.getRun(runId);
+  if (!record) throw new ApprovalError('RUN_NOT_FOUND', `no run ${runId} in ${store.path}`);
+  const rows = store.loadTasks(runId);
+  const row = rows.find((r) => r.taskId === taskId);
+  const specs = journaledSpecs(record.plan, rows);
+  // A task of the plan that has no row yet has not started: it waits for its deps, not for a person.
+  if (!row) throw specs.has(taskId) ? notWaiting(runId, taskId, 'pending') : new ApprovalError('TASK_NOT_FOUND', `run ${runId} has no task "${taskId}"`);
   if (row.status !== 'waiting') throw notWaiting(runId, taskId, row.status);
   const extra = (row.extra ?? {}) as ReviewExtra;
-  store.setTaskExtra(runId, taskId, { ...extra, pending: decision } satisfies ReviewExtra);
+  // Two decisions for one wait: the second would silently replace the first, which may already be applied.
+  if (extra.pending) {
+    const p = extra.pending;
+    throw new ApprovalError('NOT_WAITING', `task "${taskId}" of run ${runId} already has a decision not yet applied (${p.approved ? 'approved' : 'rejected'} by ${p.by} at ${new Date(p.at).toISOString()}): the run applies it when it continues`);
+  }
+  const target = specs.get(taskId)?.approves;
+  const targetSpec = target === undefined ? undefined : specs.get(target);
+  const checked = checkedEdit(decision, target, targetSpec ? outputCheckOf(targetSpec.output, targetSpec.accept) : undefined);
+  store.setTaskExtra(runId, taskId, { ...extra, pending: checked } satisfies ReviewExtra);
   store.flush();
+}
+
+/** An edited output checked as the approved task's own answers are (schema, minChars, pattern): the text it keeps. */
+function checkedEdit(decision: ApprovalDecision, target: string | undefined, check: OutputCheck | undefined): ApprovalDecision {
+  if (decision.output === undefined || !check) return decision;
+  const verdict = checkOutput(decision.output, check);
+  if (!verdict.ok) throw new ApprovalError('INVALID_DECISION', `the edited output of "${target ?? '?'}" fails its checks: ${verdict.problems.join('; ')}`);
+  return { ...decision, output: verdict.text };
+}
+
+type JournaledSpec = { approves?: string; output?: OutputSpec; accept?: AcceptSpec };
+
+/** The tasks of a journaled run by id: the plan's, and those made at run time (their rows' specs). */
+function journaledSpecs(plan: unknown, rows: readonly TaskRow[]): Map<string, JournaledSpec> {
+  const out = new Map<string, JournaledSpec>();
+  const add = (t: unknown) => {
+    const id = (t as { id?: unknown } | null)?.id;
+    if (typeof id === 'string') out.set(id, t as JournaledSpec);
+  };
+  for (const t of (plan as { tasks?: unknown[] } | null)?.tasks ?? []) add(t);
+  for (const r of rows) if (r.spec !== null && !out.has(r.taskId)) add({ ...(r.spec as object), id: r.taskId });
+  return out;
 }
 
 /** The decisions the journal holds for approvals that wait: a resume applies them as the approvals wait again. */

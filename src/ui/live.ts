@@ -7,6 +7,11 @@
  * whole run. Every request needs the random token in the URL (else 403); the page loads nothing
  * from anywhere (a strict CSP header with a per-response script nonce says so).
  *
+ * An approval task that waits shows its question and draft with Approve / Reject buttons and a
+ * note field: the page posts `{ taskId, approved, note? }` to `/approve` (POST only, the token,
+ * this page's own origin: server.ts), which is `run.approve(taskId, decision, 'ui')`; a refusal
+ * comes back as JSON `{ error, code }` with a 4xx.
+ *
  * @example
  * const run = swarm.run(plan);
  * const ui = await startLiveUi({ run });
@@ -19,7 +24,8 @@ import { renderReport, type RenderedReport } from '../report/html.js';
 import type { RunHandle, TimedRunEvent } from '../swarm.js';
 import { EventStream, sseMessage, type StreamStats } from './eventStream.js';
 import { LIVE_SCRIPT } from './liveScript.js';
-import { sendPage, sendText, startTokenServer } from './server.js';
+import { sendJson, sendPage, sendText, startTokenServer, type PageRequest } from './server.js';
+import { ApprovalError, type ApprovalErrorCode } from '../run/approvals.js';
 
 export interface LiveUiOptions {
   run: RunHandle;
@@ -30,6 +36,11 @@ export interface LiveUiOptions {
   host?: '127.0.0.1';
   /** Default 0: a free port. */
   port?: number;
+  /**
+   * The run waits for the page's decisions (it was started with `holdApprovals`): the page says
+   * so next to a waiting approval. Default false: a decision there still works while the run goes.
+   */
+  holdsApprovals?: boolean;
 }
 
 export interface LiveUi {
@@ -60,7 +71,8 @@ export async function startLiveUi(opts: LiveUiOptions): Promise<LiveUi> {
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
 
-  const render = (): RenderedReport => (rendered ??= renderReport(result ? { events, result } : { events }));
+  const approvals = () => ({ actions: !ended, holds: opts.holdsApprovals === true });
+  const render = (): RenderedReport => (rendered ??= renderReport(result ? { events, result, approvals: approvals() } : { events, approvals: approvals() }));
   const view = () => sseMessage('view', { html: render().main, events: events.length, done: ended });
   const publish = () => {
     stream.setView(view());
@@ -110,8 +122,10 @@ export async function startLiveUi(opts: LiveUiOptions): Promise<LiveUi> {
           if (!viewSent) publish();
           return stream.attach(req, res);
         }
+        if (path === '/approve') return void res.writeHead(405, { Allow: 'POST', 'Content-Type': 'text/plain; charset=utf-8' }).end('a decision is a POST\n');
         sendText(res, 404, 'not found');
       },
+      post: { paths: ['/approve'], take: (request, body) => decide(request, body, opts.run, () => ended) },
     });
   } catch (error) {
     opts.run.events.off('*', onEvent);
@@ -130,4 +144,30 @@ export async function startLiveUi(opts: LiveUiOptions): Promise<LiveUi> {
       await server.close();
     },
   };
+}
+
+/** What each refusal of `run.approve` answers. */
+const REFUSAL: Record<ApprovalErrorCode, number> = { TASK_NOT_FOUND: 404, NOT_WAITING: 409, INVALID_DECISION: 400, RUN_NOT_FOUND: 404, NO_STORE: 409 };
+
+/** `POST /approve` with `{ taskId, approved, note? }`: the page's decision on a waiting approval. */
+function decide({ res }: PageRequest, body: string, run: RunHandle, ended: () => boolean): void {
+  let input: unknown;
+  try {
+    input = JSON.parse(body);
+  } catch {
+    return sendJson(res, 400, { error: 'the body is not JSON: {"taskId": "...", "approved": true | false, "note": "..."}', code: 'INVALID_DECISION' });
+  }
+  const d = input as { taskId?: unknown; approved?: unknown; note?: unknown } | null;
+  const extra = d !== null && typeof d === 'object' ? Object.keys(d).filter((k) => k !== 'taskId' && k !== 'approved' && k !== 'note') : [];
+  if (d === null || typeof d !== 'object' || Array.isArray(d) || typeof d.taskId !== 'string' || typeof d.approved !== 'boolean' || extra.length > 0) {
+    return sendJson(res, 400, { error: `a decision is {"taskId": "...", "approved": true | false, "note": "..."}${extra.length > 0 ? ` (unknown field "${extra[0]}")` : ''}`, code: 'INVALID_DECISION' });
+  }
+  if (ended()) return sendJson(res, 409, { error: `task "${d.taskId}" is not waiting for approval: the run is over (swarmstate approve, then swarmstate resume)`, code: 'NOT_WAITING' });
+  try {
+    run.approve(d.taskId, { approved: d.approved, ...(d.note !== undefined ? { note: d.note as string } : {}) }, 'ui');
+  } catch (error) {
+    if (!(error instanceof ApprovalError)) throw error;
+    return sendJson(res, REFUSAL[error.code] ?? 400, { error: error.message, code: error.code });
+  }
+  sendJson(res, 200, { ok: true, taskId: d.taskId, approved: d.approved });
 }

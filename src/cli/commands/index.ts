@@ -2,6 +2,7 @@
  * Every `swarmstate` command. A command is its own file in this folder (its help, its flags, its
  * `run`) plus its line here.
  */
+import { approve } from './approve.js';
 import type { Command } from './command.js';
 import { demo } from './demo.js';
 import { helpCommand } from './help.js';
@@ -17,7 +18,7 @@ import { ui } from './ui.js';
 import { validate } from './validate.js';
 import { worker } from './worker.js';
 
-export const COMMANDS: readonly Command[] = [run, resume, retry, runs, show, ui, validate, report, demo, init, worker, sim, machines, helpCommand(() => COMMANDS)];
+export const COMMANDS: readonly Command[] = [run, resume, retry, approve, runs, show, ui, validate, report, demo, init, worker, sim, machines, helpCommand(() => COMMANDS)];
 
 export function commandNamed(name: string): Command | undefined {
   return COMMANDS.find((c) => c.name === name);

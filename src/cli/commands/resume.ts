@@ -32,7 +32,8 @@ export const resume: Command = {
 
 Continues a run that was interrupted (a crash, Ctrl-C, SIGTERM, a full disk) from its journal:
 completed tasks are not run again, budgets continue from what was spent. A run that had finished
-prints its result. \`swarmstate runs\` lists the runs of a journal.
+prints its result. A paused run (exit 5) goes on with the decisions \`swarmstate approve\` made.
+\`swarmstate runs\` lists the runs of a journal.
 
 Options:
 ${OUTPUT_FLAGS_HELP}

@@ -48,6 +48,7 @@ export const OUTPUT_FLAGS_HELP = `  --json             Print one JSON object (th
 
 export const RUN_ONLY_FLAGS_HELP = `  --seed <n>         Seed of every random choice (retry jitter, the simulator). Default 0.
   --ui               Serve the run's live page on 127.0.0.1 (its address, with a token, on stderr).
+                     Approvals show there with Approve / Reject; at a terminal the run waits for them.
   --inspect          Send every actor's events to a Stately inspector over WebSocket (docs/cli.md).
   --inspect-url <u>  Where the inspector listens. Default ws://localhost:8080.
   --real             Run a simulator plan on real keys: ANTHROPIC_API_KEY, or OPENAI_API_KEY
@@ -72,7 +73,8 @@ ${FUNCTIONS_HELP}
   -h, --help         This help.
 
 Exit codes: 0 all tasks completed, 1 partial/failed/cancelled/budget_exceeded, 2 invalid plan or
-usage, 3 the run is held by another process, 4 the journal could not be written. Docs: docs/cli.md`,
+usage, 3 the run is held by another process, 4 the journal could not be written, 5 paused:
+approvals wait (swarmstate approve <runId> <taskId>, then swarmstate resume <runId>). Docs: docs/cli.md`,
   options: RUN_OPTIONS,
   maxPositionals: 1,
   run: (args, io) => runFromFile('run', args.positionals[0], args, io),

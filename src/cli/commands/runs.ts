@@ -13,6 +13,7 @@ export const runs: Command = {
 
 Lists the runs of a journal, newest first: id, status, tasks done, cost, start time, plan file. A
 run no live process holds any more shows \`interrupted\`: resume it with \`swarmstate resume <runId>\`.
+A \`paused\` run waits for approvals: \`swarmstate approve <runId> <taskId>\`, then resume it.
 A run whose row was changed outside swarmstate shows \`unreadable\`, with what is wrong below.
 
 \`runs prune\` removes finished runs (every row they have) and then gives the space back to the

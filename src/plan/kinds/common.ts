@@ -25,7 +25,8 @@ export function modelAndPrompt(t: RawTask, message = 'required'): readonly Field
 export function refusals(t: RawTask, fields: readonly string[], lead: string, hints: Readonly<Record<string, string>> = {}): FieldProblem[] {
   const out: FieldProblem[] = [];
   for (const field of fields) {
-    if (t[field] === undefined) continue;
+    // `tools: []` is the schema's default: a parsed plan (the journal's, read again by a resume) has it on every task.
+    if (t[field] === undefined || (field === 'tools' && Array.isArray(t[field]) && t[field].length === 0)) continue;
     const hint = Object.hasOwn(hints, field) ? ` (${hints[field]})` : '';
     out.push({ field, message: `${lead}: it has no "${field}"${hint}` });
   }
