@@ -141,7 +141,7 @@ describe('machines', () => {
     const list = await cli(['machines']);
     expect(list.stdout).toMatch(/^breaker +closed, open, halfOpen$/m);
     // The task lifecycle, drawn from the table the run table checks (machines/tasks/).
-    expect(list.stdout).toMatch(/^task +pending, queued, running, completed, failed, skipped, cancelled$/m);
+    expect(list.stdout).toMatch(/^task +pending, queued, running, waiting, completed, failed, skipped, cancelled$/m);
   });
 });
 
