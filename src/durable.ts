@@ -275,6 +275,14 @@ export function restoreOf(
     }
     tasks.push(task);
   }
+  // An approval that approved an edited output: the approved task's row keeps what it answered,
+  // the run went on with the edit (its dependents read it, the result shows it).
+  const restored = new Map(tasks.map((t) => [t.id, t]));
+  for (const row of rows) {
+    const extra = (row.extra ?? {}) as ReviewExtra;
+    const target = typeof extra.approves === 'string' ? restored.get(extra.approves) : undefined;
+    if (target && typeof extra.edited === 'string' && extra.decision?.approved === true && target.status === 'completed') target.output = extra.edited;
+  }
   return { tasks, expansions };
 }
 

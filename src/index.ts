@@ -17,6 +17,7 @@ export { RetryError, type RetryErrorCode, type RetrySession } from './run/retry.
 export { definePlan, type DefinedPlan, type TaskInput } from './plan/define.js';
 export { ProviderError } from './providers/errors.js';
 export { NonRetryableError } from './fn/errors.js';
+export { ApprovalError, type ApprovalErrorCode } from './run/approvals.js';
 export type { FnContext, SwarmFunction, SwarmFunctions } from './fn/types.js';
 export { createScriptedProvider, type ScriptReply, type ScriptedProvider, type ScriptedProviderOptions } from './providers/scripted.js';
 export { createAnthropicProvider, type AnthropicProviderOptions } from './providers/anthropic.js';

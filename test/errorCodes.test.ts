@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { MissingApiKeyError } from '../src/cli/real.js';
 import { RedisUnreachableError } from '../src/distributed/reach.js';
-import { MissingPackageError, PlanValidationError, RetryError, RunLockedError, SqliteDriverError, StoreError, ToolSetupError } from '../src/index.js';
+import { ApprovalError, MissingPackageError, PlanValidationError, RetryError, RunLockedError, SqliteDriverError, StoreError, ToolSetupError } from '../src/index.js';
 import { PlanCycleError } from '../src/plan/ranks.js';
 import { HttpClientClosedError } from '../src/providers/http.js';
 import { SseLimitError } from '../src/providers/sse.js';
@@ -28,6 +28,7 @@ describe('thrown error codes', () => {
       new EventsFileError('e.jsonl', 1, 'x'),
       new SseLimitError('line', 10),
       new HttpClientClosedError(),
+      new ApprovalError('NOT_WAITING', 'x'),
     ];
     for (const error of errors) expect(error.code, error.name).toMatch(/^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/);
     expect(new StoreError('x', '/tmp/runs.db', 'SQLITE_FULL').code).toBe('STORE_FAILED');

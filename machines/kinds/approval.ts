@@ -82,7 +82,7 @@ export function applyDecision(context: SupervisorContext, enqueue: Enqueue, task
     approved: decision.approved,
     ...(decision.note !== undefined ? { note: decision.note } : {}),
     by: decision.by,
-    at: decision.at,
+    decidedAt: decision.at,
     ...(decision.output !== undefined ? { edited: true, output: decision.output } : {}),
     outcome: decision.approved ? 'approved' : settlement.kind === 'revise' ? 'revise' : 'rejected',
   });

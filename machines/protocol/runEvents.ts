@@ -148,7 +148,8 @@ export type RunEvent =
       approved: boolean;
       note?: string;
       by: DecisionSource;
-      at: number;
+      /** When the decision was made (ms since the epoch): a decision written to a paused run's journal is older than the event, whose `at` is when the run applied it. */
+      decidedAt: number;
       edited?: boolean;
       /** The edited output (journaled: a resume reads the approved task's output as edited). */
       output?: string;

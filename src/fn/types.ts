@@ -8,7 +8,7 @@
 export interface FnContext {
   /** The run's id (stable across resume and retry). */
   readonly runId: string;
-  /** The task's id (a map's item step: `<map>#<n>`). With `attempt`, a key that makes a side effect idempotent. */
+  /** The task's id (a map's item step: `<map>/<item name>`, named by the map's `key` or the item's index). With `attempt`, a key that makes a side effect idempotent. */
   readonly taskId: string;
   /** 1 for the first call, 2 for the first retry... A resume after a crash calls again a function that had not completed. */
   readonly attempt: number;

@@ -53,7 +53,7 @@ export function approvalsOf(events: readonly TimedRunEvent[], result?: RunResult
       const a = out.get(e.taskId);
       if (!a) continue;
       a.waiting = false;
-      a.decisions.push({ round: e.round, approved: e.approved, outcome: e.outcome, by: e.by, at: e.at, edited: e.edited === true, ...(e.note !== undefined ? { note: e.note } : {}) });
+      a.decisions.push({ round: e.round, approved: e.approved, outcome: e.outcome, by: e.by, at: e.decidedAt, edited: e.edited === true, ...(e.note !== undefined ? { note: e.note } : {}) });
     } else if ((e.type === 'task:cancelled' || e.type === 'task:skipped') && out.has(e.taskId)) out.get(e.taskId)!.waiting = false;
   }
   if (result) for (const a of out.values()) a.waiting = a.waiting && result.tasks[a.taskId]?.status === 'waiting';

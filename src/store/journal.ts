@@ -93,9 +93,9 @@ export class Journal {
         this.store.taskFinal(this.runId, event.taskId, 'waiting', event.prompt, event.at ?? Date.now());
         return;
       case 'approval:decided': {
-        const { approved, note, by, at, edited, outcome, round } = event;
-        const decision = { approved, ...(note !== undefined ? { note } : {}), by, at, ...(edited ? { edited } : {}), outcome };
-        const extra: ReviewExtra = { rounds: round, approved, decision, ...(event.output !== undefined ? { edited: event.output } : {}) };
+        const { approved, note, by, decidedAt, edited, outcome, round } = event;
+        const decision = { approved, ...(note !== undefined ? { note } : {}), by, at: decidedAt, ...(edited ? { edited } : {}), outcome };
+        const extra: ReviewExtra = { rounds: round, approved, decision, ...(event.output !== undefined ? { edited: event.output, approves: event.approves } : {}) };
         this.store.setTaskExtra(this.runId, event.taskId, extra);
         return;
       }

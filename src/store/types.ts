@@ -395,8 +395,10 @@ export interface ReviewExtra {
   feedback?: { round: number; maxRounds: number; findings: string };
   /** An approval: its last decision, as `approval:decided` told it. */
   decision?: { approved: boolean; note?: string; by: DecisionSource; at: number; edited?: boolean; outcome: string };
-  /** An approval whose decision replaced the approved task's output: that output (a resume reads it). */
+  /** An approval whose decision replaced the approved task's output: that output (a resume reads it)... */
   edited?: string;
+  /** ...and the task it replaced it in. */
+  approves?: string;
   /** An approval: a decision made while no process applied it (`swarmstate approve`): the run applies it when it waits. */
   pending?: ApprovalDecision;
 }

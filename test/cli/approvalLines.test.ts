@@ -9,7 +9,7 @@ import { progressState, reduce } from '../../src/cli/progressState.js';
 
 const asked = (round: number): RunEvent => ({ type: 'approval:requested', taskId: 'ok', attempt: round, approves: 'draft', prompt: 'Send this reply?', draft: 'DRAFT', round, maxRounds: 3 });
 const decided = (e: Partial<Extract<RunEvent, { type: 'approval:decided' }>>): RunEvent => ({
-  type: 'approval:decided', taskId: 'ok', attempt: 1, approves: 'draft', round: 1, approved: true, by: 'cli', at: 0, outcome: 'approved', ...e,
+  type: 'approval:decided', taskId: 'ok', attempt: 1, approves: 'draft', round: 1, approved: true, by: 'cli', decidedAt: 0, outcome: 'approved', ...e,
 }) as RunEvent;
 
 describe('approval lines', () => {

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createSwarm, type RunEvent, type RunHandle } from '../../src/index.js';
+import { createSwarm, NonRetryableError, type RunEvent, type RunHandle } from '../../src/index.js';
 
 type Ev<T extends RunEvent['type']> = Extract<RunEvent, { type: T }>;
 
@@ -104,7 +104,9 @@ describe('approval tasks', () => {
     }
     // Another process decides, another resumes.
     const decider = createSwarm({ seed: 1, store });
+    const before = Date.now();
     decider.approve(runId, 'ok', { approved: true, note: 'ship it' }, 'cli');
+    const after = Date.now();
     await decider.close();
     const second = createSwarm({ seed: 1, store });
     try {
@@ -114,9 +116,49 @@ describe('approval tasks', () => {
       expect(result.status).toBe('completed');
       expect(result.tasks.ok).toMatchObject({ status: 'completed', output: { approved: true, note: 'ship it' } });
       expect(result.tasks.send).toMatchObject({ status: 'completed', output: 'SENT' });
-      expect(events.find((e) => e.type === 'approval:decided')).toMatchObject({ by: 'cli', note: 'ship it' });
+      const decided = events.find((e): e is Ev<'approval:decided'> => e.type === 'approval:decided')!;
+      expect(decided).toMatchObject({ by: 'cli', note: 'ship it' });
+      // When it was decided, not when the resume applied it.
+      expect(decided.decidedAt).toBeGreaterThanOrEqual(before);
+      expect(decided.decidedAt).toBeLessThanOrEqual(after);
       // The other branch was not run again.
       expect(events.some((e) => e.type === 'task:started' && e.taskId === 'other')).toBe(false);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('an edited output stays the approved task\'s output in the journal: a retry of what failed after it reads the edit', async () => {
+    const store = join(dir, 'journal.db');
+    const edited = {
+      ...base,
+      tasks: [
+        { id: 'draft', model: 'fast', prompt: 'draft a reply [[sim:reply DRAFT]]' },
+        { id: 'ok', kind: 'approval', approves: 'draft', prompt: 'Send this reply?' },
+        { id: 'send', kind: 'fn', fn: 'send', deps: ['ok', 'draft'] },
+      ],
+    };
+    const seen: unknown[] = [];
+    const first = createSwarm({ seed: 1, store, functions: { send: () => { throw new NonRetryableError('the mail server is down'); } } });
+    let runId: string;
+    try {
+      const run = first.run(edited, { holdApprovals: true });
+      runId = run.id;
+      run.events.on('approval:requested', () => queueMicrotask(() => run.approve('ok', { approved: true, output: 'EDITED' })));
+      const result = await run.result;
+      expect(result.status).toBe('partial');
+      expect(result.tasks.draft!.output).toBe('EDITED');
+      expect(result.tasks.send!.status).toBe('failed');
+    } finally {
+      await first.close();
+    }
+    const second = createSwarm({ seed: 1, store, functions: { send: (ctx) => { seen.push(ctx.deps.draft); return 'sent'; } } });
+    try {
+      const result = await second.retry(runId).result;
+      expect(result.status).toBe('completed');
+      expect(seen).toEqual(['EDITED']);
+      expect(result.tasks.draft!.output).toBe('EDITED');
+      expect(result.tasks.send).toMatchObject({ status: 'completed', output: 'sent' });
     } finally {
       await second.close();
     }
