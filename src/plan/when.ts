@@ -11,7 +11,7 @@
  */
 import { neverTrue, pathSegments, testsOf, type Condition } from '../../machines/when.js';
 import { isRecord, issue, unknownName } from './issues.js';
-import { ConditionSchema } from './schema.js';
+import { ConditionSchema } from './conditionSchema.js';
 import { fieldPathProblem } from './structured.js';
 import type { PlanIssue } from './validate.js';
 

@@ -39,3 +39,4 @@ export { MemoryStore } from './memory.js';
 export { JournalRowError } from './rows.js';
 export { DEFAULT_DB_PATH, SCHEMA_VERSION, SqliteStore } from './sqlite.js';
 export * from './types.js';
+export * from './extras.js';

@@ -22,7 +22,8 @@
  * sub-tasks, with their specs), recordToolResult, setRunStatus.
  */
 import { ZERO_USAGE, type RunEvent, type TaskCounters } from '../../machines/protocol.js';
-import type { ReviewExtra, SkipExtra, Store } from './types.js';
+import type { ReviewExtra, SkipExtra } from './extras.js';
+import type { Store } from './types.js';
 
 /**
  * A run event as the journal takes it: `at` (ms since the epoch; default Date.now()) and, on

@@ -43,7 +43,7 @@
  * its run, table and column, never a bare JSON error; a listing lists it as `damaged`. The caller redacts secrets before
  * writing; the store never adds any to its messages.
  */
-import type { ApprovalDecision, DecisionSource, TaskStatus, Usage } from '../../machines/protocol.js';
+import type { TaskStatus, Usage } from '../../machines/protocol.js';
 import type { SqliteDriverName } from './driver.js';
 
 /** A run's status in the journal: `running` while it runs, `interrupted` when found dead. */
@@ -386,37 +386,4 @@ export class StoreError extends Error {
     if (this.sqliteCode === 'SQLITE_DRIVER_MISSING') return 'npm install better-sqlite3, or use Node >= 22.13, or run without a journal (--store memory)';
     return 'fix the disk (space, permissions)';
   }
-}
-
-/** What the journal keeps of a review in a task row's `extra` (the reviewer's rounds; a reopened draft's feedback). */
-export interface ReviewExtra {
-  rounds?: number;
-  approved?: boolean;
-  feedback?: { round: number; maxRounds: number; findings: string };
-  /** An approval: its last decision, as `approval:decided` told it. */
-  decision?: { approved: boolean; note?: string; by: DecisionSource; at: number; edited?: boolean; outcome: string };
-  /** An approval whose decision replaced the approved task's output: that output (a resume reads it)... */
-  edited?: string;
-  /** ...and the task it replaced it in. */
-  approves?: string;
-  /** An approval: a decision made while no process applied it (`swarmstate approve`): the run applies it when it waits. */
-  pending?: ApprovalDecision;
-}
-
-/**
- * What the journal keeps of a task skipped by its condition in its row's `extra` (the `reason`
- * column has the words): a resume keeps its cause, and a retry does not run it again unless a dep
- * of it runs again. No `skipped`: a dependency skipped it.
- */
-export interface SkipExtra {
-  skipped: 'condition';
-}
-
-/** Why a skipped task's row says it was skipped. */
-export const skipCauseOf = (extra: unknown): 'condition' | 'dependency' =>
-  (extra as Partial<SkipExtra> | null)?.skipped === 'condition' ? 'condition' : 'dependency';
-
-/** What the journal keeps of a planner in its row's `extra`: the sub-tasks of its completed answer. */
-export interface PlannerExtra {
-  subtasks: string[];
 }
