@@ -43,8 +43,8 @@ export interface ModelCallInput {
 export interface OutputCheckSpec {
   /** JSON Schema of a structured output. */
   schema?: Record<string, unknown>;
-  minChars?: number;
-  pattern?: string;
+  /** The task's gates that run on the answer's text, by their `accept` field (`minChars`, `pattern`: src/plan/gates.ts). */
+  [gate: string]: unknown;
 }
 
 /** The checks' decision on a final answer: the text to keep (a structured one as compact JSON), or why not. */

@@ -8,11 +8,11 @@
 import { findCycles } from './ranks.js';
 import { isRecord, issue, unknownName } from './issues.js';
 import { fieldPathProblem, schemaProblems } from './structured.js';
-import { userPattern } from './userPattern.js';
 import { kindOf, kindOfTask, runsFunction } from './kinds/index.js';
 import { checkKinds, type KindCheckOptions } from './kinds/check.js';
 import { checkWatches, type EdgeLabel } from './kinds/watch.js';
 import { checkJoins, checkWhen } from './when.js';
+import { checkGates } from './gates.js';
 import type { PlanIssue } from './validate.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -219,20 +219,12 @@ function fieldPlaceholderProblem(
   return undefined;
 }
 
-/** `output.schema` must be a JSON Schema that compiles; `accept` names a known judge model and a valid pattern. */
+/** `output.schema` must be a JSON Schema that compiles; each gate of `accept` checks its value (gates.ts). */
 function checkOutputAndAccept(t: Record<string, unknown>, i: number, models: Record<string, unknown> | undefined, out: PlanIssue[]) {
   if (isRecord(t.output) && isRecord(t.output.schema)) {
     for (const p of schemaProblems(t.output.schema)) out.push(issue(['tasks', i, 'output', 'schema', ...p.path], p.message));
   }
-  if (!isRecord(t.accept)) return;
-  if (typeof t.accept.pattern === 'string' && t.accept.pattern !== '') {
-    const pattern = userPattern(t.accept.pattern);
-    if (!pattern.ok) out.push(issue(['tasks', i, 'accept', 'pattern'], pattern.message));
-  }
-  const judge = t.accept.judge;
-  if (isRecord(judge) && models && typeof judge.model === 'string' && judge.model !== '' && !Object.hasOwn(models, judge.model)) {
-    out.push(issue(['tasks', i, 'accept', 'judge', 'model'], unknownName('model', judge.model, Object.keys(models))));
-  }
+  if (isRecord(t.accept)) checkGates(t.accept, ['tasks', i, 'accept'], models ? { models } : {}, out);
 }
 
 /** `<server>.<tool>` of a declared MCP server: its tools are listed only when the run connects. */

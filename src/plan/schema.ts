@@ -12,7 +12,9 @@
 import { z } from 'zod';
 import { PROVIDER_TYPE_NAMES } from '../providers/providerTypes.js';
 import { ConditionSchema } from './conditionSchema.js';
-import type { Plan, PlanDefaults } from './planTypes.js';
+import { acceptShape } from './gates.js';
+import type { AcceptSpec, Plan, PlanDefaults } from './planTypes.js';
+import type { AcceptInput } from './taskInputs.js';
 import { FN_NAME_PATTERN, TASK_ID_MAX_LENGTH, TASK_ID_PATTERN, TASK_KIND_NAMES, taskKindList } from './names.js';
 // Read only when a task is parsed (the refinement): the kind modules load after this schema.
 import { kindOfTask } from './kinds/index.js';
@@ -242,19 +244,8 @@ export const TaskSchema = z.strictObject({
   maxInputTokens: positiveInt().optional(),
   budgetUsd: usd().optional(),
   output: z.strictObject({ schema: OutputSchemaField }).optional(),
-  accept: z
-    .strictObject({
-      minChars: positiveInt().optional(),
-      pattern: z.string().min(1, { error: 'must not be empty' }).optional(),
-      judge: z
-        .strictObject({
-          model: z.string().min(1, { error: 'must name a model' }),
-          prompt: z.string().min(1, { error: 'must not be empty' }),
-          threshold: z.number().min(0, { error: 'must be a score in [0, 1]' }).max(1, { error: 'must be a score in [0, 1]' }).default(0.7),
-        })
-        .optional(),
-    })
-    .optional(),
+  // The quality gates, one field each (gates.ts).
+  accept: (z.strictObject(acceptShape()) as unknown as z.ZodType<AcceptSpec, AcceptInput>).optional(),
   when: ConditionSchema.optional(),
   after: z
     .enum(['all', 'any'], { error: 'must be "all" (the default: every dep completes first) or "any" (a join: once every dep has ended and one completed)' })

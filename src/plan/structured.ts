@@ -10,18 +10,19 @@ import { describeErrors, instanceFor, withoutUnknownMeta } from '../tools/ajv.js
 import type { OutputCheckSpec as OutputCheck, OutputVerdict } from '../../machines/protocol.js';
 import type { AcceptSpec, OutputSpec } from './schema.js';
 import { compileOutputSchema, schemaShapeProblems, type SchemaPath, type SchemaProblem } from './outputSchema.js';
-import { PatternTimeoutError, userPattern, withPatternBudget } from './userPattern.js';
+import { PatternTimeoutError, withPatternBudget } from './userPattern.js';
+import { TEXT_GATES } from './gates.js';
 import { unfenced } from '../../machines/mapReduce.js';
 import { kindOfTask } from './kinds/index.js';
 import { textUnlessSchema } from './kinds/common.js';
 
 export { unfenced };
 
+/** What a task's answers are checked against: its output schema, and its gates that run on the text (gates.ts). */
 export function outputCheckOf(output: OutputSpec | undefined, accept: AcceptSpec | undefined): OutputCheck | undefined {
   const check: OutputCheck = {};
   if (output) check.schema = output.schema;
-  if (accept?.minChars !== undefined) check.minChars = accept.minChars;
-  if (accept?.pattern !== undefined) check.pattern = accept.pattern;
+  for (const gate of TEXT_GATES) if (accept?.[gate.field] !== undefined) check[gate.field] = accept[gate.field];
   return Object.keys(check).length > 0 ? check : undefined;
 }
 
@@ -57,22 +58,18 @@ function checked(answer: string, check: OutputCheck): OutputVerdict {
     }
   }
   const problems: string[] = [];
-  if (check.minChars !== undefined && answer.trim().length < check.minChars) {
-    problems.push(`the answer has ${answer.trim().length} characters, fewer than the ${check.minChars} required`);
+  for (const gate of TEXT_GATES) {
+    const value = check[gate.field];
+    if (value === undefined) continue;
+    try {
+      problems.push(...gate.test!(value as never, text, answer));
+    } catch (error) {
+      // A pattern past its time bound fails the check, and says so.
+      if (!(error instanceof PatternTimeoutError)) throw error;
+      problems.push(error.message);
+    }
   }
-  if (check.pattern !== undefined) problems.push(...patternProblems(check.pattern, text));
   return problems.length > 0 ? { ok: false, code: 'rejected_output', problems } : { ok: true, text };
-}
-
-function patternProblems(source: string, text: string): string[] {
-  const pattern = userPattern(source);
-  if (!pattern.ok) return [`the pattern /${source}/ cannot run: ${pattern.message}`];
-  try {
-    return pattern.test(text) ? [] : [`the answer does not match the pattern /${source}/`];
-  } catch (error) {
-    if (error instanceof PatternTimeoutError) return [error.message];
-    throw error;
-  }
 }
 
 /**
