@@ -8,7 +8,7 @@
  * again; otherwise it fails. Its `timeoutMs` (none by default) ends the wait as a rejection.
  *
  * A decision that arrives before the approval waits (made on a paused run, read back by a
- * resume) is kept in `context.decisions` and applied as soon as it does.
+ * resume) is kept in `context.approvals.early` and applied as soon as it does.
  */
 import { enqueueReport } from '../kit.js';
 import type { ApprovalDecision } from '../protocol.js';
@@ -37,9 +37,9 @@ export function requestApproval(context: SupervisorContext, enqueue: Enqueue, sp
     maxRounds,
     ...(spec.decisionTimeoutMs !== undefined ? { timeoutMs: spec.decisionTimeoutMs } : {}),
   });
-  const early = context.decisions.get(spec.id);
+  const early = context.approvals.early.get(spec.id);
   if (early) {
-    context.decisions.delete(spec.id);
+    context.approvals.early.delete(spec.id);
     applyDecision(context, enqueue, spec.id, early);
     return;
   }

@@ -109,8 +109,8 @@ function agentInputOf(context: SupervisorContext, spec: SupervisedTask, attempt:
   // A system prompt may place dependency outputs too; unplaced ones go only to the prompt.
   if (spec.inputBudget !== undefined) input.inputBudget = spec.inputBudget;
   if (spec.fallbacks?.length) input.fallbacks = spec.fallbacks;
-  if (context.hooked) input.hooked = true;
-  if (context.toolHooked) input.toolHooked = true;
+  if (context.hooks.dispatch) input.hooked = true;
+  if (context.hooks.tool) input.toolHooked = true;
   if (spec.price) input.price = spec.price;
   if (context.infra.budgets) input.budgeted = true;
   if (spec.toolTokens) input.toolTokens = spec.toolTokens;

@@ -106,7 +106,7 @@ export const supervisorMachine = setup({
       if (context.stop === null) dispatchReady(context, enqueue as unknown as Enqueue, nowOf(self));
     }),
 
-    pause: assign({ paused: true }),
+    pause: assign(({ context }) => ({ approvals: { ...context.approvals, paused: true } })),
 
     /** A cache leader's response started: its group is warm, the tasks held behind it go out. */
     warmGroup: enqueueActions(({ context, event, enqueue, self }) => {
@@ -169,7 +169,7 @@ export const supervisorMachine = setup({
     allFinal: ({ context }) => context.table.openTasks === 0 && context.crew.inFlight === 0,
     /** Nothing runs, nothing is ready, only approvals wait (and the run does not hold for them). */
     onlyApprovalsWait: ({ context }) =>
-      !context.holdApprovals && context.table.counts.waiting > 0 && context.crew.inFlight === 0 && context.expanding.size === 0 && context.table.readyCount === 0,
+      !context.approvals.hold && context.table.counts.waiting > 0 && context.crew.inFlight === 0 && context.expanding.size === 0 && context.table.readyCount === 0,
     noneInFlight: ({ context }) => context.crew.inFlight === 0 && context.expanding.size === 0,
     stopping: ({ context }) => context.stop !== null,
     isGroup: ({ event }) => isGroup(childIdOf(event)),
@@ -188,8 +188,7 @@ export const supervisorMachine = setup({
     maxRateLimitWaits: input.maxRateLimitWaits,
     seed: input.seed,
     compaction: input.compaction,
-    hooked: input.hooked === true,
-    toolHooked: input.toolHooked === true,
+    hooks: { dispatch: input.hooked === true, tool: input.toolHooked === true },
     keepLast: input.keepLast,
     groups: new CacheGroups(input.cacheTtlMs),
     expanding: new Map(),
@@ -198,9 +197,7 @@ export const supervisorMachine = setup({
     stop: null,
     told: { runBudgetDenied: false, runOverspent: false, tools: undefined },
     result: null,
-    decisions: new Map(Object.entries(input.decisions ?? {})),
-    holdApprovals: input.holdApprovals === true,
-    paused: false,
+    approvals: { early: new Map(Object.entries(input.decisions ?? {})), hold: input.holdApprovals === true, paused: false },
   }),
   entry: ['announce', 'spawnInfrastructure'],
   initial: 'running',

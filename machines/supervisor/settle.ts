@@ -115,7 +115,7 @@ export function releaseGroup(context: SupervisorContext, enqueue: Enqueue, taskI
 
 export function runStatusOf(ctx: SupervisorContext, told: Pick<SupervisorContext['told'], 'runBudgetDenied' | 'runOverspent'>): RunStatus {
   if (ctx.stop) return ctx.stop.status;
-  if (ctx.paused) return 'paused';
+  if (ctx.approvals.paused) return 'paused';
   // The run budget ran out: what completed is kept, the rest could not be paid for.
   if (told.runBudgetDenied && ctx.table.counts.completed < ctx.table.size) return 'budget_exceeded';
   // A call cost more than it reserved and spend passed the budget: never `completed` over budget.

@@ -81,8 +81,8 @@ export interface SupervisorContext {
   maxRateLimitWaits: number | undefined;
   seed: number;
   compaction: SupervisorInput['compaction'];
-  hooked: boolean;
-  toolHooked: boolean;
+  /** The run has a dispatch hook (`beforeDispatch`), a tool-call hook (`beforeToolCall`): its agents ask them. */
+  hooks: { dispatch: boolean; tool: boolean };
   keepLast: number | undefined;
   startedAt: number;
   /**
@@ -104,12 +104,14 @@ export interface SupervisorContext {
    */
   told: { runBudgetDenied: boolean; runOverspent: boolean; tools: ToolBusStats | undefined };
   result: RunResult | null;
-  /** Decisions made before their approval waits (a paused run's, read back by a resume): applied when it does. */
-  decisions: Map<string, ApprovalDecision>;
-  /** Keep running while approvals wait (a person is at the page, or code decides): never pause. */
-  holdApprovals: boolean;
-  /** Nothing could run but approvals waiting for a decision: the run ends `paused`. */
-  paused: boolean;
+  approvals: {
+    /** Decisions made before their approval waits (a paused run's, read back by a resume): applied when it does. */
+    early: Map<string, ApprovalDecision>;
+    /** Keep running while approvals wait (a person is at the page, or code decides): never pause. */
+    hold: boolean;
+    /** Nothing could run but approvals waiting for a decision: the run ends `paused`. */
+    paused: boolean;
+  };
 }
 
 /** A group's report that one of its agents ended (a crash is a failed report). */
