@@ -114,8 +114,8 @@ export class RunTracer {
         const task = this.taskOf(event.taskId, at);
         for (const [n, open] of task.attempts) if (n !== event.attempt) this.endAttempt(task, n, open, at);
         if (task.attempts.has(event.attempt)) return;
-        // A function step (route `fn/<name>`) is a tool the run calls itself, not an agent.
-        const fn = event.route?.startsWith('fn/') ? event.route.slice(3) : undefined;
+        // A function step is a tool the run calls itself, not an agent.
+        const fn = event.fn;
         const span = this.tracer.startSpan(
           fn !== undefined ? `execute_tool ${fn}` : `invoke_agent ${event.taskId}`,
           {

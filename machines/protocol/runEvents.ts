@@ -32,7 +32,8 @@ export type RunEvent =
       containers?: string[];
     }
   | { type: 'task:queued'; taskId: string }
-  | { type: 'task:started'; taskId: string; attempt: number; model: string; route?: string }
+  /** `fn`: a code step's function (its route is then `fn/<name>`; a provider named `fn` makes such routes too: read `fn`). */
+  | { type: 'task:started'; taskId: string; attempt: number; model: string; route?: string; fn?: string }
   | { type: 'task:retry'; taskId: string; attempt: number; retry: number; delayMs: number; error: ErrorInfo }
   /** `usage`: this attempt's. `requests`, `retries`, `taskUsage`: the task's, over all its attempts (what the journal keeps). */
   | ({ type: 'task:completed'; taskId: string; attempt: number; output: string; usage: Usage } & Partial<TaskCounters>)

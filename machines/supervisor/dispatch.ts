@@ -33,7 +33,7 @@ export function dispatchReady(context: SupervisorContext, enqueue: Enqueue, now:
     if (step !== 'agent') {
       // A function step: a slot and a group (its deadline, its cancel), no key, no model.
       spawnInGroup(context, enqueue, step);
-      enqueueReport(enqueue, { type: 'task:started', taskId: spec.id, attempt, model: spec.modelName, route: `fn/${step.fn}` });
+      enqueueReport(enqueue, { type: 'task:started', taskId: spec.id, attempt, model: spec.modelName, route: `fn/${step.fn}`, fn: step.fn });
       table.agentStarted(spec.id);
       crew.inFlight += 1;
       continue;

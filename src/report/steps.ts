@@ -1,6 +1,5 @@
 /**
- * Function steps on the timeline: a `fn` task's attempt (its `task:started` names a `fn/<name>`
- * route) calls no model and holds no key, so it has no key lane; each function gets a lane of its
+ * Function steps on the timeline: a `fn` task's attempt (its `task:started` names its `fn`) calls no model and holds no key, so it has no key lane; each function gets a lane of its
  * own, its attempts stacked as a key's calls are. Pure, from the stream.
  */
 import type { TimedRunEvent } from '../swarm.js';
@@ -42,8 +41,10 @@ export function functionLanes(events: readonly TimedRunEvent[], origin: number, 
     if (error !== undefined) step.error = error;
   };
   for (const e of events) {
-    if (e.type === 'task:started' && e.route?.startsWith('fn/')) {
-      const lane = lanes.get(e.route) ?? lanes.set(e.route, { route: e.route, steps: [], tracks: 1 }).get(e.route)!;
+    if (e.type === 'task:started' && e.fn !== undefined) {
+      // By its `fn`, not its route's prefix: a provider may be named `fn` too.
+      const route = `fn/${e.fn}`;
+      const lane = lanes.get(route) ?? lanes.set(route, { route, steps: [], tracks: 1 }).get(route)!;
       const step: StepSpan = { taskId: e.taskId, attempt: e.attempt, start: e.at - origin, end: endAt, open: true, outcome: 'other', track: 0 };
       lane.steps.push(step);
       open.set(e.taskId, step);

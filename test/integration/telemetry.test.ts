@@ -165,6 +165,38 @@ describe('OpenTelemetry spans', () => {
     }
   });
 
+  it('a function step is an execute_tool span of its function under its task; a model on a provider named "fn" is still an agent', async () => {
+    const { exporter, tracer } = tracing();
+    const swarm = createSwarm({ tracer, store: false, functions: { total: ({ deps }) => String(deps.ask).length, flaky: ({ attempt }) => { if (attempt === 1) throw new Error('once'); return attempt; } } });
+    const result = await swarm.run({
+      providers: { fn: { type: 'sim' } },
+      models: { m: { provider: 'fn', model: 'sim-fast' } },
+      defaults: { maxRetries: 1 },
+      tasks: [
+        { id: 'ask', model: 'm', prompt: 'Hi. [[sim:reply HELLO]]' },
+        { id: 'count', kind: 'fn', fn: 'total', deps: ['ask'] },
+        { id: 'again', kind: 'fn', fn: 'flaky' },
+      ],
+    }).result;
+    await swarm.close();
+    expect(result.status).toBe('completed');
+    const spans = exporter.getFinishedSpans();
+    const task = (id: string) => spans.find((s) => s.name === `task ${id}`)!;
+    const steps = spans.filter((s) => s.name === 'execute_tool total');
+    expect(steps).toHaveLength(1);
+    expect(parentOf(steps[0]!)).toBe(task('count').spanContext().spanId);
+    expect(steps[0]!.attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'total', 'gen_ai.tool.type': 'function', 'swarmstate.task.id': 'count', 'swarmstate.attempt': 1 });
+    // A thrown error is its attempt's error status; the retry is a second span.
+    const flaky = spans.filter((s) => s.name === 'execute_tool flaky');
+    expect(flaky.map((s) => s.attributes['swarmstate.attempt'])).toEqual([1, 2]);
+    expect(flaky[0]!.status.code).toBe(2);
+    // The route "fn/sim-fast" of a provider named fn is a model call's.
+    const agent = spans.filter((s) => s.name === 'invoke_agent ask');
+    expect(agent).toHaveLength(1);
+    expect(agent[0]!.attributes).toMatchObject({ 'gen_ai.operation.name': 'invoke_agent', 'swarmstate.route': 'fn/sim-fast' });
+    expect(spans.some((s) => s.name === 'execute_tool sim-fast')).toBe(false);
+  });
+
   it('a tracer that throws does not fail the run', async () => {
     const { tracer } = tracing();
     const broken = {

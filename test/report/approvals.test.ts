@@ -73,13 +73,13 @@ describe('function steps on the timeline', () => {
   it('gives each function a lane of its own, a bar per attempt, stacked when they overlap', () => {
     const events = [
       ev(T0, { type: 'run:started', runId: 'r-fn', tasks: 3, models: {}, keys: {}, deps: { a: [], b: [], c: [] } }),
-      ev(T0 + 100, { type: 'task:started', taskId: 'a', attempt: 1, model: 'fn:fetch', route: 'fn/fetch' }),
-      ev(T0 + 150, { type: 'task:started', taskId: 'b', attempt: 1, model: 'fn:fetch', route: 'fn/fetch' }),
+      ev(T0 + 100, { type: 'task:started', taskId: 'a', attempt: 1, model: 'fn:fetch', route: 'fn/fetch', fn: 'fetch' }),
+      ev(T0 + 150, { type: 'task:started', taskId: 'b', attempt: 1, model: 'fn:fetch', route: 'fn/fetch', fn: 'fetch' }),
       ev(T0 + 300, { type: 'task:failed', taskId: 'a', attempt: 1, error: { code: 'fn_error', message: 'boom <x>', retryable: true }, willRetry: true }),
       ev(T0 + 400, { type: 'task:completed', taskId: 'b', attempt: 1, output: '1', usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 } }),
-      ev(T0 + 500, { type: 'task:started', taskId: 'a', attempt: 2, model: 'fn:fetch', route: 'fn/fetch' }),
+      ev(T0 + 500, { type: 'task:started', taskId: 'a', attempt: 2, model: 'fn:fetch', route: 'fn/fetch', fn: 'fetch' }),
       ev(T0 + 600, { type: 'task:completed', taskId: 'a', attempt: 2, output: '2', usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 } }),
-      ev(T0 + 650, { type: 'task:started', taskId: 'c', attempt: 1, model: 'fn:write', route: 'fn/write' }),
+      ev(T0 + 650, { type: 'task:started', taskId: 'c', attempt: 1, model: 'fn:write', route: 'fn/write', fn: 'write' }),
       ev(T0 + 900, { type: 'task:completed', taskId: 'c', attempt: 1, output: 'null', usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 } }),
       ev(T0 + 1000, { type: 'run:completed', status: 'completed' }),
     ];
@@ -93,5 +93,16 @@ describe('function steps on the timeline', () => {
     expect(page).toContain('<rect class="o-other fn-step" x="104" y="52" width="208" height="10" data-tip="a · attempt 1 · fn/fetch · 0.10 s to 0.30 s (200 ms) · fn_error: boom &lt;x&gt;"/>');
     expect(page).toContain('<rect class="o-ok fn-step" x="156" y="64" width="260" height="10" data-tip="b · attempt 1 · fn/fetch · 0.15 s to 0.40 s (250 ms) · completed"/>');
     expect(page).toContain('Function steps hold no key: one lane per function, a bar per attempt.');
+    // A model task on a provider named `fn` (route `fn/<model>`) is not a function step.
+    const modelOnFn = buildReport({
+      events: [
+        ev(T0, { type: 'run:started', runId: 'r-fn2', tasks: 1, models: {}, keys: {}, deps: { m: [] } }),
+        ev(T0 + 100, { type: 'task:started', taskId: 'm', attempt: 1, model: 'small', route: 'fn/sim-fast' }),
+        ev(T0 + 400, { type: 'task:completed', taskId: 'm', attempt: 1, output: 'x', usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0 } }),
+        ev(T0 + 500, { type: 'run:completed', status: 'completed' }),
+      ],
+    });
+    expect(count(modelOnFn, 'fn-step')).toBe(0);
+    expect(modelOnFn).not.toContain('function steps</text>');
   });
 });
