@@ -14,7 +14,7 @@ import { errorInfo, toErrorInfo } from '../errors.js';
 import { answerJson, refTask } from '../mapReduce.js';
 import { ZERO_USAGE, type AttemptReport, type ErrorInfo, type OutputCheckSpec } from '../protocol.js';
 import type { RunTable } from '../tasks/runTable.js';
-import type { SupervisedTask } from '../tasks/types.js';
+import type { Feedback, SupervisedTask } from '../tasks/types.js';
 
 /** A value a function is given: a dep's output (or a reduce's input) as text, and whether that text is JSON to parse. */
 export interface FnValue {
@@ -37,6 +37,8 @@ export interface FnStepInput {
   timeoutMs: number;
   /** The task's output schema: the value is checked against it. */
   output?: OutputCheckSpec;
+  /** Sent back by a review or an approval: the findings (an approval's note), the round, and the output it gave (JSON text). */
+  revision?: { round: number; maxRounds: number; findings: string; draft: string };
 }
 
 type Ended = { report: AttemptReport };
@@ -99,7 +101,7 @@ export const fnStepMachine = setup({
 export const jsonOutput = (spec: SupervisedTask | undefined): boolean => spec !== undefined && (spec.output?.schema !== undefined || spec.kind === 'fn' || spec.kind === 'map' || (spec.kind === 'reduce' && spec.fn !== undefined));
 
 /** The input of a function's attempt: its deps' outputs (a map's item, a reduce's inputs) as the table has them. */
-export function fnInputOf(table: RunTable, spec: SupervisedTask, attempt: number, inputs?: readonly string[]): FnStepInput {
+export function fnInputOf(table: RunTable, spec: SupervisedTask, attempt: number, inputs?: readonly string[], feedback?: Feedback): FnStepInput {
   const value = (ref: string): FnValue => {
     const id = refTask(ref);
     if (id === ref) return { id, text: table.outputText(id), json: jsonOutput(table.spec(id)) };
@@ -112,6 +114,7 @@ export function fnInputOf(table: RunTable, spec: SupervisedTask, attempt: number
   if (spec.item !== undefined) input.item = spec.item;
   if (inputs) input.inputs = inputs.map(value);
   if (spec.output) input.output = spec.output;
+  if (feedback?.kind === 'review') input.revision = { round: feedback.round, maxRounds: feedback.maxRounds, findings: feedback.findings, draft: feedback.draft };
   return input;
 }
 

@@ -9,26 +9,26 @@
 import { aggregateStep, inputsOf } from '../mapReduceSteps.js';
 import { failAggregate } from '../supervisor/settle.js';
 import type { Enqueue, SupervisorContext } from '../supervisor/types.js';
-import type { SupervisedTask } from '../tasks/types.js';
+import type { Feedback, SupervisedTask } from '../tasks/types.js';
 import { requestApproval } from './approval.js';
 import { fnInputOf, type FnStepInput } from './fn.js';
 
 export type { FnStepInput } from './fn.js';
 
-export function startByKind(context: SupervisorContext, enqueue: Enqueue, spec: SupervisedTask, attempt: number): 'handled' | 'agent' | FnStepInput {
+export function startByKind(context: SupervisorContext, enqueue: Enqueue, spec: SupervisedTask, attempt: number, feedback?: Feedback): 'handled' | 'agent' | FnStepInput {
   switch (spec.kind) {
     case 'approval':
       requestApproval(context, enqueue, spec, attempt);
       return 'handled';
     case 'fn':
-      return fnInputOf(context.table, spec, attempt);
+      return fnInputOf(context.table, spec, attempt, undefined, feedback);
     case 'map':
     case 'reduce': {
       const step = aggregateStep(context, enqueue, spec, attempt, (id, n, error) => failAggregate(context, enqueue, id, n, error));
       if (step === 'done') return 'handled';
       if (spec.kind === 'reduce' && spec.fn !== undefined) {
         const refs = inputsOf(context.table, spec);
-        return fnInputOf(context.table, spec, attempt, refs.ok ? refs.list : []);
+        return fnInputOf(context.table, spec, attempt, refs.ok ? refs.list : [], feedback);
       }
       return 'agent';
     }

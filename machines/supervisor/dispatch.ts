@@ -22,7 +22,7 @@ export function dispatchReady(context: SupervisorContext, enqueue: Enqueue, now:
     if (!next) break; // every ready task's model is at its cap
     const { spec, attempt } = next;
     // A map, or a reduce that does not fit one call, expands or collects; an approval waits: no agent, no slot.
-    const step = spec.kind === undefined ? 'agent' : startByKind(context, enqueue, spec, attempt);
+    const step = spec.kind === undefined ? 'agent' : startByKind(context, enqueue, spec, attempt, next.feedback);
     if (step === 'handled') continue;
     // Taken only for an aggregator (one whose model was at its cap, or a reduce that runs as
     // one call): a task that needs a slot waits for the next one.

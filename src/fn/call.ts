@@ -47,6 +47,7 @@ export function functionActor({ runId, functions, beforeCall, redact }: Function
       signal,
       ...(input.item !== undefined ? { item: input.item } : {}),
       ...(input.inputs ? { inputs: input.inputs.map(valueOf) } : {}),
+      ...(input.revision ? { revision: { round: input.revision.round, maxRounds: input.revision.maxRounds, findings: input.revision.findings, previous: valueOf({ id: input.taskId, text: input.revision.draft, json: true }) } } : {}),
     };
     let value: unknown;
     try {

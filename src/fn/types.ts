@@ -20,6 +20,12 @@ export interface FnContext {
   readonly inputs?: readonly unknown[];
   /** Aborted when the run is cancelled, the task's `timeoutMs` passes, or the run stops (a budget, fail-fast). */
   readonly signal: AbortSignal;
+  /**
+   * The task was sent back by a review's findings or an approval's note: what to change
+   * (`findings`), in which round of how many, and the value it returned before (`previous`).
+   * Absent on a first round.
+   */
+  readonly revision?: { readonly round: number; readonly maxRounds: number; readonly findings: string; readonly previous: unknown };
 }
 
 /**

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createSwarm, NonRetryableError, type RunEvent, type RunHandle } from '../../src/index.js';
+import { createSwarm, NonRetryableError, type FnContext, type RunEvent, type RunHandle } from '../../src/index.js';
 
 type Ev<T extends RunEvent['type']> = Extract<RunEvent, { type: T }>;
 
@@ -161,6 +161,31 @@ describe('approval tasks', () => {
       expect(result.tasks.send).toMatchObject({ status: 'completed', output: 'sent' });
     } finally {
       await second.close();
+    }
+  });
+
+  it('a rejection with a note runs a function step again with the note and its previous value (ctx.revision)', async () => {
+    const calls: FnContext[] = [];
+    const swarm = createSwarm({
+      seed: 1,
+      store: false,
+      functions: { compose: (ctx) => { calls.push(ctx); return { text: ctx.revision ? `${ctx.revision.findings}: ok` : 'first' }; } },
+    });
+    try {
+      const run = swarm.run(
+        { ...base, tasks: [{ id: 'draft', kind: 'fn', fn: 'compose' }, { id: 'ok', kind: 'approval', approves: 'draft', prompt: 'Good?', maxRounds: 3 }] },
+        { holdApprovals: true },
+      );
+      run.events.on('approval:requested', (e) => {
+        queueMicrotask(() => run.approve('ok', e.round === 1 ? { approved: false, note: 'shorter' } : { approved: true }));
+      });
+      const result = await run.result;
+      expect(result.status).toBe('completed');
+      expect(calls.map((c) => c.revision)).toEqual([undefined, { round: 1, maxRounds: 3, findings: 'shorter', previous: { text: 'first' } }]);
+      expect(calls.map((c) => c.attempt)).toEqual([1, 2]);
+      expect(result.tasks.draft!.output).toEqual({ text: 'shorter: ok' });
+    } finally {
+      await swarm.close();
     }
   });
 
