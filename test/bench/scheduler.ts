@@ -15,57 +15,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { assign, createActor, setup } from 'xstate';
-import { createScriptedProvider, createSwarm } from '../../src/index.js';
 import { floorCpuUs } from './floor.js';
-import { layeredPlan } from './plans.js';
+import { bareLifecycle, modelRun } from './measure.js';
 
 const journal = process.argv[3] ?? 'memory';
 const dir = mkdtempSync(join(tmpdir(), 'swarmstate-bench-'));
-let runs = 0;
-
-const bare = setup({}).createMachine({
-  context: { n: 0 },
-  initial: 'a',
-  states: {
-    a: { on: { GO: { target: 'b', actions: assign({ n: ({ context }) => context.n + 1 }) } } },
-    b: { on: { GO: { target: 'a' } } },
-  },
-});
-
-const cpuSince = (t0: NodeJS.CpuUsage) => {
-  const d = process.cpuUsage(t0);
-  return (d.user + d.system) / 1000; // ms
-};
-
-/** µs per bare actor lifecycle over `reps` actors: [wall, CPU]. */
-function bareLifecycle(reps: number): [number, number] {
-  const c0 = process.cpuUsage();
-  const t0 = performance.now();
-  for (let i = 0; i < reps; i++) {
-    const actor = createActor(bare);
-    actor.start();
-    actor.send({ type: 'GO' });
-    actor.send({ type: 'GO' });
-    actor.stop();
-  }
-  return [((performance.now() - t0) * 1000) / reps, (cpuSince(c0) * 1000) / reps];
-}
-
-async function once(n: number) {
-  const provider = createScriptedProvider({ reply: () => 'ok' });
-  const store = journal === 'sqlite' ? join(dir, `runs-${runs++}.db`) : journal === 'none' ? false : 'memory';
-  const swarm = createSwarm({ providers: { p: provider }, store });
-  const plan = layeredPlan(n);
-  const c0 = process.cpuUsage();
-  const t0 = performance.now();
-  const result = await swarm.run(plan).result;
-  const ms = performance.now() - t0;
-  const cpuMs = cpuSince(c0);
-  await swarm.close();
-  if (result.totals.completed !== n) throw new Error(`only ${result.totals.completed} of ${n} tasks completed`);
-  return { ms, cpuMs };
-}
+const once = (n: number) => modelRun(n, journal, dir);
 
 const n = Number(process.argv[2] ?? 10_000);
 // Warm, then the median of five: XState's code is compiled by then, as the runtime's is below.
