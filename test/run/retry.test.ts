@@ -1,8 +1,9 @@
 /** tasksToRetry (pure): which tasks a retry sends back, over planners' sub-tasks and reviews, and what it refuses. */
 import { describe, expect, it } from 'vitest';
 import { parsePlan, type TaskSpec } from '../../src/plan/index.js';
-import { RetryError, retryBasesOf, tasksToRetry } from '../../src/run/retry.js';
+import { retryBasesOf, tasksToRetry } from '../../src/run/retry.js';
 import type { StoredTaskStatus, TaskRow } from '../../src/store/index.js';
+import { refusal } from '../helpers/retry.js';
 
 const plan = parsePlan({
   providers: { p: { type: 'sim' } },
@@ -36,16 +37,6 @@ const rows: TaskRow[] = [
   row('check', 'failed'),
   row('publish', 'skipped'),
 ];
-
-const refusal = (f: () => unknown) => {
-  try {
-    f();
-  } catch (error) {
-    expect(error).toBeInstanceOf(RetryError);
-    return error as RetryError;
-  }
-  throw new Error('not refused');
-};
 
 describe('tasksToRetry', () => {
   it('takes every task that did not complete, a completed planner keeping its sub-tasks', () => {

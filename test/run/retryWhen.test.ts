@@ -1,8 +1,9 @@
 /** tasksToRetry (pure) and branches: a task skipped by its condition is settled, unless a dep of it runs again. */
 import { describe, expect, it } from 'vitest';
 import { parsePlan } from '../../src/plan/index.js';
-import { RetryError, tasksToRetry } from '../../src/run/retry.js';
+import { tasksToRetry } from '../../src/run/retry.js';
 import type { StoredTaskStatus, TaskRow } from '../../src/store/index.js';
+import { refusal } from '../helpers/retry.js';
 
 const schema = { type: 'object', properties: { urgency: { type: 'string' } } };
 const plan = parsePlan({
@@ -22,16 +23,6 @@ const row = (taskId: string, status: StoredTaskStatus, extra: Partial<TaskRow> =
   usage: null, costUsd: null, requests: 1, retries: 0, spec: null, parent: null, extra: null, rejected: null, updatedAt: 0, ...extra,
 });
 const byCondition = { extra: { skipped: 'condition' } };
-
-const refusal = (f: () => unknown) => {
-  try {
-    f();
-  } catch (error) {
-    expect(error).toBeInstanceOf(RetryError);
-    return error as RetryError;
-  }
-  throw new Error('not refused');
-};
 
 describe('tasksToRetry and conditions', () => {
   it('a run whose only skips come from conditions has nothing to retry', () => {
