@@ -9,7 +9,8 @@ import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { BUSY_TIMEOUT_MS, retryBusy } from './busy.js';
 import { openDatabase, SqliteDriverError, type SqlDatabase, type SqliteDriverName } from './driver.js';
-import { checkVersion, migrate, prepare, recognise, SCHEMA_VERSION, type Statements } from './sqliteSchema.js';
+import { checkVersion, migrate, recognise } from './sqliteMigrate.js';
+import { prepare, SCHEMA_VERSION, type Statements } from './sqliteSchema.js';
 import { codeOf, reasonOf } from './sqliteWrites.js';
 import { StoreError } from './types.js';
 

@@ -12,6 +12,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore, StoreError } from '../../src/store/index.js';
 import { ROOT, tempDir } from './helpers.js';
 import { DRIVERS, rawDb } from '../helpers/sqlite.js';
+import { migrate, recognise } from '../../src/store/sqliteMigrate.js';
+import type { SqlDatabase } from '../../src/store/driver.js';
 
 const exec = promisify(execFile);
 const BIN = path.join(ROOT, 'bin/swarmstate.js');
@@ -46,6 +48,52 @@ describe.each(DRIVERS)('on %s', (driver) => {
     db.pragma('user_version = 7');
     db.close();
   }
+
+  describe('a new file set up by another process while this one looks at it', () => {
+    /** `db` seen through a proxy that runs `between` once, right after it reads `pragma`: the other process's whole set-up lands between two reads. */
+    function interleaved(db: SqlDatabase, pragma: string, between: () => void): SqlDatabase {
+      let done = false;
+      return {
+        driver: db.driver,
+        prepare: (sql: string) => db.prepare(sql),
+        exec: (sql: string) => db.exec(sql),
+        close: () => db.close(),
+        get inTransaction() {
+          return db.inTransaction;
+        },
+        pragma: (text: string) => {
+          const value = db.pragma(text);
+          if (text === pragma && !done) {
+            done = true;
+            between();
+          }
+          return value;
+        },
+      };
+    }
+
+    // CI once refused a journal three processes opened at once: "not a swarmstate journal (8
+    // table(s) of its own...)". The mark and the version were read before another process set the
+    // file up, its tables after. Read in one snapshot, the file is still new to this process.
+    it.each(['application_id', 'user_version'])('is not taken for someone else\'s database when the set-up lands after reading %s', (pragma) => {
+      const file = path.join(dir(), 'runs.db');
+      const other = rawDb(file, { driver });
+      other.pragma('journal_mode = WAL'); // as the first process leaves it: readers keep their snapshot while it writes
+      const mine = rawDb(file, { driver });
+      let setUp = false;
+      const looking = interleaved(mine, pragma, () => {
+        migrate(other, file);
+        setUp = true;
+      });
+      expect(recognise(looking, file)).toBe('new');
+      expect(setUp).toBe(true); // the interleaving really happened
+      expect(mine.inTransaction).toBe(false); // and the snapshot was let go
+      expect(recognise(mine, file)).toBe('ours');
+      migrate(mine, file); // what openJournal does next: nothing left to do, and no error
+      other.close();
+      mine.close();
+    });
+  });
 
   describe('runs on a file that is not a swarmstate journal', () => {
     it('refuses another program\'s database, leaving it byte for byte as it was', async () => {

@@ -11,7 +11,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createScriptedProvider, createSwarm } from '../../src/index.js';
 import { SCHEMA_VERSION, SqliteStore } from '../../src/store/index.js';
-import { APPLICATION_ID, MIGRATIONS } from '../../src/store/sqliteSchema.js';
+import { APPLICATION_ID } from '../../src/store/sqliteMigrate.js';
+import { MIGRATIONS } from '../../src/store/sqliteSchema.js';
 import { tempDir, usage } from './helpers.js';
 import { DRIVERS, rawDb } from '../helpers/sqlite.js';
 

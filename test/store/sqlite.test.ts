@@ -11,7 +11,7 @@ import { openStore, MemoryStore, SCHEMA_VERSION, SqliteStore, StoreError } from 
 import { HOST } from '../../src/store/shared.js';
 import { BUSY_TIMEOUT_MS } from '../../src/store/busy.js';
 import { BATCH_MAX_WRITES } from '../../src/store/sqliteWrites.js';
-import { APPLICATION_ID } from '../../src/store/sqliteSchema.js';
+import { APPLICATION_ID } from '../../src/store/sqliteMigrate.js';
 import { exited, lineReader, manualClock, ROOT, tempDir, tsChild, usage } from './helpers.js';
 import { DRIVERS, rawDb } from '../helpers/sqlite.js';
 import type { SqlDatabase } from '../../src/store/driver.js';
