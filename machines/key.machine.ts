@@ -264,6 +264,8 @@ export const keyMachine = setup({
     rateLimitedPastDue: ({ context, event }) => event.type === 'KEY.RELEASE' && event.outcome.kind === 'rate_limited' && context.limited?.due === true,
     /** Read in `deciding`, after a sync: the backoff has not ended yet. */
     stillBackingOff: ({ context }) => context.backoffUntil > context.at,
+    /** A window measured the rate while the key backed off: its pace spaces the requests now (keyRelease.ts `closeWindow`). */
+    backoffCleared: ({ context }) => context.backoffUntil < context.at,
   },
   delays: {
     /** Until the window, the buckets and any pause allow one more grant. */
@@ -342,6 +344,7 @@ export const keyMachine = setup({
     },
     backoff: {
       entry: { type: 'enter', params: { state: 'backoff' } },
+      always: { guard: 'backoffCleared', target: 'deciding' },
       on: {
         'KEY.GRANT': { actions: 'reject' },
       },

@@ -10,10 +10,10 @@
  * Where the rate comes from, per limit:
  * - *stated*: the plan's `limits`;
  * - *learned*: the server's `*-limit` headers (the lower of the two wins);
- * - *adaptive* (requests only): after 429s the rate is cut (multiplicative decrease) and then
- *   raised slowly on successes (additive increase) up to the stated or learned rate. With nothing
- *   stated or learned the first 429 cuts, from the rate the key was observed sending at; against a
- *   stated or learned rate, the second 429 in a row (one alone is likely jitter).
+ * - *adaptive* (requests only): against a stated or learned rate, the second 429 in a row (one
+ *   alone is likely jitter) cuts it (multiplicative decrease) and successes raise it slowly
+ *   (additive increase) back to that rate. With nothing stated or learned, the rate is measured
+ *   between 429s and probed upwards (keyLearn.ts).
  *
  * Settling a lease (what the server charged, 429s, learned limits) is in keyRelease.ts.
  *
@@ -53,8 +53,6 @@ export const CUT_KNOWN = 0.7;
 export const CUT_UNKNOWN = 0.5;
 /** The lowest rate a cut goes to, per minute. */
 export const MIN_ADAPTIVE_RPM = 1;
-/** Time constant of the observed sending rate (an exponentially weighted rate). */
-export const SEND_RATE_TAU_MS = 5_000;
 /** Slack for floating point in the buckets (a refill that lands at 0.9999999999). */
 const EPSILON = 1e-9;
 
@@ -102,21 +100,41 @@ export interface KeyBook {
   adaptive?: number;
   /** When the rate was last cut: 429s on leases granted then or before do not cut again. */
   cutAt: number;
-  /** Observed sending rate, requests per ms (exponentially weighted), and when it was updated. */
-  sendRate: number;
-  sendRateAt: number;
+  /**
+   * Where the window that measures the server's rate began (keyLearn.ts): the grant time of the
+   * key's first request (`drained` false: the server's bucket was full) or of the last 429 that
+   * measured (empty then); undefined before the first grant.
+   */
+  mark?: { at: number; drained: boolean };
+  /** The requests granted since the mark that the server admitted (answered with anything but a 429). */
+  admitted: number;
+  /**
+   * A 429 ended the window (on a request granted at `sentAt`); it is measured once every request
+   * granted before it has been answered.
+   */
+  closing?: { sentAt: number };
+  /** The server's request rate (rpm) measured between two 429s, when nothing states it. */
+  measured?: number;
+  /** What the server admitted from the first grant to the first 429 (its burst and its rate). */
+  firstWindow?: { admitted: number; spanMs: number };
+  /** The server's burst (requests), learned from the first window once the rate is measured. */
+  learnedBurst?: number;
   /** No grant before this time (the server said nothing remains and gave no rate to pace at). */
   pausedUntil: number;
   /** No grant before this time (the server answered 429). */
   backoffUntil: number;
-  /** Consecutive 429s, for the doubling backoff; a success resets it. */
+  /** The part of the backoff the server asked for (Retry-After): nothing ends it sooner. */
+  retryAfterUntil: number;
+  /** Consecutive 429s (a success resets it): the second against a known rate cuts it. */
   strikes: number;
   /**
    * The 429s met since the last other answer (a success or an error), and when the first of them
    * came; undefined while the last answer was not a 429. What sets a key aside; `due`: its time
-   * is up, and the next 429 does.
+   * is up, and the next 429 does. `last`: when the last one came. `waves`: the backoff doubles
+   * per wave, the 429s on leases granted after the last one came: requests already out when the
+   * first came back were sent before anyone knew, and do not double it again.
    */
-  limited?: { since: number; responses: number; due?: boolean };
+  limited?: { since: number; responses: number; due?: boolean; last: number; waves: number };
   /** Leases out, by lease id (`leasesOut` of them). */
   leases: LeaseTable<LeaseRecord>;
   leasesOut: number;
@@ -140,10 +158,10 @@ export function newBook(limits: KeyLimits, now: number, probation = false): KeyB
     input: { level: 0, want: 1, peakRemaining: 0, added: 0 },
     output: { level: 0, want: 1, peakRemaining: 0, added: 0 },
     cutAt: -Infinity,
-    sendRate: 0,
-    sendRateAt: now,
+    admitted: 0,
     pausedUntil: now,
     backoffUntil: now,
+    retryAfterUntil: now,
     strikes: 0,
     leases: LeaseTable.empty(),
     leasesOut: 0,
@@ -173,8 +191,7 @@ function marginOf(book: KeyBook, lane: Lane): number {
   const ceiling = ceilingOf(book, lane);
   if (lane !== 'requests' || ceiling === undefined) return 0;
   const margin = (ceiling * JITTER_MS) / MINUTE_MS;
-  const burst = book.limits.burst?.[STATED[lane]];
-  return (burst ?? Math.max(1, ceiling / 60)) >= 1 + margin ? margin : 0;
+  return capacityOf(book, lane) >= 1 + margin ? margin : 0;
 }
 
 /** The share of its limit a lane paces at: all of it where a margin fits in the bucket. */
@@ -198,15 +215,15 @@ export function rateSourceOf(book: KeyBook): RateSource {
 }
 
 /**
- * The bucket's capacity: the plan's burst, else one second of the limit in force, at least 1: the
- * server's own bucket. A lane paced below its limit refills slower than the server's, so it never
+ * The bucket's capacity: the plan's burst, else the burst learned from the server's first window
+ * (requests, keyLearn.ts), else one second of the limit in force, at least 1: the server's own bucket. A lane paced below its limit refills slower than the server's, so it never
  * stands above it; and one that held less (a second of its pace) would find itself full, for a
  * request larger than the bucket, before the server's bucket is (after a learned limit lowers it).
  */
 export function capacityOf(book: KeyBook, lane: Lane): number {
   const ceiling = ceilingOf(book, lane);
   if (ceiling === undefined) return 0;
-  const burst = book.limits.burst?.[STATED[lane]];
+  const burst = book.limits.burst?.[STATED[lane]] ?? (lane === 'requests' ? book.learnedBurst : undefined);
   return burst ?? Math.max(1, ceiling / 60);
 }
 
@@ -304,14 +321,13 @@ export function grant(book: KeyBook, leaseId: string, request: LeaseRequest): Ke
   if (holds(book, leaseId)) return book;
   const addedAt = { requests: book.requests.added, input: book.input.added, output: book.output.added };
   const record: LeaseRecord = { leaseId, grantedAt: book.at, inputTokens: request.inputTokens, outputTokens: request.outputTokens, addedAt };
-  const elapsed = Math.max(0, book.at - book.sendRateAt);
   return {
     ...book,
     requests: debit(book, 'requests', 1, 1),
     input: debit(book, 'input', record.inputTokens, record.inputTokens),
     output: debit(book, 'output', record.outputTokens, record.outputTokens),
-    sendRate: book.sendRate * Math.exp(-elapsed / SEND_RATE_TAU_MS) + 1 / SEND_RATE_TAU_MS,
-    sendRateAt: book.at,
+    // The first grant opens the window that measures the server's rate (keyLearn.ts).
+    mark: book.mark ?? { at: book.at, drained: false },
     leases: book.leases.with(record),
     leasesOut: book.leasesOut + 1,
   };

@@ -9,18 +9,17 @@ import {
   BACKOFF_MAX_MS,
   capacityOf,
   CUT_KNOWN,
-  CUT_UNKNOWN,
   limitOf,
   MIN_ADAPTIVE_RPM,
   MINUTE_MS,
   rateOf,
-  SEND_RATE_TAU_MS,
   shareOf,
   type KeyBook,
   type Lane,
   type LaneBook,
   type LeaseRecord,
 } from './keyLimits.js';
+import { learnFrom429, probeUp } from './keyLearn.js';
 import type { LeaseOutcome, RateLimitHint, Usage } from './protocol.js';
 
 /**
@@ -32,6 +31,8 @@ export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): 
   const lease = book.leases.get(leaseId);
   if (lease === undefined) return book;
   let next: KeyBook = { ...book, leases: book.leases.without(leaseId), leasesOut: book.leasesOut - 1 };
+  // The server took it: one more for the window that measures its rate, if it was sent in it.
+  if ((outcome.kind === 'ok' || outcome.kind === 'error') && inWindow(book, lease.grantedAt)) next.admitted = book.admitted + 1;
   // Any answer but a 429 ends a run of nothing but 429s.
   if ((outcome.kind === 'ok' || outcome.kind === 'error') && next.limited !== undefined) next = { ...next, limited: undefined };
   switch (outcome.kind) {
@@ -40,7 +41,7 @@ export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): 
       next = learn(next, outcome.rateLimit);
       if (next.strikes !== 0 || !next.proven) next = { ...next, strikes: 0, proven: true };
       if (outcome.sentAt !== undefined && outcome.sentAt > lease.grantedAt) next = sentLate(next, lease.grantedAt, outcome.sentAt);
-      if (lease.grantedAt > next.cutAt) next = raise(next);
+      if (lease.grantedAt > next.cutAt) next = limitOf(next, 'requests') === undefined ? probeUp(next) : raise(next);
       break;
     case 'error':
       // Without usage we cannot know the input was not processed: keep it; no output was counted.
@@ -53,14 +54,21 @@ export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): 
       // A 429 is refused before processing: the server charged nothing; the request slot stays spent.
       next = learn(settle(next, lease, 0, 0, false), outcome.rateLimit);
       const strikes = next.strikes + 1;
-      const until = next.at + rateLimitDelay(strikes, outcome.retryAfterMs);
-      const limited = { ...next.limited, since: next.limited?.since ?? next.at, responses: (next.limited?.responses ?? 0) + 1 };
+      const sameWave = next.limited !== undefined && lease.grantedAt < next.limited.last;
+      const waves = (next.limited?.waves ?? 0) + (sameWave ? 0 : 1);
+      const until = next.at + rateLimitDelay(waves, outcome.retryAfterMs);
+      const limited = { ...next.limited, since: next.limited?.since ?? next.at, responses: (next.limited?.responses ?? 0) + 1, last: next.at, waves };
       next = { ...next, strikes, backoffUntil: Math.max(next.backoffUntil, until), proven: true, limited };
+      if (outcome.retryAfterMs !== undefined) next.retryAfterUntil = Math.max(next.retryAfterUntil, until);
       // Against a stated or learned rate one 429 is more likely jitter (a request that reached
       // the server a few ms early) than a wrong rate, and its backoff already answers it: the
       // rate is cut on the second 429 in a row. With no rate known, on the first.
-      const known = rateOf(next, 'requests') !== undefined && next.adaptive === undefined;
-      if (lease.grantedAt > next.cutAt && (!known || strikes >= 2)) next = cut(next);
+      if (lease.grantedAt <= next.cutAt) break; // sent at the rate before the last cut: no second cut
+      if (limitOf(next, 'requests') === undefined) {
+        // The first 429 of a wave closes the window, once the requests sent before it are answered.
+        if (next.closing === undefined) next = { ...next, closing: { sentAt: lease.grantedAt } };
+      }
+      else if (next.adaptive !== undefined || strikes >= 2) next = cut(next);
       break;
     }
     case 'unused':
@@ -70,24 +78,52 @@ export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): 
     case 'auth':
       break;
   }
+  return next.closing === undefined ? next : closeWindow(next);
+}
+
+/** Whether a request granted at `grantedAt` counts in the window now open (keyLearn.ts). */
+function inWindow(book: KeyBook, grantedAt: number): boolean {
+  return book.mark !== undefined && grantedAt >= book.mark.at && (book.closing === undefined || grantedAt <= book.closing.sentAt);
+}
+
+/**
+ * Measures the window a 429 ended once every request granted before it has been answered (a 429
+ * comes back sooner than the answers the server admitted before it). A window that measured the
+ * rate leaves the key paced under it with an empty bucket: the pace spaces the next request, and
+ * a backoff on top would only idle it (while the server's bucket, full, lost refill). The
+ * server's own Retry-After still counts.
+ */
+function closeWindow(book: KeyBook): KeyBook {
+  const closing = book.closing!;
+  for (const lease of book.leases) if (lease.grantedAt <= closing.sentAt) return book;
+  let next = learnFrom429({ ...book, closing: undefined }, closing.sentAt);
+  // Ended a moment ago (not at `at`: a Retry-After of 0 still waits for its timer), unless the
+  // server asked for longer: then the key leaves its backoff at once.
+  if (next.cutAt !== book.cutAt && next.backoffUntil >= next.at && next.retryAfterUntil < next.at) next = { ...next, backoffUntil: next.at - 1 };
   return next;
 }
 
 /**
- * Multiplicative decrease: the request rate drops to a share of the rate that met the 429 (the
- * paced rate, or the observed one when none was known). One cut per round: 429s on leases
- * granted before this cut were sent at the old rate and do not cut again.
+ * Multiplicative decrease against a stated or learned rate: the request rate drops to 70% of the
+ * rate that met the 429s. One cut per round: 429s on leases granted before this cut were sent at
+ * the old rate and do not cut again.
  */
 function cut(book: KeyBook): KeyBook {
-  const paced = rateOf(book, 'requests');
-  const observed = book.sendRate * Math.exp(-Math.max(0, book.at - book.sendRateAt) / SEND_RATE_TAU_MS) * MINUTE_MS;
-  const from = paced !== undefined ? paced / shareOf(book, 'requests') : observed;
-  const share = paced !== undefined ? CUT_KNOWN : CUT_UNKNOWN;
-  const adaptive = Math.max(MIN_ADAPTIVE_RPM, from * share);
-  const next: KeyBook = { ...book, adaptive, cutAt: book.at };
-  // A bucket that was not paced before starts full: the backoff already waits out this 429.
-  const level = paced === undefined ? capacityOf(next, 'requests') : Math.min(next.requests.level, capacityOf(next, 'requests'));
-  return { ...next, requests: { ...next.requests, level } };
+  const paced = rateOf(book, 'requests')!;
+  const adaptive = Math.max(MIN_ADAPTIVE_RPM, (paced / shareOf(book, 'requests')) * CUT_KNOWN);
+  return learned(book, { ...book, adaptive, cutAt: book.at });
+}
+
+/**
+ * The request bucket after the rate moved from `before` to `after`: a bucket that was not paced
+ * starts full (the backoff already waits out this 429); one that was keeps its level, within the
+ * new capacity.
+ */
+function learned(before: KeyBook, after: KeyBook): KeyBook {
+  if (after === before) return after;
+  const capacity = capacityOf(after, 'requests');
+  const level = rateOf(before, 'requests') === undefined && after.cutAt !== before.cutAt ? capacity : Math.min(after.requests.level, capacity);
+  return level === after.requests.level ? after : { ...after, requests: { ...after.requests, level } };
 }
 
 /**

@@ -68,6 +68,8 @@ export interface SimSpec {
   faults?: { http500?: number; http529?: number; reset?: number; stall?: number; streamError?: number };
   /** How long a stalled request hangs. Default 120000. */
   stallMs?: number;
+  /** false: no rate-limit headers and no retry-after (the limits are enforced the same). Default true. */
+  headers?: boolean;
 }
 
 /** USD per million tokens. */

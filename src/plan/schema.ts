@@ -128,6 +128,7 @@ export const SimSchema = z.strictObject({
     .strictObject({ http500: rate().optional(), http529: rate().optional(), reset: rate().optional(), stall: rate().optional(), streamError: rate().optional() })
     .optional(),
   stallMs: durationMs().optional(),
+  headers: z.boolean().optional(),
 });
 
 export const ProviderSchema = z.strictObject({

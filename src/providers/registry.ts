@@ -153,6 +153,7 @@ function embeddedSim(spec: ProviderSpec, secrets: readonly string[], options: Re
       },
       ...(sim?.faults ? { faults: sim.faults } : {}),
       ...(sim?.stallMs !== undefined ? { stallMs: sim.stallMs } : {}),
+      ...(sim?.headers !== undefined ? { headers: sim.headers } : {}),
       now: options.now,
     }).then(
       (server) => ({ server, adapter: simAdapter(spec, server.url, options.now) }),

@@ -14,7 +14,7 @@ export const SIM_HELP = `swarmstate sim: a simulated Anthropic + OpenAI API on 1
 
 Usage:
   swarmstate sim [--port 8787] [--seed n] [--keys k1,k2] [--rpm n] [--itpm n] [--otpm n]
-                 [--fault-rate x] [--ttft ms] [--tps n]
+                 [--fault-rate x] [--ttft ms] [--tps n] [--no-headers]
 
 Options:
   --port <n>        Port (0: any free one). Default 8787.
@@ -27,6 +27,8 @@ Options:
                     mid-stream errors. Default 0.
   --ttft <ms>       Time to first token. Default 0.
   --tps <n>         Output tokens per second. Default: unlimited.
+  --no-headers      Say nothing about the limits: no rate-limit headers, no retry-after on a
+                    429 (the limits are enforced the same).
   -h, --help        This help.
 Endpoints: POST /v1/messages, POST /v1/chat/completions, GET /stats. Docs: docs/sim.md`;
 
@@ -62,6 +64,7 @@ export async function simCommand(argv: string[], io: SimCommandIO = { out: proce
         'fault-rate': { type: 'string' },
         ttft: { type: 'string' },
         tps: { type: 'string' },
+        'no-headers': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
     }));
@@ -102,7 +105,7 @@ export async function simCommand(argv: string[], io: SimCommandIO = { out: proce
 
   const share = faultRate / 4;
   const faults: SimFaults = { http500: share, http529: share, reset: share, streamError: share };
-  const options: SimOptions = { port, seed, faults, latency: { ttftMs, tokensPerSecond } };
+  const options: SimOptions = { port, seed, faults, latency: { ttftMs, tokensPerSecond }, headers: !values['no-headers'] };
   if (secrets) options.keys = Object.fromEntries(secrets.map((k) => [k, limits]));
   let sim;
   try {

@@ -24,6 +24,8 @@ export interface Config {
   minCacheTokens: number;
   contextWindow: number;
   now: () => number;
+  /** Rate-limit headers and Retry-After sent (SimOptions.headers). */
+  headers: boolean;
 }
 
 /** @throws TypeError naming the option that is out of range. */
@@ -73,5 +75,10 @@ export function resolveConfig(options: SimOptions): Config {
     minCacheTokens: nonNegative(options.minCacheTokens, 'minCacheTokens', 1024),
     contextWindow: nonNegative(options.contextWindow, 'contextWindow', 200_000),
     now,
+    headers: options.headers === undefined ? true : typeof options.headers === 'boolean' ? options.headers : badHeaders(options.headers),
   };
+}
+
+function badHeaders(value: unknown): never {
+  throw new TypeError(`startSim: headers must be true or false, got ${String(value)}`);
 }

@@ -333,13 +333,14 @@ class Simulator {
   }
 
   private headers(x: Exchange, contentType: string): Record<string, string> {
-    return { 'content-type': contentType, [x.protocol.requestIdHeader]: x.requestId, ...(x.limiter ? x.protocol.rateLimitHeaders(x.limiter.report(), this.config.now()) : {}) };
+    const limits = x.limiter && this.config.headers ? x.protocol.rateLimitHeaders(x.limiter.report(), this.config.now()) : {};
+    return { 'content-type': contentType, [x.protocol.requestIdHeader]: x.requestId, ...limits };
   }
 
   private sendError(x: Exchange, error: SimHttpError & { fault?: SimFaultKind }): void {
     const { status, body } = x.protocol.error(error, x.requestId);
     const headers = this.headers(x, 'application/json');
-    if (error.retryAfterMs !== undefined) {
+    if (error.retryAfterMs !== undefined && this.config.headers) {
       headers['retry-after'] = String(Math.max(1, Math.ceil(error.retryAfterMs / 1000)));
       x.entry.retryAfterMs = error.retryAfterMs;
     }

@@ -63,6 +63,13 @@ export interface SimOptions {
   contextWindow?: number;
   /** Time source of the rate-limit buckets, cache TTLs and the request log. Default Date.now. */
   now?: () => number;
+  /**
+   * Whether the server says anything about its limits. Default true: `anthropic-ratelimit-*` /
+   * `x-ratelimit-*` headers on every answer and `retry-after` on a 429. false: neither (many
+   * OpenAI-compatible gateways and self-hosted servers): a client learns the limits from its 429s
+   * alone. The limits are enforced the same either way.
+   */
+  headers?: boolean;
 }
 
 /** A running simulator. */

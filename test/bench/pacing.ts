@@ -29,15 +29,33 @@ export interface Scenario {
   /** Keys the server refuses (401): the last ones of the list. */
   revoked: number;
   rpm: number;
-  /** The plan states the limits (else the runtime has only the headers and the 429s). */
+  /** The server's bucket (requests); default one second of `rpm`, at least 1. */
+  burst?: number;
+  /** The plan states the limits (`rpm`, and `burst` when `statedBurst`); else the runtime has only the headers and the 429s. */
   stated: boolean;
+  statedBurst?: boolean;
+  /** The server sends rate-limit headers and Retry-After (false: `headers: false`, it says nothing). */
+  headers: boolean;
+  /** The share of 429s the goal allows swarmstate. */
+  maxShare: number;
+  /** Makespan over the bound the goal allows swarmstate. */
+  maxOverBound: number;
 }
 
+const BASE: Scenario[] = [
+  { name: 'stated', what: '120 tasks, 3 keys, limits stated', tasks: 120, keys: 3, revoked: 0, rpm: 300, stated: true, headers: true, maxShare: 0.02, maxOverBound: 1.15 },
+  { name: 'unknown', what: '120 tasks, 2 keys, limits unknown', tasks: 120, keys: 2, revoked: 0, rpm: 300, stated: false, headers: true, maxShare: 0.1, maxOverBound: 1.15 },
+  { name: 'revoked', what: '120 tasks, 3 keys, one revoked, limits stated', tasks: 120, keys: 3, revoked: 1, rpm: 300, stated: true, headers: true, maxShare: 0.02, maxOverBound: 1.15 },
+  { name: 'wide', what: '400 tasks, 4 keys, limits unknown', tasks: 400, keys: 4, revoked: 0, rpm: 300, stated: false, headers: true, maxShare: 0.1, maxOverBound: 1.15 },
+];
+
+/** Each base scenario with headers, then without (nothing announced), then the cases of issue 27. */
 export const SCENARIOS: Scenario[] = [
-  { name: 'stated', what: '120 tasks, 3 keys, limits stated', tasks: 120, keys: 3, revoked: 0, rpm: 300, stated: true },
-  { name: 'unknown', what: '120 tasks, 2 keys, limits unknown (headers only)', tasks: 120, keys: 2, revoked: 0, rpm: 300, stated: false },
-  { name: 'revoked', what: '120 tasks, 3 keys, one revoked, limits stated', tasks: 120, keys: 3, revoked: 1, rpm: 300, stated: true },
-  { name: 'wide', what: '400 tasks, 4 keys, limits unknown', tasks: 400, keys: 4, revoked: 0, rpm: 300, stated: false },
+  ...BASE,
+  ...BASE.map((s) => ({ ...s, name: `${s.name}-quiet`, what: `${s.what}, no headers`, headers: false, ...(s.stated ? {} : { maxShare: 0.1 }) })),
+  { name: 'quiet-200', what: '400 tasks, 4 keys at 200 rpm (burst 10), nothing stated, no headers', tasks: 400, keys: 4, revoked: 0, rpm: 200, burst: 10, stated: false, headers: false, maxShare: 0.1, maxOverBound: 1.15 },
+  { name: 'quiet-revoked', what: '120 tasks, 3 keys at 120 rpm, one revoked, nothing stated, no headers', tasks: 120, keys: 3, revoked: 1, rpm: 120, stated: false, headers: false, maxShare: 0.1, maxOverBound: 1.15 },
+  { name: 'burst', what: '300 tasks, 3 keys at 200 rpm (burst 10), rpm and burst stated', tasks: 300, keys: 3, revoked: 0, rpm: 200, burst: 10, stated: true, statedBurst: true, headers: true, maxShare: 0.02, maxOverBound: 1.05 },
 ];
 
 const TTFT_MS = 150;
@@ -57,7 +75,8 @@ async function onSim(s: Scenario, seed: number, program: (url: string, keys: str
   const valid = keys.slice(0, s.keys - s.revoked);
   const sim: SimServer = await startSim({
     seed,
-    keys: Object.fromEntries(valid.map((k) => [k, { rpm: s.rpm }])),
+    keys: Object.fromEntries(valid.map((k) => [k, { rpm: s.rpm, ...(s.burst !== undefined ? { burst: { rpm: s.burst } } : {}) }])),
+    headers: s.headers,
     latency: { ttftMs: TTFT_MS, tokensPerSecond: 2_000 },
     faults: FAULTS,
   });
@@ -76,7 +95,7 @@ async function swarmstate(s: Scenario, url: string, keys: string[]): Promise<num
   const swarm = createSwarm({ seed: 1, store: false });
   try {
     const result = await swarm.run({
-      providers: { p: { type: 'sim', baseURL: url, keys, ...(s.stated ? { limits: { rpm: s.rpm } } : {}) } },
+      providers: { p: { type: 'sim', baseURL: url, keys, ...(s.stated ? { limits: { rpm: s.rpm, ...(s.statedBurst ? { burst: { rpm: s.burst } } : {}) } } : {}) } },
       models: { fast: { provider: 'p', model: 'sim-fast', maxTokens: MAX_TOKENS } },
       tasks: Array.from({ length: s.tasks }, (_, i) => ({ id: `t${i}`, model: 'fast', prompt: prompt(i) })),
     }).result;
@@ -113,11 +132,13 @@ async function sdk(s: Scenario, url: string, keys: string[]): Promise<number> {
 /** max(one call, (N - total burst) / total rate) over the keys the server accepts. */
 export function lowerBoundMs(s: Scenario): number {
   const live = s.keys - s.revoked;
-  const burst = Math.max(1, s.rpm / 60);
+  const burst = s.burst ?? Math.max(1, s.rpm / 60);
   return Math.max(TTFT_MS, ((s.tasks - live * burst) / (live * s.rpm)) * 60_000);
 }
 
-const PROGRAMS = { swarmstate, langgraph, sdk } as const;
+const ALL = { swarmstate, langgraph, sdk } as const;
+/** `PACING_PROGRAMS=swarmstate` runs only those (for a quick look; the table needs all three). */
+const PROGRAMS = Object.fromEntries(Object.entries(ALL).filter(([name]) => !process.env.PACING_PROGRAMS || process.env.PACING_PROGRAMS.split(',').includes(name)));
 /** Runs per program and scenario (`PACING_REPS`); the median stands. */
 const REPS = Math.max(1, Number(process.env.PACING_REPS ?? 3));
 
@@ -125,7 +146,7 @@ async function main(names: string[]) {
   countTokens('warm up'); // the simulator's tokenizer loads once per process: not in the first program's time
   // Each program once on a small plan with no limits, so no program pays the process's JIT warm-up
   // (or its libraries' first load) inside a measured run.
-  const warm: Scenario = { name: 'warm-up', what: '', tasks: 10, keys: 2, revoked: 0, rpm: 60_000, stated: false };
+  const warm: Scenario = { name: 'warm-up', what: '', tasks: 10, keys: 2, revoked: 0, rpm: 60_000, stated: false, headers: true, maxShare: 1, maxOverBound: Infinity };
   for (const program of Object.values(PROGRAMS)) await onSim(warm, 1, (url, keys) => program(warm, url, keys));
   const out: Record<string, Record<string, Outcome & { boundMs: number; makespansMs: number[]; completedRuns: number[] }>> = {};
   for (const s of SCENARIOS.filter((x) => names.length === 0 || names.includes(x.name))) {

@@ -331,18 +331,6 @@ describe('keyMachine: limits', () => {
     expect(ok({ outputTokensRemaining: 5_000 }).output.level).toBe(990); // never raised
   });
 
-  it('with nothing known, a 429 cuts from the observed sending rate', () => {
-    let book = newBook({}, 0);
-    for (let i = 0; i < 50; i++) {
-      book = advance(book, i * 100); // 10 a second = 600 rpm
-      book = grant(book, `g${i}`, request());
-    }
-    expect(rateOf(book, 'requests')).toBeUndefined();
-    book = release(book, 'g49', { kind: 'rate_limited' });
-    expect(book.adaptive).toBeGreaterThan(150);
-    expect(book.adaptive).toBeLessThan(300);
-  });
-
   it('ignores a release of an unknown lease but still tells its parent where it is', () => {
     const h = harness({ concurrency: 1 });
     h.grant('a');

@@ -247,7 +247,9 @@ describe('keyMachine: properties', () => {
         const out: Sent[] = [];
         const sent: Sent[] = [];
         // The model: what the key must respect, from what it was told.
-        let strikes = 0; // 429s since the last success
+        let waves = 0; // 429s since the last other answer, on requests sent after the one before came back
+        let last429At = -Infinity;
+        let retryUntil = 0; // the latest end of a wait the server asked for (Retry-After)
         let backoffUntil = 0;
         let pausedUntil = 0;
         let limitedSince: number | undefined; // the first 429 since the last success or error
@@ -334,18 +336,28 @@ describe('keyMachine: properties', () => {
                 }
               }
             }
-            if (kind === 'ok') strikes = 0;
-            if (kind === 'ok' || kind === 'error') limitedSince = undefined;
+            if (kind === 'ok' || kind === 'error') {
+              limitedSince = undefined;
+              waves = 0;
+            }
             if (kind === 'rate_limited') {
-              strikes++;
+              // A 429 on a request sent before the last one came back is of the same wave: it does not double the wait.
+              if (lease.at >= last429At || limitedSince === undefined) waves++;
               limitedSince ??= now;
-              // The server's wait when it gave one (0 too), else 1 s doubling per 429 in a row, at most 60 s.
-              const wait = said.retryAfterMs ?? Math.min(60_000, 1_000 * 2 ** (strikes - 1));
+              last429At = now;
+              // The server's wait when it gave one (0 too), else 1 s doubling per wave of 429s, at most 60 s.
+              const wait = said.retryAfterMs ?? Math.min(60_000, 1_000 * 2 ** (waves - 1));
               backoffUntil = Math.max(backoffUntil, now + wait);
+              if (said.retryAfterMs !== undefined) retryUntil = Math.max(retryUntil, now + said.retryAfterMs);
               seen.add(said.retryAfterMs === undefined ? 'no retry-after' : said.retryAfterMs === 0 ? 'retry-after 0' : 'retry-after');
             }
             lease.end = { at: now, seq: seq++, outcome };
+            const cutBefore = h.ref.getSnapshot().context.cutAt;
             h.release(lease.leaseId, outcome);
+            // With no rate stated or learned, a window that set the pace (machines/keyLearn.ts)
+            // may end the backoff early, never before a wait the server asked for.
+            const after = h.ref.getSnapshot().context;
+            if (after.cutAt !== cutBefore && limits.rpm === undefined && !learned.requests && retryUntil < now) backoffUntil = Math.min(backoffUntil, now);
             if (kind === 'rate_limited') cutMayHappen = true;
             if (kind === 'auth') seen.add('revoked');
             if (revoking) revokeFrom = Infinity;
@@ -436,7 +448,7 @@ describe('keyMachine: properties', () => {
       'rate learned': 0.25,
       'learned rate bounds the sends': 0.12,
       'rate cut': 0.35,
-      'rate raised': 0.12,
+      'rate raised': 0.05,
       'retry-after': 0.5,
       'retry-after 0': 0.18,
       'no retry-after': 0.3,

@@ -264,6 +264,25 @@ describe('rate limits', () => {
     expect(tooBig.json.error.message).toMatch(new RegExp(`needs ${countTokens(big) + 4} input tokens, more than this key's limit of 4000`));
   });
 
+  it('headers: false says nothing about the limits (no rate-limit headers, no retry-after) and enforces them the same', async () => {
+    const clock = manualClock();
+    const s = await sim({ keys: { 'sk-quiet': { rpm: 120, burst: { rpm: 2 } } }, now: clock.now, headers: false });
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const anthropic = await post(messages(s), messagesBody('hi'), { key: 'sk-quiet' });
+      statuses.push(anthropic.status);
+      expect([...anthropic.headers.keys()].filter((h) => h.includes('ratelimit') || h === 'retry-after')).toEqual([]);
+    }
+    expect(statuses).toEqual([200, 200, 429]); // the burst of 2, then the bucket is empty
+    const openai = await post(chat(s), chatBody('hi'), { bearer: 'sk-quiet' });
+    expect(openai.status).toBe(429);
+    expect([...openai.headers.keys()].filter((h) => h.includes('ratelimit') || h === 'retry-after')).toEqual([]);
+    clock.advance(500); // one request refills at 120 rpm
+    expect((await post(messages(s), messagesBody('hi'), { key: 'sk-quiet' })).status).toBe(200);
+    expect(s.stats().log.filter((l) => l.status === 429).map((l) => l.retryAfterMs)).toEqual([undefined, undefined]);
+    await expect(sim({ headers: 'no' as unknown as boolean })).rejects.toThrow('startSim: headers must be true or false, got no');
+  });
+
   it('sends no rate-limit headers for keys without limits', async () => {
     const s = await sim();
     const res = await post(messages(s), messagesBody('hi'), { key: 'whatever' });
