@@ -20,45 +20,8 @@ import pLimit from 'p-limit';
 import { createSwarm } from '../../src/index.js';
 import { startSim, type SimServer } from '../../src/sim/index.js';
 import { countTokens } from '../../src/sim/tokenizer.js';
+import { lowerBoundMs, SCENARIOS, TTFT_MS, type Scenario } from './pacingScenarios.js';
 
-export interface Scenario {
-  name: string;
-  what: string;
-  tasks: number;
-  keys: number;
-  /** Keys the server refuses (401): the last ones of the list. */
-  revoked: number;
-  rpm: number;
-  /** The server's bucket (requests); default one second of `rpm`, at least 1. */
-  burst?: number;
-  /** The plan states the limits (`rpm`, and `burst` when `statedBurst`); else the runtime has only the headers and the 429s. */
-  stated: boolean;
-  statedBurst?: boolean;
-  /** The server sends rate-limit headers and Retry-After (false: `headers: false`, it says nothing). */
-  headers: boolean;
-  /** The share of 429s the goal allows swarmstate. */
-  maxShare: number;
-  /** Makespan over the bound the goal allows swarmstate. */
-  maxOverBound: number;
-}
-
-const BASE: Scenario[] = [
-  { name: 'stated', what: '120 tasks, 3 keys, limits stated', tasks: 120, keys: 3, revoked: 0, rpm: 300, stated: true, headers: true, maxShare: 0.02, maxOverBound: 1.15 },
-  { name: 'unknown', what: '120 tasks, 2 keys, limits unknown', tasks: 120, keys: 2, revoked: 0, rpm: 300, stated: false, headers: true, maxShare: 0.1, maxOverBound: 1.15 },
-  { name: 'revoked', what: '120 tasks, 3 keys, one revoked, limits stated', tasks: 120, keys: 3, revoked: 1, rpm: 300, stated: true, headers: true, maxShare: 0.02, maxOverBound: 1.15 },
-  { name: 'wide', what: '400 tasks, 4 keys, limits unknown', tasks: 400, keys: 4, revoked: 0, rpm: 300, stated: false, headers: true, maxShare: 0.1, maxOverBound: 1.15 },
-];
-
-/** Each base scenario with headers, then without (nothing announced), then the cases of issue 27. */
-export const SCENARIOS: Scenario[] = [
-  ...BASE,
-  ...BASE.map((s) => ({ ...s, name: `${s.name}-quiet`, what: `${s.what}, no headers`, headers: false, ...(s.stated ? {} : { maxShare: 0.1 }) })),
-  { name: 'quiet-200', what: '400 tasks, 4 keys at 200 rpm (burst 10), nothing stated, no headers', tasks: 400, keys: 4, revoked: 0, rpm: 200, burst: 10, stated: false, headers: false, maxShare: 0.1, maxOverBound: 1.15 },
-  { name: 'quiet-revoked', what: '120 tasks, 3 keys at 120 rpm, one revoked, nothing stated, no headers', tasks: 120, keys: 3, revoked: 1, rpm: 120, stated: false, headers: false, maxShare: 0.1, maxOverBound: 1.15 },
-  { name: 'burst', what: '300 tasks, 3 keys at 200 rpm (burst 10), rpm and burst stated', tasks: 300, keys: 3, revoked: 0, rpm: 200, burst: 10, stated: true, statedBurst: true, headers: true, maxShare: 0.02, maxOverBound: 1.05 },
-];
-
-const TTFT_MS = 150;
 const FAULTS = { http500: 0.02, http529: 0.02, reset: 0.01 };
 const MAX_TOKENS = 64;
 const prompt = (i: number) => `Write one sentence about product ${i}.`;
@@ -129,13 +92,6 @@ async function sdk(s: Scenario, url: string, keys: string[]): Promise<number> {
   return results.filter((r) => r.status === 'fulfilled').length;
 }
 
-/** max(one call, (N - total burst) / total rate) over the keys the server accepts. */
-export function lowerBoundMs(s: Scenario): number {
-  const live = s.keys - s.revoked;
-  const burst = s.burst ?? Math.max(1, s.rpm / 60);
-  return Math.max(TTFT_MS, ((s.tasks - live * burst) / (live * s.rpm)) * 60_000);
-}
-
 const ALL = { swarmstate, langgraph, sdk } as const;
 /** `PACING_PROGRAMS=swarmstate` runs only those (for a quick look; the table needs all three). */
 const PROGRAMS = Object.fromEntries(Object.entries(ALL).filter(([name]) => !process.env.PACING_PROGRAMS || process.env.PACING_PROGRAMS.split(',').includes(name)));
@@ -148,7 +104,7 @@ async function main(names: string[]) {
   // (or its libraries' first load) inside a measured run.
   const warm: Scenario = { name: 'warm-up', what: '', tasks: 10, keys: 2, revoked: 0, rpm: 60_000, stated: false, headers: true, maxShare: 1, maxOverBound: Infinity };
   for (const program of Object.values(PROGRAMS)) await onSim(warm, 1, (url, keys) => program(warm, url, keys));
-  const out: Record<string, Record<string, Outcome & { boundMs: number; makespansMs: number[]; completedRuns: number[] }>> = {};
+  const out: Record<string, Record<string, Outcome & { boundMs: number; makespansMs: number[]; completedRuns: number[]; rateLimitedRuns: number[]; requestsRuns: number[] }>> = {};
   for (const s of SCENARIOS.filter((x) => names.length === 0 || names.includes(x.name))) {
     // Each program REPS times, interleaved (so a busy moment of the machine falls on all of them);
     // the median run by makespan stands for the program.
@@ -164,7 +120,7 @@ async function main(names: string[]) {
     for (const [name, list] of Object.entries(runs)) {
       const sorted = [...list].sort((a, b) => a.makespanMs - b.makespanMs);
       const median = sorted[Math.floor(sorted.length / 2)]!;
-      out[s.name]![name] = { ...median, boundMs: lowerBoundMs(s), makespansMs: list.map((r) => r.makespanMs), completedRuns: list.map((r) => r.completed) };
+      out[s.name]![name] = { ...median, boundMs: lowerBoundMs(s), makespansMs: list.map((r) => r.makespanMs), completedRuns: list.map((r) => r.completed), rateLimitedRuns: list.map((r) => r.rateLimited), requestsRuns: list.map((r) => r.requests) };
     }
   }
   console.log(JSON.stringify(out));

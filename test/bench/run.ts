@@ -6,73 +6,10 @@ import { availableDrivers } from '../../src/store/driver.js';
 import { child, DOC, machineLine, writeSection } from './report.js';
 import { fnStepsBench } from './fnStepsTable.js';
 import { inflightBench } from './inflightTable.js';
+import { pacingBench } from './pacingTable.js';
 import { schedulerBench } from './schedulerTable.js';
 
 const benches: Record<string, () => void> = {
-  pacing() {
-    const out = child('test/bench/pacing.ts', []) as unknown as Record<string, Record<string, { completed: number; makespanMs: number; requests: number; rateLimited: number; boundMs: number; makespansMs: number[]; completedRuns: number[] }>>;
-    const programs = ['swarmstate', 'langgraph', 'sdk'] as const;
-    const label = { swarmstate: 'swarmstate', langgraph: 'LangGraph.js (ChatAnthropic, maxConcurrency 5)', sdk: 'Anthropic SDK + p-limit(5)' };
-    const what: Record<string, { what: string; tasks: number }> = {
-      stated: { what: '120 tasks, 3 keys, limits stated', tasks: 120 },
-      unknown: { what: '120 tasks, 2 keys, limits unknown (headers only)', tasks: 120 },
-      revoked: { what: '120 tasks, 3 keys, one revoked, limits stated', tasks: 120 },
-      wide: { what: '400 tasks, 4 keys, limits unknown', tasks: 400 },
-    };
-    const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-    const rows: string[] = [];
-    const goals: string[] = [];
-    const ok = (b: boolean) => (b ? 'yes' : '**NO**');
-    for (const [scenario, byProgram] of Object.entries(out)) {
-      const { what: desc, tasks } = what[scenario]!;
-      for (const p of programs) {
-        const r = byProgram[p]!;
-        rows.push(`| ${desc} | ${label[p]} | ${r.completedRuns.join(' / ')} of ${tasks} | ${s(r.makespanMs)} | ${r.makespansMs.map((m) => (m / 1000).toFixed(1)).join(' / ')} | ${s(r.boundMs)} | ${(r.makespanMs / r.boundMs).toFixed(2)}× | ${((100 * r.rateLimited) / r.requests).toFixed(1)}% (${r.rateLimited}) | ${(r.requests / tasks).toFixed(3)} |`);
-        console.log(`pacing ${scenario} ${p}: ${r.completed}/${tasks} ${s(r.makespanMs)} ${r.rateLimited}/${r.requests} 429`);
-      }
-      const me = byProgram.swarmstate!;
-      const share = me.rateLimited / me.requests;
-      const shareGoal = scenario === 'stated' || scenario === 'revoked' ? 0.02 : 0.1;
-      // A peer that lost a task in any run does not complete every task; the others are compared by median.
-      const peersBeaten = programs.slice(1).every((p) => byProgram[p]!.completedRuns.some((c) => c < tasks) || me.makespanMs < byProgram[p]!.makespanMs);
-      goals.push(`| ${desc} | ${me.completedRuns.join(' / ')} of ${tasks} completed; ${(100 * share).toFixed(1)}% 429s (goal ≤ ${shareGoal * 100}%); ${(me.makespanMs / me.boundMs).toFixed(2)}× bound (goal ≤ 1.15×); ${peersBeaten ? 'faster than every peer that completed every task in every run' : 'not faster than a peer that completed every task in every run'} | ${ok(me.completedRuns.every((c) => c === tasks) && share <= shareGoal && me.makespanMs <= 1.15 * me.boundMs && peersBeaten)} |`);
-    }
-    writeSection(
-      'pacing',
-      `## Pacing against documented rate limiters (issue 12)
-
-Three programs in one process, each run three times (interleaved: A B C A B C A B C, so a busy
-moment of this shared machine falls on all of them; the table shows the median run, and every
-run's makespan), each against a fresh simulator that enforces
-each key's 300 rpm as the providers document it: a token bucket refilling continuously, enforced
-over short intervals (a bucket of one second's worth, 5 requests), with faults (2% HTTP 500, 2%
-529, 1% connection reset). 150 ms to first token, 64 output tokens. swarmstate runs with its
-defaults (\`maxInFlight\` 5, retries 4); the peers are written as their users would: a LangGraph.js
-StateGraph whose node calls ChatAnthropic, \`graph.batch(..., { maxConcurrency: 5 })\`, and the
-official SDK with p-limit(5), both with keys round-robin and their libraries' default retries.
-The lower bound is max(one call, (tasks − total burst) / total rate) over the keys the server
-accepts. ${machineLine()}.
-
-| scenario | program | completed (each run) | makespan (median) | makespans of the 3 runs | lower bound | makespan / bound | 429s | requests per task |
-|---|---|---:|---:|---:|---:|---:|---:|---:|
-${rows.join('\n')}
-
-| scenario | swarmstate against the goals | met |
-|---|---|---|
-${goals.join('\n')}
-
-The peers lose tasks where a key is revoked (round-robin sends a third of the tasks to it) and,
-without pacing, where their retries run out against the buckets. swarmstate's keys pace at the
-full rate (stated, or learned from the first response's headers) and each grant leaves 50 ms of
-refill in the bucket for the jitter between grant and arrival, so the server refuses almost
-nothing, and a 429 is a wait that never uses a task's retries. The bound counts neither the last
-call's own duration (~190 ms here) nor the fault retries (~7% more requests, ~0.6 s at 15
-requests a second), which every program pays: about 1.11× is the floor in the stated scenario.
-A peer that fires at the server's full rate and retries its 429s at once (the SDK) reaches that
-floor too, so where it completes every task the two differ by noise: a peer counts as completing
-every task only if it did so in all three runs.`,
-    );
-  },
   scheduler: schedulerBench,
 
   tools() {
@@ -371,6 +308,7 @@ Most of the SDK's cost is the SDK's own span bookkeeping (ids, attributes, the p
   );
 };
 
+benches.pacing = pacingBench;
 benches.inflight = inflightBench;
 benches.fnSteps = fnStepsBench;
 
