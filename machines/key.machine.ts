@@ -54,6 +54,7 @@ import {
   type KeyBook,
   type RateSource,
 } from './keyLimits.js';
+import { adoptPeerRate } from './keyLearn.js';
 import { release } from './keyRelease.js';
 import type { KeyLimits, KeyState, LeaseOutcome, LeaseReply, LeaseRequest, RunEvent } from './protocol.js';
 
@@ -72,7 +73,9 @@ export interface KeyInput {
 /** What the pool sends its keys. `replyTo`: the agent that asked, told `LEASE.GRANTED` by the key. */
 export type KeyEvent =
   | { type: 'KEY.GRANT'; leaseId: string; request: LeaseRequest; replyTo: AnyActorRef }
-  | { type: 'KEY.RELEASE'; leaseId: string; outcome: LeaseOutcome };
+  | { type: 'KEY.RELEASE'; leaseId: string; outcome: LeaseOutcome }
+  /** Another key of the same provider measured its rate (rpm): a key with none measured starts from it. */
+  | { type: 'KEY.PEER_RATE'; rpm: number };
 
 /** What a key sends its parent (see the header for when). */
 export type KeyReply =
@@ -82,7 +85,9 @@ export type KeyReply =
    * (absent: no bound, a key that limits nothing).
    */
   | { type: 'KEY.STATE'; keyId: string; state: KeyState; until?: number; room?: number }
-  | { type: 'KEY.REJECTED'; keyId: string; leaseId: string; request: LeaseRequest };
+  | { type: 'KEY.REJECTED'; keyId: string; leaseId: string; request: LeaseRequest }
+  /** The key measured its request rate from its 429s (machines/keyLearn.ts): the pool passes it to the others. */
+  | { type: 'KEY.LEARNED'; keyId: string; rpm: number };
 
 /** The key's own timer: `maxRateLimitedMs` after the first 429 of a run of them. */
 type KeyTimer = { type: 'KEY.LIMITED_TOO_LONG' };
@@ -98,6 +103,8 @@ export interface KeyContext extends KeyBook {
   reportedRate?: { rpm: number | null; source: RateSource };
   /** Grants the pool may still send on what the key last told it (<= 0: it is owed a KEY.STATE if ready). */
   credit: number;
+  /** The measured rate last told the pool (`KEY.LEARNED`). */
+  told?: number;
 }
 
 /** What a `key:rate` event would say now: the paced request rate, rounded to 0.1 rpm. */
@@ -214,6 +221,14 @@ export const keyMachine = setup({
       const retryAfterMs = Math.max(0, context.backoffUntil - context.at);
       enqueueEffect(enqueue, { type: 'report', params: { type: 'key:backoff', keyId: context.keyId, retryAfterMs } });
     }),
+    /** The key measured its rate from its 429s: the pool passes it on to the other keys. */
+    shareLearned: enqueueActions(({ context, enqueue }) => {
+      if (context.measured === undefined || context.measured === context.told) return;
+      enqueue.assign({ told: context.measured });
+      enqueueEffect(enqueue, { type: 'tellPool', params: { type: 'KEY.LEARNED', keyId: context.keyId, rpm: context.measured } });
+    }),
+    /** Starts from the rate another key of the provider measured (its own measurement comes later). */
+    adoptPeerRate: assign(({ context, event, self }) => (event.type === 'KEY.PEER_RATE' ? adoptPeerRate(advance(context, nowOf(self)), event.rpm) : {})),
     reportRevoked: enqueueActions(({ context, enqueue }) => {
       enqueueEffect(enqueue, { type: 'report', params: { type: 'key:revoked', keyId: context.keyId } });
     }),
@@ -251,6 +266,7 @@ export const keyMachine = setup({
       event.type === 'KEY.RELEASE' &&
       context.state === 'ready' &&
       context.limited === undefined &&
+      context.closing === undefined &&
       unpaced(context) &&
       (event.outcome as { rateLimit?: unknown }).rateLimit === undefined,
     waitsForRelease: ({ context }) => waitsForRelease(context),
@@ -264,6 +280,9 @@ export const keyMachine = setup({
     rateLimitedPastDue: ({ context, event }) => event.type === 'KEY.RELEASE' && event.outcome.kind === 'rate_limited' && context.limited?.due === true,
     /** Read in `deciding`, after a sync: the backoff has not ended yet. */
     stillBackingOff: ({ context }) => context.backoffUntil > context.at,
+    /** Ready or paced, with no rate of its own: a peer's measured rate sets its pace. */
+    takesPeerRate: ({ context, event }) =>
+      event.type === 'KEY.PEER_RATE' && (context.state === 'ready' || context.state === 'saturated') && adoptPeerRate(context, event.rpm) !== context,
     /** A window measured the rate while the key backed off: its pace spaces the requests now (keyRelease.ts `closeWindow`). */
     backoffCleared: ({ context }) => context.backoffUntil < context.at,
   },
@@ -293,13 +312,14 @@ export const keyMachine = setup({
       { guard: 'authFailed', target: '.revoked', actions: 'release' },
       { guard: 'rateLimitedPastDue', target: '.setAside', actions: 'release' },
       // Re-entering backoff restarts its timer from the (never earlier) new backoffUntil.
-      { guard: 'rateLimited', target: '.backoff', actions: ['release', 'watchLimited', 'noteRate', 'reportBackoff'] },
+      { guard: 'rateLimited', target: '.backoff', actions: ['release', 'watchLimited', 'noteRate', 'shareLearned', 'reportBackoff'] },
       // The pool knows the key backs off, and a release does not move its end: nothing to tell.
-      { guard: 'inBackoff', actions: ['unwatchLimited', 'release', 'noteRate'] },
+      { guard: 'inBackoff', actions: ['unwatchLimited', 'release', 'noteRate', 'shareLearned'] },
       // Unpaced, no headers and no run of 429s to end: the rate cannot have moved either.
       { guard: 'releaseKeepsReady', actions: 'release' },
-      { target: '.deciding', actions: ['unwatchLimited', 'release', 'noteRate'] },
+      { target: '.deciding', actions: ['unwatchLimited', 'release', 'noteRate', 'shareLearned'] },
     ],
+    'KEY.PEER_RATE': { guard: 'takesPeerRate', target: '.deciding', actions: ['adoptPeerRate', 'noteRate'] },
     'KEY.LIMITED_TOO_LONG': [{ guard: 'refusing', target: '.setAside', actions: 'sync' }, { actions: 'markDue' }],
   },
   states: {

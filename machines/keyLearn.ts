@@ -37,7 +37,7 @@
  * A stated or learned (headers) rate is not this file's business: there keyRelease.ts cuts to 70%
  * on the second 429 in a row and raises additively.
  */
-import { MIN_ADAPTIVE_RPM, MINUTE_MS, type KeyBook } from './keyLimits.js';
+import { capacityOf, MIN_ADAPTIVE_RPM, MINUTE_MS, type KeyBook } from './keyLimits.js';
 
 /** A measured rate paces at this share of it: just under, so the server refuses almost nothing. */
 export const UNDER_MEASURED = 0.97;
@@ -66,6 +66,11 @@ export function learnFrom429(book: KeyBook, sentAt: number): KeyBook {
   const span = sentAt - mark.at;
   const admitted = book.admitted;
   const here = { mark: { at: sentAt, drained: true }, admitted: 0 };
+  if (!mark.drained && book.measured !== undefined) {
+    // The first 429 of a key that started from a peer's rate (adoptPeerRate): no burst to read,
+    // and the pace that met it is too high.
+    return paced({ ...book, ...here }, book.adaptive! * CUT_SHORT);
+  }
   if (!mark.drained) {
     // The first 429: the window holds the burst, so its rate is a ceiling, not the rate: the pace
     // for one round, if the window says anything.
@@ -91,6 +96,21 @@ export function learnFrom429(book: KeyBook, sentAt: number): KeyBook {
 /** Paces at `rpm` from now. The server's bucket is empty (it just refused): the key's is too. */
 function paced(book: KeyBook, rpm: number): KeyBook {
   return { ...book, adaptive: Math.max(MIN_ADAPTIVE_RPM, rpm), cutAt: book.at, requests: { ...book.requests, level: Math.min(book.requests.level, 0) } };
+}
+
+/**
+ * Another key of the same provider measured `rpm` (it passed through the pool): a key with no rate
+ * stated, learned or measured of its own starts from it, paced just under it with its bucket as it
+ * stands (a fresh key spends one bucket first), until its own 429s measure its own. Keys of one
+ * provider usually share a tier; where they do not, the first 429 corrects it.
+ */
+export function adoptPeerRate(book: KeyBook, rpm: number): KeyBook {
+  if (book.measured !== undefined || book.limits.rpm !== undefined || book.requests.learned !== undefined || !(rpm > 0)) return book;
+  const adaptive = Math.max(MIN_ADAPTIVE_RPM, rpm * UNDER_MEASURED);
+  const fresh = book.adaptive === undefined;
+  const next: KeyBook = { ...book, measured: rpm, adaptive };
+  const capacity = capacityOf(next, 'requests');
+  return { ...next, requests: { ...next.requests, level: fresh ? capacity : Math.min(next.requests.level, capacity) } };
 }
 
 /**

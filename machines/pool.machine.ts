@@ -272,6 +272,13 @@ export const poolMachine = setup({
     requeue: enqueueActions((args) => run(args, onKeyRejected)),
     denyRejected: enqueueActions((args) => run(args, onKeyRejectedWhenExhausted)),
     noteKeyState: enqueueActions((args) => run(args, onKeyState)),
+    /** A key measured its rate: every other open key of the provider hears it (`KEY.PEER_RATE`). */
+    sharePeerRate: enqueueActions(({ context, event, enqueue }) => {
+      const { keyId, rpm } = event as EventOf<'KEY.LEARNED'>;
+      for (const [other, slot] of context.book.keys) {
+        if (other !== keyId && !slot.closed) enqueue.sendTo(keyActorId(other), { type: 'KEY.PEER_RATE', rpm } satisfies KeyEvent);
+      }
+    }),
     denyWaiting: enqueueActions((args) => run(args, (c, _e, out, env) => denyWaiting(c, out, env))),
     noteBreaker: enqueueActions((args) => run(args, onBreakerState)),
     relayRefusal: enqueueActions((args) => run(args, onBreakerRefused)),
@@ -299,6 +306,7 @@ export const poolMachine = setup({
         'LEASE.REQUEST': [{ guard: 'grantsAtOnce', actions: ['grantNow', 'bookGrant'] }, { actions: 'admit' }],
         'KEY.STATE': { actions: 'noteKeyState' },
         'KEY.REJECTED': { actions: 'requeue' },
+        'KEY.LEARNED': { actions: 'sharePeerRate' },
       },
     },
     /** No key is left (each revoked or set aside, or there were none): deny what waits and whatever comes. */

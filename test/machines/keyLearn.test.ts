@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { advance, canGrant, capacityOf, grant, newBook, rateOf, rateSourceOf, type KeyBook } from '../../machines/keyLimits.js';
-import { CUT_SHORT, MIN_WINDOW_ADMITTED, MIN_WINDOW_MS, PROBE_GAIN_ABOVE, PROBE_GAIN_BELOW, UNDER_MEASURED } from '../../machines/keyLearn.js';
+import { adoptPeerRate, CUT_SHORT, MIN_WINDOW_ADMITTED, MIN_WINDOW_MS, PROBE_GAIN_ABOVE, PROBE_GAIN_BELOW, UNDER_MEASURED } from '../../machines/keyLearn.js';
 import { release } from '../../machines/keyRelease.js';
 import { request, usage } from '../helpers/keyHarness.js';
 
@@ -173,5 +173,19 @@ describe('a key that learns its rate from 429s alone', () => {
     book = grant(book, 'b', request());
     book = release(book, 'b', { kind: 'ok', usage: usage(1, 1) });
     expect(book.adaptive).toBeCloseTo(130 + PROBE_GAIN_ABOVE * 60);
+  });
+
+  it("starts from a peer's measured rate when it has none of its own, and its first 429 cuts that pace (no burst to read)", () => {
+    const fresh = adoptPeerRate(newBook({}, 0), 120);
+    expect(fresh.measured).toBe(120);
+    expect(rateOf(fresh, 'requests')).toBeCloseTo(120 * UNDER_MEASURED);
+    expect(fresh.requests.level).toBeCloseTo(capacityOf(fresh, 'requests')); // a fresh key spends one bucket first
+    expect(adoptPeerRate(newBook({ rpm: 60 }, 0), 120).measured).toBeUndefined(); // stated: its own
+    const measured: KeyBook = { ...newBook({}, 0), measured: 90, adaptive: 87 };
+    expect(adoptPeerRate(measured, 120)).toBe(measured); // measured: its own
+    let book = grant(fresh, 'a', request());
+    book = release(book, 'a', { kind: 'rate_limited' });
+    expect(book.adaptive).toBeCloseTo(120 * UNDER_MEASURED * CUT_SHORT);
+    expect(book.mark).toEqual({ at: 0, drained: true });
   });
 });

@@ -4,6 +4,9 @@ import { createActor, createMachine, SimulatedClock } from 'xstate';
 import { poolMachine } from '../../machines/pool.machine.js';
 import type { PoolInput } from '../../machines/pool.machine.js';
 import { nextRandom } from '../../machines/random.js';
+import type { KeyContext } from '../../machines/key.machine.js';
+import { UNDER_MEASURED } from '../../machines/keyLearn.js';
+import { keyActorId } from '../../machines/poolBook.js';
 import type { KeyLimits, LeaseOutcome, LeaseReply, Usage } from '../../machines/protocol.js';
 import { advanceClock } from '../helpers/clock.js';
 
@@ -393,5 +396,36 @@ describe('poolMachine: the common ways cost no action list', () => {
     expect(h.grantedIds()).toEqual(['r1', 'r2', 'r3']);
     h.release('r2');
     expect(h.grantedIds()).toEqual(['r1', 'r2', 'r3', 'r4']);
+  });
+});
+
+describe('poolMachine: a rate learned from 429s', () => {
+  it('passes the rate one key measured from its 429s to the others: a key with none of its own starts from it', () => {
+    const h = harness([key('A', { concurrency: 1 }), key('B', { concurrency: 1 }), key('C', { rpm: 600 })]);
+    const contextOf = (keyId: string) => (h.pool.getSnapshot().children[keyActorId(keyId)]!.getSnapshot() as { context: KeyContext }).context;
+    let n = 0;
+    /** Requests until key A takes one (B's and C's are answered at once), and answers A's with `outcome`. */
+    const onA = (outcome: LeaseOutcome) => {
+      for (let tries = 0; tries < 20; tries++) {
+        const id = `r${n++}`;
+        h.request(id);
+        if (h.keyOf(id) === 'A') return h.release(id, outcome);
+        h.release(id);
+      }
+      throw new Error('key A took nothing');
+    };
+    onA({ kind: 'rate_limited' }); // the first 429, at 0: nothing admitted before it, no rate
+    expect(contextOf('B').measured).toBeUndefined();
+    for (let i = 0; i < 5; i++) {
+      h.at(1_000 + i * 300);
+      onA(OK);
+    }
+    h.at(2_600);
+    onA({ kind: 'rate_limited' }); // 5 admitted in the 2.6 s since the first 429
+    const measured = (5 * 60_000) / 2_600;
+    expect(contextOf('A').measured).toBeCloseTo(measured);
+    expect(contextOf('B').measured).toBeCloseTo(measured); // from A, through the pool
+    expect(contextOf('B').adaptive).toBeCloseTo(measured * UNDER_MEASURED);
+    expect(contextOf('C').measured).toBeUndefined(); // its rate is stated: not a peer's business
   });
 });
