@@ -66,3 +66,44 @@ for (const stated of [true, false]) {
     });
   });
 }
+
+describe('a bucket server that says nothing (no rate-limit headers, no retry-after), limits unknown', () => {
+  it('completes every task with no retry used: each key learns its rate from its 429s and paces near it', async () => {
+    const clock = scaledClock(SPEED);
+    const sim = await startSim({
+      seed: 3,
+      keys: { [keys.KEY_A]: { rpm: RPM }, [keys.KEY_B]: { rpm: RPM } },
+      latency: { ttftMs: 200 },
+      headers: false,
+      now: () => clock.now(),
+    });
+    try {
+      const plan = {
+        providers: { main: { type: 'anthropic', baseURL: sim.url, keys: [{ env: 'KEY_A' }, { env: 'KEY_B' }] } },
+        models: { fast: { provider: 'main', model: 'claude-haiku-4-5', maxTokens: 32 } },
+        defaults: { maxInFlight: 12, maxRetries: 0 },
+        tasks: Array.from({ length: 40 }, (_, i) => ({ id: `t${i}`, model: 'fast', prompt: `Task ${i}. [[sim:reply out-${i}]]` })),
+      };
+      const swarm = createSwarm({ env: keys, clock, seed: 2 });
+      const run = swarm.run(plan);
+      const rates: Extract<RunEvent, { type: 'key:rate' }>[] = [];
+      run.events.on('key:rate', (e) => rates.push(e));
+      const result = await run.result;
+      await swarm.close();
+
+      expect(result.totals).toMatchObject({ completed: 40, failed: 0 });
+      for (const [id, task] of Object.entries(result.tasks)) expect(task).toMatchObject({ status: 'completed', output: `out-${id.slice(1)}`, retries: 0 });
+      // Nothing told the keys a rate: every one they paced at came from their 429s.
+      expect(rates.length).toBeGreaterThan(0);
+      expect(rates.every((r) => r.source === 'adaptive')).toBe(true);
+      expect(new Set(rates.map((r) => r.keyId)).size).toBe(2);
+      for (const keyId of new Set(rates.map((r) => r.keyId))) {
+        const last = rates.filter((r) => r.keyId === keyId).at(-1)!;
+        expect(last.rpm! / RPM).toBeGreaterThan(0.5);
+        expect(last.rpm! / RPM).toBeLessThan(1.3);
+      }
+    } finally {
+      await sim.close();
+    }
+  });
+});

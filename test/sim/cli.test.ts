@@ -38,6 +38,19 @@ describe('simCommand', () => {
     await expect(fetch(`${url}/stats`)).rejects.toThrow();
   });
 
+  it('--no-headers: the limits are enforced, and no answer says anything about them', async () => {
+    const out = capture();
+    const stop = new AbortController();
+    const exit = simCommand(['--port', '0', '--keys', 'sk-cli-quiet', '--rpm', '1', '--no-headers'], { out: out.stream, err: new PassThrough(), stop: stop.signal });
+    const url = await out.line();
+    const first = await post(`${url}/v1/messages`, messagesBody('hi'), { key: 'sk-cli-quiet' });
+    const second = await post(`${url}/v1/messages`, messagesBody('again'), { key: 'sk-cli-quiet' });
+    expect([first.status, second.status]).toEqual([200, 429]);
+    for (const res of [first, second]) expect([...res.headers.keys()].filter((h) => h.includes('ratelimit') || h === 'retry-after')).toEqual([]);
+    stop.abort();
+    expect(await exit).toBe(0);
+  });
+
   it('exits 2 on bad usage, naming the problem', async () => {
     for (const argv of [['--port', 'x'], ['--rpm', '5'], ['--fault-rate', '2'], ['--bogus']]) {
       const err = capture();
