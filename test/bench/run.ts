@@ -7,6 +7,7 @@ import { child, DOC, machineLine, writeSection } from './report.js';
 import { fnStepsBench } from './fnStepsTable.js';
 import { inflightBench } from './inflightTable.js';
 import { schedulerBench } from './schedulerTable.js';
+import { throughputBench } from './throughputTable.js';
 
 const benches: Record<string, () => void> = {
   pacing() {
@@ -373,6 +374,7 @@ Most of the SDK's cost is the SDK's own span bookkeeping (ids, attributes, the p
 
 benches.inflight = inflightBench;
 benches.fnSteps = fnStepsBench;
+benches.throughput = throughputBench;
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 for (const name of wanted.length ? wanted : Object.keys(benches)) {
