@@ -91,7 +91,7 @@ ${goals.join('\n')}
 With nothing to wait for, a program's throughput is what it spends per call: its own CPU, and
 the simulator's (the two processes share this machine's 2 cores with whatever else runs on it,
 so the wall-time figures move with the load; the CPU per task is the steadier figure, and the
-ratios, taken per round, cancel some of the load). The plain program spends about a fifth of
+ratios, taken per round, cancel some of the load). The plain program spends a fifth to a third of
 swarmstate's CPU per call, so even with the simulator's share added to both, swarmstate's
 throughput stays well under half of it.
 
