@@ -8,6 +8,7 @@ import { fnStepsBench } from './fnStepsTable.js';
 import { inflightBench } from './inflightTable.js';
 import { pacingBench } from './pacingTable.js';
 import { schedulerBench } from './schedulerTable.js';
+import { throughputBench } from './throughputTable.js';
 
 const benches: Record<string, () => void> = {
   scheduler: schedulerBench,
@@ -311,6 +312,7 @@ Most of the SDK's cost is the SDK's own span bookkeeping (ids, attributes, the p
 benches.pacing = pacingBench;
 benches.inflight = inflightBench;
 benches.fnSteps = fnStepsBench;
+benches.throughput = throughputBench;
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 for (const name of wanted.length ? wanted : Object.keys(benches)) {
