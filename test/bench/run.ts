@@ -5,6 +5,7 @@
 import { availableDrivers } from '../../src/store/driver.js';
 import { child, DOC, machineLine, writeSection } from './report.js';
 import { fnStepsBench } from './fnStepsTable.js';
+import { importBench } from './importTable.js';
 import { inflightBench } from './inflightTable.js';
 import { schedulerBench } from './schedulerTable.js';
 
@@ -373,6 +374,7 @@ Most of the SDK's cost is the SDK's own span bookkeeping (ids, attributes, the p
 
 benches.inflight = inflightBench;
 benches.fnSteps = fnStepsBench;
+benches.import = importBench;
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 for (const name of wanted.length ? wanted : Object.keys(benches)) {
