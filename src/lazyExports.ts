@@ -17,10 +17,22 @@ export async function startSim(options: SimOptions = {}): Promise<SimServer> {
   return sim.startSim(options);
 }
 
-/** Serves the run's live page on 127.0.0.1: see ui/live.ts. */
+/**
+ * Serves the run's live page on 127.0.0.1: see ui/live.ts. The page has every event from this
+ * call on, as before its module loaded lazily: the events that come while it loads are held and
+ * handed over with `opts.events` in the same tick as the page subscribes.
+ */
 export async function startLiveUi(opts: LiveUiOptions): Promise<LiveUi> {
-  const ui = await import('./ui/live.js');
-  return ui.startLiveUi(opts);
+  const early: TimedRunEvent[] = [];
+  const hold = (_type: unknown, e: unknown) => void early.push(e as TimedRunEvent);
+  opts.run.events.on('*', hold);
+  let ui: typeof import('./ui/live.js');
+  try {
+    ui = await import('./ui/live.js');
+  } finally {
+    opts.run.events.off('*', hold);
+  }
+  return ui.startLiveUi({ ...opts, events: [...(opts.events ?? []), ...early] });
 }
 
 /**
