@@ -24,7 +24,7 @@ export { createAnthropicProvider, type AnthropicProviderOptions } from './provid
 export { createOpenAIProvider, type OpenAIProviderOptions } from './providers/openai.js';
 export { createAiSdkProvider, type AiSdkLanguageModel, type AiSdkModelSource, type AiSdkProviderOptions } from './providers/aisdk.js';
 export type { ProviderObject } from './providers/registry.js';
-export { startSim, type SimOptions, type SimServer, type SimStats } from './sim/index.js';
+export type { SimOptions, SimServer, SimStats } from './sim/index.js';
 export type { Provider, ProviderKey, ProviderRequest, ToolSpec } from './providers/types.js';
 export type { ToolDefinition } from './tools/local.js';
 export type { BeforeDispatch, BeforeToolCall, HookAnswer, Hooks, ToolHookAnswer } from './hooks.js';
@@ -32,8 +32,10 @@ export type { DispatchInfo, DispatchDecision, ToolCallInfo, ToolCallDecision } f
 export type { RunResult, RunTotals, TaskResult } from '../machines/tasks/results.js';
 export type { ErrorCode, ErrorInfo, RunEvent, RunStatus, TaskStatus, Usage, Message, ContentBlock } from '../machines/protocol.js';
 export { realClock, type TimedClock } from '../machines/clock.js';
-export { buildReport, readEvents } from './report/index.js';
-export { startLiveUi, type LiveUi, type LiveUiOptions } from './ui/live.js';
+export { buildReport } from './report/html.js';
+export type { LiveUi, LiveUiOptions } from './ui/live.js';
+// Loaded on their first call (issue 27): the simulator, the live page, the events file reader.
+export { readEvents, startLiveUi, startSim } from './lazyExports.js';
 export { RunTools, ToolSetupError } from './tools/registry.js';
 export { connectMcpServer } from './tools/connect.js';
 export { MissingPackageError } from './util/optional.js';

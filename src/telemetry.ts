@@ -16,14 +16,15 @@
  * Start and end times are the events' times on the swarm's clock. The `execute_tool` spans and
  * when each ends (the bus reports results per execution, not per caller) are telemetryTools.ts.
  */
-import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import type { Attributes, Context, Span, Tracer } from '@opentelemetry/api';
+import { otel } from './otel.js';
 import type { ErrorInfo, RunEvent, Usage } from '../machines/protocol.js';
 import type { Plan } from './plan/index.js';
 import { ToolSpans, type AttemptSpans } from './telemetryTools.js';
 
 /** The tracer of runs when createSwarm is given none: the global one (a no-op until an SDK is registered). */
 export function defaultTracer(): Tracer {
-  return trace.getTracer('swarmstate');
+  return otel().trace.getTracer('swarmstate');
 }
 
 interface TaskSpans {
@@ -51,7 +52,7 @@ export class RunTracer {
     private readonly runId: string,
     private readonly plan: Pick<Plan, 'providers'>,
     /** The context the run was started in: the caller's active span becomes the run's parent. */
-    private readonly parent: Context = context.active(),
+    private readonly parent: Context = otel().context.active(),
   ) {
     this.runCtx = parent;
     this.tools = new ToolSpans(tracer);
@@ -81,7 +82,7 @@ export class RunTracer {
         if (error !== undefined) {
           const code = typeof (error as { code?: unknown })?.code === 'string' ? (error as { code: string }).code : 'internal';
           this.run.setAttribute('error.type', code);
-          this.run.setStatus({ code: SpanStatusCode.ERROR, message: code });
+          this.run.setStatus({ code: otel().SpanStatusCode.ERROR, message: code });
         }
         this.run.end(at);
         this.run = undefined;
@@ -97,14 +98,14 @@ export class RunTracer {
       case 'run:started': {
         this.run = this.tracer.startSpan(
           'swarmstate.run',
-          { startTime: at, kind: SpanKind.INTERNAL, attributes: { 'swarmstate.run.id': this.runId, 'swarmstate.run.tasks': event.tasks, ...(event.resumed ? { 'swarmstate.run.resumed': true } : {}) } },
+          { startTime: at, kind: otel().SpanKind.INTERNAL, attributes: { 'swarmstate.run.id': this.runId, 'swarmstate.run.tasks': event.tasks, ...(event.resumed ? { 'swarmstate.run.resumed': true } : {}) } },
           this.parent,
         );
         if (!this.run.isRecording()) {
           this.on = false;
           return;
         }
-        this.runCtx = trace.setSpan(this.parent, this.run);
+        this.runCtx = otel().trace.setSpan(this.parent, this.run);
         return;
       }
       case 'task:queued':
@@ -132,7 +133,7 @@ export class RunTracer {
           },
           task.ctx,
         );
-        task.attempts.set(event.attempt, { span, ctx: trace.setSpan(task.ctx, span), tools: new Set() });
+        task.attempts.set(event.attempt, { span, ctx: otel().trace.setSpan(task.ctx, span), tools: new Set() });
         return;
       }
       case 'task:retry':
@@ -192,7 +193,7 @@ export class RunTracer {
           `chat ${event.model}`,
           {
             startTime: at,
-            kind: SpanKind.CLIENT,
+            kind: otel().SpanKind.CLIENT,
             attributes: {
               'gen_ai.operation.name': 'chat',
               'gen_ai.provider.name': this.providerName(event.provider),
@@ -255,7 +256,7 @@ export class RunTracer {
         run.setAttribute('swarmstate.run.status', event.status);
         if (event.status === 'failed' || event.status === 'budget_exceeded') {
           run.setAttribute('error.type', event.status);
-          run.setStatus({ code: SpanStatusCode.ERROR, message: event.status });
+          run.setStatus({ code: otel().SpanStatusCode.ERROR, message: event.status });
         }
         this.close(at);
         return;
@@ -280,7 +281,7 @@ export class RunTracer {
       const parent = (planner !== undefined ? this.taskCtx.get(planner) : undefined) ?? this.runCtx;
       const attributes: Attributes = { 'swarmstate.task.id': taskId, ...(planner !== undefined ? { 'swarmstate.task.parent': planner } : {}) };
       const span = this.tracer.startSpan(`task ${taskId}`, { startTime: at, attributes }, parent);
-      task = { id: taskId, span, ctx: trace.setSpan(parent, span), attempts: new Map() };
+      task = { id: taskId, span, ctx: otel().trace.setSpan(parent, span), attempts: new Map() };
       this.tasks.set(taskId, task);
       this.taskCtx.set(taskId, task.ctx);
     }
@@ -329,5 +330,5 @@ function failed(span: Span, error: ErrorInfo): void {
   if (error.status !== undefined) span.setAttribute('http.response.status_code', error.status);
   if (error.retryAfterMs !== undefined) span.setAttribute('swarmstate.retry_after_ms', error.retryAfterMs);
   span.setAttribute('swarmstate.error.retryable', error.retryable);
-  span.setStatus({ code: SpanStatusCode.ERROR, message: error.code });
+  span.setStatus({ code: otel().SpanStatusCode.ERROR, message: error.code });
 }

@@ -4,7 +4,8 @@
  * result of its tool after it (a shared call with the execution it joined), or at the latest
  * when its attempt's next model call starts or the attempt ends (`endOf`).
  */
-import { SpanStatusCode, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import type { Attributes, Context, Span, Tracer } from '@opentelemetry/api';
+import { otel } from './otel.js';
 import type { RunEvent } from '../machines/protocol.js';
 
 /** One attempt's span and context, and its execute_tool spans still open. */
@@ -62,7 +63,7 @@ export class ToolSpans {
         if (event.isError) {
           const type = event.timedOut ? 'timeout' : event.cancelled ? 'cancelled' : 'tool_error';
           entry.span.setAttribute('error.type', type);
-          entry.span.setStatus({ code: SpanStatusCode.ERROR, message: type });
+          entry.span.setStatus({ code: otel().SpanStatusCode.ERROR, message: type });
         }
         entry.attempt.tools.delete(entry.span);
         entry.span.end(at);
@@ -79,7 +80,7 @@ export class ToolSpans {
       { startTime: at, attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': event.name, 'swarmstate.task.id': event.taskId, 'error.type': 'tool_denied' } },
       parent,
     );
-    span.setStatus({ code: SpanStatusCode.ERROR, message: 'tool_denied' });
+    span.setStatus({ code: otel().SpanStatusCode.ERROR, message: 'tool_denied' });
     span.end(at);
   }
 

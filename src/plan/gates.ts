@@ -9,7 +9,8 @@
  *
  * Adding a gate: its entry here and its field in `AcceptSpec`; a `model` gate also its call.
  */
-import { z } from 'zod';
+import type { z } from 'zod';
+import { zod } from './zod.js';
 import { issue, isRecord, unknownName } from './problems.js';
 import { userPattern } from './userPattern.js';
 import type { AcceptSpec } from './planTypes.js';
@@ -24,8 +25,8 @@ export interface GateCheckContext {
 export interface Gate<K extends keyof AcceptSpec = keyof AcceptSpec> {
   /** Its field in `accept`. */
   readonly field: K;
-  /** Its shape in the plan (optional there): the schema's, and the JSON Schema's, check. Its output is the field's type. */
-  readonly schema: z.ZodType<NonNullable<AcceptSpec[K]>, any>;
+  /** Its shape in the plan (optional there): the schema's, and the JSON Schema's, check. Its output is the field's type. Built when the plan's schema is (zod loads then). */
+  schema(): z.ZodType<NonNullable<AcceptSpec[K]>, any>;
   /** Where it runs: on the answer's text here, or as a model's scoring call. */
   readonly by: 'text' | 'model';
   /** Its checks beyond its shape, for `validate` (a pattern that runs, a model that exists), with paths under `path`. */
@@ -37,11 +38,11 @@ export interface Gate<K extends keyof AcceptSpec = keyof AcceptSpec> {
 /** A gate of any field. */
 export type AnyGate = { [K in keyof AcceptSpec]-?: Gate<K> }[keyof AcceptSpec];
 
-const positiveInt = () => z.int().min(1, { error: 'must be a positive integer' });
+const positiveInt = () => zod().int().min(1, { error: 'must be a positive integer' });
 
 const minChars: Gate<'minChars'> = {
   field: 'minChars',
-  schema: positiveInt(),
+  schema: positiveInt,
   by: 'text',
   test: (min, _text, answer) => {
     const n = answer.trim().length;
@@ -51,7 +52,7 @@ const minChars: Gate<'minChars'> = {
 
 const pattern: Gate<'pattern'> = {
   field: 'pattern',
-  schema: z.string().min(1, { error: 'must not be empty' }),
+  schema: () => zod().string().min(1, { error: 'must not be empty' }),
   by: 'text',
   check: (value, path, _ctx, out) => {
     if (typeof value !== 'string' || value === '') return;
@@ -68,11 +69,14 @@ const pattern: Gate<'pattern'> = {
 
 const judge: Gate<'judge'> = {
   field: 'judge',
-  schema: z.strictObject({
-    model: z.string().min(1, { error: 'must name a model' }),
-    prompt: z.string().min(1, { error: 'must not be empty' }),
-    threshold: z.number().min(0, { error: 'must be a score in [0, 1]' }).max(1, { error: 'must be a score in [0, 1]' }).default(0.7),
-  }),
+  schema: () => {
+    const z = zod();
+    return z.strictObject({
+      model: z.string().min(1, { error: 'must name a model' }),
+      prompt: z.string().min(1, { error: 'must not be empty' }),
+      threshold: z.number().min(0, { error: 'must be a score in [0, 1]' }).max(1, { error: 'must be a score in [0, 1]' }).default(0.7),
+    });
+  },
   by: 'model',
   check: (value, path, { models }, out) => {
     if (!isRecord(value) || !models || typeof value.model !== 'string' || value.model === '' || Object.hasOwn(models, value.model)) return;
@@ -93,7 +97,7 @@ void _everyFieldHasItsGate;
 export const TEXT_GATES: readonly AnyGate[] = GATES.filter((g) => g.by === 'text');
 
 /** `accept`'s shape: each gate's field, optional. */
-export const acceptShape = (): Record<string, z.ZodOptional<z.ZodType>> => Object.fromEntries(GATES.map((g) => [g.field, g.schema.optional()]));
+export const acceptShape = (): Record<string, z.ZodOptional<z.ZodType>> => Object.fromEntries(GATES.map((g) => [g.field, g.schema().optional()]));
 
 /** Validate's checks of a task's `accept` (at `path`), gate by gate. */
 export function checkGates(accept: Record<string, unknown>, path: readonly (string | number)[], ctx: GateCheckContext, out: PlanIssue[]): void {

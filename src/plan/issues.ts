@@ -4,7 +4,7 @@
  * be a secret), and "did you mean" for near-miss field names.
  */
 import type { z } from 'zod';
-import { PlanSchema } from './schema.js';
+import { planSchemas } from './schema.js';
 import { formatPath, issue, kindOf, nearest, withArticle } from './problems.js';
 import type { PlanIssue } from './validate.js';
 
@@ -70,7 +70,7 @@ function isKeyPath(path: readonly PropertyKey[]): boolean {
 
 /** The field names the schema allows at `path`, for "did you mean" on unknown fields. */
 function fieldsAt(path: readonly PropertyKey[]): string[] {
-  let def = unwrap(PlanSchema._zod.def);
+  let def = unwrap(planSchemas().PlanSchema._zod.def);
   for (const seg of path) {
     if (def.type === 'object') def = (def as z.core.$ZodObjectDef).shape[seg as string]?._zod.def;
     else if (def.type === 'record') def = (def as z.core.$ZodRecordDef).valueType._zod.def;

@@ -7,8 +7,9 @@
  * naming a provider that exists, cycles, keys present in the environment) are validatePlan's.
  * Draft-07, which every common editor reads.
  */
-import { z } from 'zod';
-import { PlanSchema, TaskSchema } from './schema.js';
+import type { z } from 'zod';
+import { planSchemas } from './schema.js';
+import { zod } from './zod.js';
 import { foreignFields, PLAN_KINDS, TASK_KIND_NAMES, type PlanKind } from './kinds/index.js';
 
 type Json = Record<string, unknown>;
@@ -26,7 +27,7 @@ function tableOf(def: Def): Def | undefined {
 }
 
 function convert(schema: z.ZodType): Json {
-  const json = z.toJSONSchema(schema, {
+  const json = zod().toJSONSchema(schema, {
     ...OPTIONS,
     // A table keyed by names is read as a Map (so `__proto__` stays a key): to JSON it is an object.
     override: (ctx) => {
@@ -54,7 +55,7 @@ function strip(json: Json): Json {
  * every field is shown to each (with and without `fn`), and what it refuses is what it says.
  */
 function kindRules(): Json[] {
-  const fields = Object.keys(TaskSchema.shape);
+  const fields = Object.keys(planSchemas().TaskSchema.shape);
   const probe = (withFn: boolean) => Object.fromEntries(fields.filter((f) => withFn || f !== 'fn').map((f) => [f, f === 'fn' ? 'f' : true]));
   const refusedBy = (kind: PlanKind, withFn: boolean) => new Set(kind.refused(probe(withFn)).map((p) => p.field));
   const no = (names: Iterable<string>) => Object.fromEntries([...names].map((f) => [f, false]));
@@ -79,7 +80,7 @@ function kindRules(): Json[] {
 }
 
 export function planJsonSchema(): Json {
-  const body = strip(convert(PlanSchema));
+  const body = strip(convert(planSchemas().PlanSchema));
   const properties = (body.properties ?? {}) as Json;
   const tasks = properties.tasks as Json | undefined;
   if (tasks && typeof tasks.items === 'object') tasks.items = { ...(tasks.items as Json), allOf: kindRules() };

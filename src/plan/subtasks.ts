@@ -11,9 +11,9 @@
  * Accepted sub-tasks run as `<planner>/<id>`: deps and `{{placeholders}}` naming siblings are
  * renamed to match. Every problem is reported at once, with its path, for the planner's next try.
  */
-import { z } from 'zod';
 import { isRecord, issue, plainMessages, structuralIssues } from './issues.js';
-import { TaskSchema, type Plan, type TaskSpec } from './schema.js';
+import { planSchemas, type Plan, type TaskSpec } from './schema.js';
+import { zod } from './zod.js';
 import { kindOf, kindOfTask } from './kinds/index.js';
 import { checkTasks } from './checkTasks.js';
 import { formatIssue, type PlanIssue } from './validate.js';
@@ -30,7 +30,8 @@ export interface PlannerContext {
 
 export type SubtaskResult = { ok: true; tasks: TaskSpec[] } | { ok: false; issues: string[] };
 
-const SubtasksSchema = z.strictObject({ tasks: z.array(TaskSchema) });
+let subtasksSchema: ReturnType<typeof buildSubtasksSchema> | undefined;
+const buildSubtasksSchema = () => zod().strictObject({ tasks: zod().array(planSchemas().TaskSchema) });
 const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.:/-]+)\s*\}\}/g;
 
 /** Reads and checks a planner's output; the tasks come back renamed `<planner>/<id>`. */
@@ -42,7 +43,7 @@ export function parseSubtasks(output: string, ctx: PlannerContext): SubtaskResul
   const issues: PlanIssue[] = [];
   const { maxSubtasks, maxDepth } = ctx.plan.limits;
   if (list.length > maxSubtasks) issues.push(issue(['tasks'], `at most ${maxSubtasks} sub-tasks (limits.maxSubtasks); got ${list.length}`));
-  const parsed = SubtasksSchema.safeParse({ tasks: list }, { error: plainMessages });
+  const parsed = (subtasksSchema ??= buildSubtasksSchema()).safeParse({ tasks: list }, { error: plainMessages });
   if (!parsed.success) issues.push(...structuralIssues(parsed.error.issues));
 
   const external = new Set(ctx.planner.deps);

@@ -13,7 +13,7 @@ import type { AcceptSpec, JudgeSpec, TaskKind, TaskSpec } from './planTypes.js';
  * shape depends on its `kind` (`TaskInput`), and there is at least one task. What validation
  * checks beyond shapes (ids that exist, cycles, models, value ranges) it does not say.
  */
-export interface PlanInput extends Omit<z.input<typeof PlanSchema>, 'tasks'> {
+export interface PlanInput extends Omit<z.input<PlanSchema>, 'tasks'> {
   tasks: [TaskInput, ...TaskInput[]];
 }
 

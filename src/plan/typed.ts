@@ -9,7 +9,8 @@
  * const run = swarm.run({ ...base, tasks: [{ id: 'extract', model: 'fast', prompt: '...', output: { schema: Product } }] });
  * const { output } = (await run.result).tasks.extract; // { name: string; price: number } | undefined
  */
-import { z } from 'zod';
+import type { z } from 'zod';
+import { zod } from './zod.js';
 import type { RunResult, TaskResult } from '../../machines/tasks/results.js';
 import type { ApprovalOutput } from './planTypes.js';
 import { isRecord } from './issues.js';
@@ -67,11 +68,12 @@ export function withJsonSchemas(raw: unknown): unknown {
   if (!isRecord(raw) || !Array.isArray(raw.tasks) || !raw.tasks.some((t) => isRecord(t) && isRecord(t.output) && isZod(t.output.schema))) return raw;
   const tasks = raw.tasks.map((t: unknown) => {
     if (!isRecord(t) || !isRecord(t.output) || !isZod(t.output.schema)) return t;
-    return { ...t, output: { ...t.output, schema: z.toJSONSchema(t.output.schema) } };
+    return { ...t, output: { ...t.output, schema: zod().toJSONSchema(t.output.schema) } };
   });
   return { ...raw, tasks };
 }
 
 function isZod(x: unknown): x is z.ZodType {
-  return x instanceof z.ZodType || (isRecord(x) && '_zod' in x);
+  // Its `_zod` internals, not `instanceof`: the application's zod may be another instance (zod.ts).
+  return isRecord(x) && '_zod' in x;
 }

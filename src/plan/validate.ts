@@ -10,7 +10,7 @@
  * by their name, and input values are never echoed.
  */
 import { isRecord, issue, plainMessages, structuralIssues, unknownName } from './issues.js';
-import { DEFAULT_MODEL_MAX_TOKENS, ENV_NAME_PATTERN, PlanSchema, type Plan } from './schema.js';
+import { DEFAULT_MODEL_MAX_TOKENS, ENV_NAME_PATTERN, planSchemas, type Plan } from './schema.js';
 import { builtInPrice } from '../cost/prices.js';
 import { withJsonSchemas } from './typed.js';
 import { findCycles } from './ranks.js';
@@ -78,7 +78,7 @@ export function validatePlan(input: unknown, opts: ValidateOptions = {}): Valida
   }
   // A plan written in code may give a zod schema as a task's output.schema.
   raw = withJsonSchemas(raw);
-  const parsed = PlanSchema.safeParse(raw, { error: plainMessages });
+  const parsed = planSchemas().PlanSchema.safeParse(raw, { error: plainMessages });
   if (!parsed.success) issues.push(...structuralIssues(parsed.error.issues));
   if (isRecord(raw)) {
     const env = opts.env ?? process.env;

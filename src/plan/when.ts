@@ -11,14 +11,14 @@
  */
 import { neverTrue, pathSegments, testsOf, type Condition } from '../../machines/when.js';
 import { isRecord, issue, unknownName } from './issues.js';
-import { ConditionSchema } from './conditionSchema.js';
+import { conditionSchema } from './conditionSchema.js';
 import { fieldPathProblem } from './structured.js';
 import type { PlanIssue } from './validate.js';
 
 /** A task's `when` when it has the shape of a condition (the schema reports any other). */
 export function conditionOf(t: Record<string, unknown>): Condition | undefined {
   if (t.when === undefined) return undefined;
-  const parsed = ConditionSchema.safeParse(t.when);
+  const parsed = conditionSchema().safeParse(t.when);
   return parsed.success ? parsed.data : undefined;
 }
 

@@ -11,7 +11,7 @@
  *   those), with the plan's `sim.limits` or else the provider's `limits`.
  */
 import { PlanValidationError, type Plan, type ProviderSpec } from '../plan/index.js';
-import { startSim, type SimKeyLimits, type SimServer } from '../sim/index.js';
+import type { SimKeyLimits, SimServer } from '../sim/index.js';
 import { createAiSdkProvider, isAiSdkModelSource, type AiSdkModelSource } from './aisdk.js';
 import { createAnthropicProvider } from './anthropic.js';
 import { createOpenAIProvider } from './openai.js';
@@ -142,8 +142,9 @@ function embeddedSim(spec: ProviderSpec, secrets: readonly string[], options: Re
   if (source.otpm !== undefined) limits.otpm = source.otpm;
   if (source.burst !== undefined) limits.burst = source.burst;
   let started: Promise<{ server: SimServer; adapter: Provider }> | undefined;
+  // The simulator's code (and js-tiktoken with it) loads when the first call starts it.
   const start = () =>
-    (started ??= startSim({
+    (started ??= import('../sim/server.js').then(({ startSim }) => startSim({
       seed: sim?.seed ?? options.seed,
       keys: secrets.length > 0 ? Object.fromEntries(secrets.map((s) => [s, limits])) : 'any',
       latency: {
@@ -155,7 +156,7 @@ function embeddedSim(spec: ProviderSpec, secrets: readonly string[], options: Re
       ...(sim?.stallMs !== undefined ? { stallMs: sim.stallMs } : {}),
       ...(sim?.headers !== undefined ? { headers: sim.headers } : {}),
       now: options.now,
-    }).then(
+    })).then(
       (server) => ({ server, adapter: simAdapter(spec, server.url, options.now) }),
       (error: unknown) => {
         started = undefined; // a failed start is tried again by the next call

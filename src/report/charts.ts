@@ -5,7 +5,15 @@
  * change of state are listed. A state's badge is how many actors (for the task lifecycle: tasks)
  * are in it now, from the stream (approximate for agents: events name no states).
  */
-import { agentMachine, breakerMachine, groupMachine, keyMachine, poolMachine, supervisorMachine, taskLifecycleMachine, toolBusMachine } from '../../machines/index.js';
+// Each from its module (not machines/index.js, which would load the rest of machines/ with the report).
+import { agentMachine } from '../../machines/agent/index.js';
+import { breakerMachine } from '../../machines/breaker.machine.js';
+import { keyMachine } from '../../machines/key.machine.js';
+import { poolMachine } from '../../machines/pool.machine.js';
+import { supervisorMachine } from '../../machines/supervisor/machine.js';
+import { groupMachine } from '../../machines/supervisor/group.machine.js';
+import { taskLifecycleMachine } from '../../machines/tasks/task.machine.js';
+import { toolBusMachine } from '../../machines/toolBus.machine.js';
 import { ledgerMachine } from '../../machines/ledger.machine.js';
 import { esc, int } from './format.js';
 import { edgePath, layered } from './layout.js';

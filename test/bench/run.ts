@@ -5,6 +5,7 @@
 import { availableDrivers } from '../../src/store/driver.js';
 import { child, DOC, machineLine, writeSection } from './report.js';
 import { fnStepsBench } from './fnStepsTable.js';
+import { importBench } from './importTable.js';
 import { inflightBench } from './inflightTable.js';
 import { pacingBench } from './pacingTable.js';
 import { schedulerBench } from './schedulerTable.js';
@@ -313,6 +314,7 @@ benches.pacing = pacingBench;
 benches.inflight = inflightBench;
 benches.fnSteps = fnStepsBench;
 benches.throughput = throughputBench;
+benches.import = importBench;
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 for (const name of wanted.length ? wanted : Object.keys(benches)) {
