@@ -130,9 +130,19 @@ export class CountBook {
     this.tallies.delete(id);
   }
 
-  /** Sets one task's tally whole. */
+  /** Sets one task's tally whole (a copy: the caller's object is not kept). */
   set(id: string, tally: TaskTally): void {
-    this.update(id, (t) => Object.assign(t, tally));
+    const known = this.tallies.get(id);
+    // As `update` does, without a closure per call: a result's counts set every task once.
+    if (known === undefined) {
+      const copy = Object.assign(newTally(), tally);
+      this.tallies.set(id, copy);
+      this.apply(copy, 1);
+      return;
+    }
+    this.apply(known, -1);
+    Object.assign(known, tally);
+    this.apply(known, 1);
   }
 
   private apply(t: TaskTally, sign: 1 | -1): void {

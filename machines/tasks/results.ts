@@ -5,7 +5,7 @@
 import type { ToolBusStats } from '../toolBusBook.js';
 import type { AttemptReport, ErrorInfo, Message, RunStatus, SkipCause, Usage } from '../protocol.js';
 import { addUsage } from '../protocol.js';
-import { countTasks, type RunCounts, type TaskTally } from './counts.js';
+import { CountBook, type RunCounts, type TaskTally } from './counts.js';
 import { isFinal, type FinalTaskStatus } from './lifecycle.js';
 import { isAggregator, type TaskRecord } from './types.js';
 
@@ -211,7 +211,10 @@ export function tallyOfResult(task: TaskResult, rateLimited = 0): TaskTally {
 
 /** A result's counts: its tasks' tallies added up (`rateLimited`: 429s per task, from the events). */
 export function countsOfResult(result: Pick<RunResult, 'tasks'>, rateLimited: ReadonlyMap<string, number> = new Map()): RunCounts {
-  return countTasks(Object.values(result.tasks).map((t) => [t.id, tallyOfResult(t, rateLimited.get(t.id) ?? 0)] as const));
+  // Task by task into one book (no list of pairs first: a result may hold 10,000 tasks, counted twice per run).
+  const book = new CountBook();
+  for (const t of Object.values(result.tasks)) book.set(t.id, tallyOfResult(t, rateLimited.get(t.id) ?? 0));
+  return book.counts;
 }
 
 /** The totals of a result from its counts. */

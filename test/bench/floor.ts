@@ -11,11 +11,12 @@
  * (MODEL.REPLY); the agent sends the pool LEASE.RELEASE (passed to the key as KEY.RELEASE; a
  * success changes nothing at a clean breaker, so the breaker hears nothing), and ends; its group
  * gets the done event, stops it and tells the supervisor AGENT.ENDED, which starts the next task
- * in that group: 10 messages. Groups of at most 32 agents, as the runtime's.
+ * in that group: 10 messages. Groups of at most AGENTS_PER_GROUP agents, as the runtime's.
  */
 import { assign, createActor, enqueueActions, sendTo, setup, type AnyActorRef } from 'xstate';
+import { AGENTS_PER_GROUP } from '../../machines/supervisor/crew.js';
 
-const GROUP = 32;
+const GROUP = AGENTS_PER_GROUP;
 
 type Reply = { replyTo: AnyActorRef };
 
