@@ -32,6 +32,20 @@ Options:
   -h, --help        This help.
 Endpoints: POST /v1/messages, POST /v1/chat/completions, GET /stats. Docs: docs/sim.md`;
 
+/** The flags of `swarmstate sim` (and `-h`): the CLI's command table reads them too. */
+export const SIM_OPTIONS = {
+  port: { type: 'string' },
+  seed: { type: 'string' },
+  keys: { type: 'string' },
+  rpm: { type: 'string' },
+  itpm: { type: 'string' },
+  otpm: { type: 'string' },
+  'fault-rate': { type: 'string' },
+  ttft: { type: 'string' },
+  tps: { type: 'string' },
+  'no-headers': { type: 'boolean', default: false },
+} as const;
+
 /** A usage error as every command says one: one line, pointing at the help. */
 function usageLine(problem: string): string {
   return `swarmstate sim: ${visible(problem)} (see swarmstate sim --help)\n`;
@@ -54,19 +68,7 @@ export async function simCommand(argv: string[], io: SimCommandIO = { out: proce
   try {
     ({ values } = parseArgs({
       args: argv,
-      options: {
-        port: { type: 'string' },
-        seed: { type: 'string' },
-        keys: { type: 'string' },
-        rpm: { type: 'string' },
-        itpm: { type: 'string' },
-        otpm: { type: 'string' },
-        'fault-rate': { type: 'string' },
-        ttft: { type: 'string' },
-        tps: { type: 'string' },
-        'no-headers': { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
+      options: { ...SIM_OPTIONS, help: { type: 'boolean', short: 'h', default: false } },
     }));
   } catch (error) {
     io.err.write(usageLine((error as Error).message));

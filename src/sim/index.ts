@@ -9,7 +9,7 @@
  * await sim.close();
  */
 export { startSim } from './server.js';
-export { simCommand, SIM_HELP } from './cli.js';
+export { simCommand, SIM_HELP, SIM_OPTIONS } from './cli.js';
 export type {
   SimFaultKind,
   SimFaults,
