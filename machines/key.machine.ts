@@ -103,8 +103,6 @@ export interface KeyContext extends KeyBook {
   reportedRate?: { rpm: number | null; source: RateSource };
   /** Grants the pool may still send on what the key last told it (<= 0: it is owed a KEY.STATE if ready). */
   credit: number;
-  /** The measured rate last told the pool (`KEY.LEARNED`). */
-  told?: number;
 }
 
 /** What a `key:rate` event would say now: the paced request rate, rounded to 0.1 rpm. */
@@ -223,9 +221,10 @@ export const keyMachine = setup({
     }),
     /** The key measured its rate from its 429s: the pool passes it on to the other keys. */
     shareLearned: enqueueActions(({ context, enqueue }) => {
-      if (context.measured === undefined || context.measured === context.told) return;
-      enqueue.assign({ told: context.measured });
-      enqueueEffect(enqueue, { type: 'tellPool', params: { type: 'KEY.LEARNED', keyId: context.keyId, rpm: context.measured } });
+      const learning = context.learning;
+      if (learning?.measured === undefined || learning.measured === learning.told) return;
+      enqueue.assign({ learning: { ...learning, told: learning.measured } });
+      enqueueEffect(enqueue, { type: 'tellPool', params: { type: 'KEY.LEARNED', keyId: context.keyId, rpm: learning.measured } });
     }),
     /** Starts from the rate another key of the provider measured (its own measurement comes later). */
     adoptPeerRate: assign(({ context, event, self }) => (event.type === 'KEY.PEER_RATE' ? adoptPeerRate(advance(context, nowOf(self)), event.rpm) : {})),
@@ -266,7 +265,7 @@ export const keyMachine = setup({
       event.type === 'KEY.RELEASE' &&
       context.state === 'ready' &&
       context.limited === undefined &&
-      context.closing === undefined &&
+      context.learning?.closing === undefined &&
       unpaced(context) &&
       (event.outcome as { rateLimit?: unknown }).rateLimit === undefined,
     waitsForRelease: ({ context }) => waitsForRelease(context),

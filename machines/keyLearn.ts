@@ -37,7 +37,7 @@
  * A stated or learned (headers) rate is not this file's business: there keyRelease.ts cuts to 70%
  * on the second 429 in a row and raises additively.
  */
-import { capacityOf, MIN_ADAPTIVE_RPM, MINUTE_MS, type KeyBook } from './keyLimits.js';
+import { capacityOf, MIN_ADAPTIVE_RPM, MINUTE_MS, type KeyBook, type Learning } from './keyLimits.js';
 
 /** A measured rate paces at this share of it: just under, so the server refuses almost nothing. */
 export const UNDER_MEASURED = 0.97;
@@ -62,35 +62,35 @@ const BURST_SHARE = 0.8;
  * it that the server admitted, whenever their answers came.
  */
 export function learnFrom429(book: KeyBook, sentAt: number): KeyBook {
-  const mark = book.mark ?? { at: sentAt, drained: false };
+  const learning: Learning = book.learning ?? { mark: { at: sentAt, drained: false }, admitted: 0, retryAfterUntil: -Infinity };
+  const { mark, admitted } = learning;
   const span = sentAt - mark.at;
-  const admitted = book.admitted;
-  const here = { mark: { at: sentAt, drained: true }, admitted: 0 };
-  if (!mark.drained && book.measured !== undefined) {
+  const here: Learning = { ...learning, mark: { at: sentAt, drained: true }, admitted: 0 };
+  if (!mark.drained && learning.measured !== undefined) {
     // The first 429 of a key that started from a peer's rate (adoptPeerRate): no burst to read,
     // and the pace that met it is too high.
-    return paced({ ...book, ...here }, book.adaptive! * CUT_SHORT);
+    return paced({ ...book, learning: here }, book.adaptive! * CUT_SHORT);
   }
   if (!mark.drained) {
     // The first 429: the window holds the burst, so its rate is a ceiling, not the rate: the pace
     // for one round, if the window says anything.
-    const first = { admitted, spanMs: span };
-    if (admitted === 0) return { ...book, ...here, firstWindow: first };
-    return paced({ ...book, ...here, firstWindow: first }, (admitted * MINUTE_MS) / (span + MIN_WINDOW_MS));
+    const first: Learning = { ...here, firstWindow: { admitted, spanMs: span } };
+    if (admitted === 0) return { ...book, learning: first };
+    return paced({ ...book, learning: first }, (admitted * MINUTE_MS) / (span + MIN_WINDOW_MS));
   }
   if (span < MIN_WINDOW_MS || admitted < MIN_WINDOW_ADMITTED) {
     // Too short to measure: the window grows to the next 429. A pace that met it is too high,
     // though: a gentle cut meanwhile (an unpaced key waits out its backoff instead).
-    return book.adaptive === undefined ? book : { ...paced(book, book.adaptive * CUT_SHORT), mark: book.mark, admitted: book.admitted };
+    return book.adaptive === undefined ? book : paced(book, book.adaptive * CUT_SHORT);
   }
   const measured = (admitted * MINUTE_MS) / span;
-  let next: KeyBook = { ...book, ...here, measured };
-  const first = book.firstWindow;
-  if (first !== undefined && book.learnedBurst === undefined) {
+  let next: Learning = { ...here, measured };
+  const first = learning.firstWindow;
+  if (first !== undefined && learning.learnedBurst === undefined) {
     const burst = Math.floor(BURST_SHARE * (first.admitted - (measured * first.spanMs) / MINUTE_MS));
     if (burst > measured / 60) next = { ...next, learnedBurst: burst };
   }
-  return paced(next, measured * UNDER_MEASURED);
+  return paced({ ...book, learning: next }, measured * UNDER_MEASURED);
 }
 
 /** Paces at `rpm` from now. The server's bucket is empty (it just refused): the key's is too. */
@@ -105,10 +105,11 @@ function paced(book: KeyBook, rpm: number): KeyBook {
  * provider usually share a tier; where they do not, the first 429 corrects it.
  */
 export function adoptPeerRate(book: KeyBook, rpm: number): KeyBook {
-  if (book.measured !== undefined || book.limits.rpm !== undefined || book.requests.learned !== undefined || !(rpm > 0)) return book;
+  if (book.learning?.measured !== undefined || book.limits.rpm !== undefined || book.requests.learned !== undefined || !(rpm > 0)) return book;
   const adaptive = Math.max(MIN_ADAPTIVE_RPM, rpm * UNDER_MEASURED);
   const fresh = book.adaptive === undefined;
-  const next: KeyBook = { ...book, measured: rpm, adaptive };
+  const learning: Learning = { ...(book.learning ?? { mark: { at: book.at, drained: false }, admitted: 0, retryAfterUntil: -Infinity }), measured: rpm };
+  const next: KeyBook = { ...book, learning, adaptive };
   const capacity = capacityOf(next, 'requests');
   return { ...next, requests: { ...next.requests, level: fresh ? capacity : Math.min(next.requests.level, capacity) } };
 }
@@ -119,6 +120,7 @@ export function adoptPeerRate(book: KeyBook, rpm: number): KeyBook {
  */
 export function probeUp(book: KeyBook): KeyBook {
   if (book.adaptive === undefined) return book;
-  const gain = book.measured !== undefined && book.adaptive >= book.measured ? PROBE_GAIN_ABOVE : PROBE_GAIN_BELOW;
+  const measured = book.learning?.measured;
+  const gain = measured !== undefined && book.adaptive >= measured ? PROBE_GAIN_ABOVE : PROBE_GAIN_BELOW;
   return { ...book, adaptive: book.adaptive + gain * 60 };
 }

@@ -100,31 +100,12 @@ export interface KeyBook {
   adaptive?: number;
   /** When the rate was last cut: 429s on leases granted then or before do not cut again. */
   cutAt: number;
-  /**
-   * Where the window that measures the server's rate began (keyLearn.ts): the grant time of the
-   * key's first request (`drained` false: the server's bucket was full) or of the last 429 that
-   * measured (empty then); undefined before the first grant.
-   */
-  mark?: { at: number; drained: boolean };
-  /** The requests granted since the mark that the server admitted (answered with anything but a 429). */
-  admitted: number;
-  /**
-   * A 429 ended the window (on a request granted at `sentAt`); it is measured once every request
-   * granted before it has been answered.
-   */
-  closing?: { sentAt: number };
-  /** The server's request rate (rpm) measured between two 429s, when nothing states it. */
-  measured?: number;
-  /** What the server admitted from the first grant to the first 429 (its burst and its rate). */
-  firstWindow?: { admitted: number; spanMs: number };
-  /** The server's burst (requests), learned from the first window once the rate is measured. */
-  learnedBurst?: number;
+  /** What the key learns of its rate from 429s when nothing states it (keyLearn.ts); from its first grant. */
+  learning?: Learning;
   /** No grant before this time (the server said nothing remains and gave no rate to pace at). */
   pausedUntil: number;
   /** No grant before this time (the server answered 429). */
   backoffUntil: number;
-  /** The part of the backoff the server asked for (Retry-After): nothing ends it sooner. */
-  retryAfterUntil: number;
   /** Consecutive 429s (a success resets it): the second against a known rate cuts it. */
   strikes: number;
   /**
@@ -146,6 +127,33 @@ export interface KeyBook {
   proven: boolean;
 }
 
+/**
+ * A key's learning of its request rate from 429s (keyLearn.ts), one field of the book: a context
+ * of more than 19 fields is a slow dictionary-mode object (test/run/contextSize.test.ts).
+ */
+export interface Learning {
+  /**
+   * Where the window that measures the server's rate began: the grant time of the key's first
+   * request (`drained` false: the server's bucket was full) or of the last 429 that measured
+   * (empty then).
+   */
+  mark: { at: number; drained: boolean };
+  /** The requests granted since the mark that the server admitted (answered with anything but a 429). */
+  admitted: number;
+  /** A 429 ended the window (on a request granted at `sentAt`): it is measured once every request granted before it is answered. */
+  closing?: { sentAt: number };
+  /** The server's request rate (rpm) measured between two 429s. */
+  measured?: number;
+  /** What the server admitted from the first grant to the first 429 (its burst and its rate). */
+  firstWindow?: { admitted: number; spanMs: number };
+  /** The server's burst (requests), learned from the first window once the rate is measured. */
+  learnedBurst?: number;
+  /** The end of the backoff the server asked for (Retry-After): a measured window never ends it sooner. */
+  retryAfterUntil: number;
+  /** The measured rate last told the pool (`KEY.LEARNED`). */
+  told?: number;
+}
+
 /** Where a key's request rate comes from, for events and the report. */
 export type RateSource = 'stated' | 'learned' | 'adaptive' | 'none';
 
@@ -158,10 +166,8 @@ export function newBook(limits: KeyLimits, now: number, probation = false): KeyB
     input: { level: 0, want: 1, peakRemaining: 0, added: 0 },
     output: { level: 0, want: 1, peakRemaining: 0, added: 0 },
     cutAt: -Infinity,
-    admitted: 0,
     pausedUntil: now,
     backoffUntil: now,
-    retryAfterUntil: now,
     strikes: 0,
     leases: LeaseTable.empty(),
     leasesOut: 0,
@@ -223,7 +229,7 @@ export function rateSourceOf(book: KeyBook): RateSource {
 export function capacityOf(book: KeyBook, lane: Lane): number {
   const ceiling = ceilingOf(book, lane);
   if (ceiling === undefined) return 0;
-  const burst = book.limits.burst?.[STATED[lane]] ?? (lane === 'requests' ? book.learnedBurst : undefined);
+  const burst = book.limits.burst?.[STATED[lane]] ?? (lane === 'requests' ? book.learning?.learnedBurst : undefined);
   return burst ?? Math.max(1, ceiling / 60);
 }
 
@@ -327,7 +333,7 @@ export function grant(book: KeyBook, leaseId: string, request: LeaseRequest): Ke
     input: debit(book, 'input', record.inputTokens, record.inputTokens),
     output: debit(book, 'output', record.outputTokens, record.outputTokens),
     // The first grant opens the window that measures the server's rate (keyLearn.ts).
-    mark: book.mark ?? { at: book.at, drained: false },
+    learning: book.learning ?? { mark: { at: book.at, drained: false }, admitted: 0, retryAfterUntil: -Infinity },
     leases: book.leases.with(record),
     leasesOut: book.leasesOut + 1,
   };

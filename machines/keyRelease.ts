@@ -17,6 +17,7 @@ import {
   type KeyBook,
   type Lane,
   type LaneBook,
+  type Learning,
   type LeaseRecord,
 } from './keyLimits.js';
 import { learnFrom429, probeUp } from './keyLearn.js';
@@ -32,7 +33,9 @@ export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): 
   if (lease === undefined) return book;
   let next: KeyBook = { ...book, leases: book.leases.without(leaseId), leasesOut: book.leasesOut - 1 };
   // The server took it: one more for the window that measures its rate, if it was sent in it.
-  if ((outcome.kind === 'ok' || outcome.kind === 'error') && inWindow(book, lease.grantedAt)) next.admitted = book.admitted + 1;
+  if ((outcome.kind === 'ok' || outcome.kind === 'error') && book.learning !== undefined && inWindow(book.learning, lease.grantedAt)) {
+    next.learning = { ...book.learning, admitted: book.learning.admitted + 1 };
+  }
   // Any answer but a 429 ends a run of nothing but 429s.
   if ((outcome.kind === 'ok' || outcome.kind === 'error') && next.limited !== undefined) next = { ...next, limited: undefined };
   switch (outcome.kind) {
@@ -59,14 +62,14 @@ export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): 
       const until = next.at + rateLimitDelay(waves, outcome.retryAfterMs);
       const limited = { ...next.limited, since: next.limited?.since ?? next.at, responses: (next.limited?.responses ?? 0) + 1, last: next.at, waves };
       next = { ...next, strikes, backoffUntil: Math.max(next.backoffUntil, until), proven: true, limited };
-      if (outcome.retryAfterMs !== undefined) next.retryAfterUntil = Math.max(next.retryAfterUntil, until);
+      if (outcome.retryAfterMs !== undefined && next.learning !== undefined) next.learning = { ...next.learning, retryAfterUntil: Math.max(next.learning.retryAfterUntil, until) };
       // Against a stated or learned rate one 429 is more likely jitter (a request that reached
       // the server a few ms early) than a wrong rate, and its backoff already answers it: the
       // rate is cut on the second 429 in a row. With no rate known, on the first.
       if (lease.grantedAt <= next.cutAt) break; // sent at the rate before the last cut: no second cut
       if (limitOf(next, 'requests') === undefined) {
         // The first 429 of a wave closes the window, once the requests sent before it are answered.
-        if (next.closing === undefined) next = { ...next, closing: { sentAt: lease.grantedAt } };
+        if (next.learning !== undefined && next.learning.closing === undefined) next = { ...next, learning: { ...next.learning, closing: { sentAt: lease.grantedAt } } };
       }
       else if (next.adaptive !== undefined || strikes >= 2) next = cut(next);
       break;
@@ -78,12 +81,12 @@ export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): 
     case 'auth':
       break;
   }
-  return next.closing === undefined ? next : closeWindow(next);
+  return next.learning?.closing === undefined ? next : closeWindow(next);
 }
 
 /** Whether a request granted at `grantedAt` counts in the window now open (keyLearn.ts). */
-function inWindow(book: KeyBook, grantedAt: number): boolean {
-  return book.mark !== undefined && grantedAt >= book.mark.at && (book.closing === undefined || grantedAt <= book.closing.sentAt);
+function inWindow(learning: Learning, grantedAt: number): boolean {
+  return grantedAt >= learning.mark.at && (learning.closing === undefined || grantedAt <= learning.closing.sentAt);
 }
 
 /**
@@ -94,12 +97,15 @@ function inWindow(book: KeyBook, grantedAt: number): boolean {
  * server's own Retry-After still counts.
  */
 function closeWindow(book: KeyBook): KeyBook {
-  const closing = book.closing!;
+  const learning = book.learning!;
+  const closing = learning.closing!;
+  // A rate stated or learned from headers since: nothing to learn from 429s any more.
+  if (limitOf(book, 'requests') !== undefined) return { ...book, learning: { ...learning, closing: undefined } };
   for (const lease of book.leases) if (lease.grantedAt <= closing.sentAt) return book;
-  let next = learnFrom429({ ...book, closing: undefined }, closing.sentAt);
+  let next = learnFrom429({ ...book, learning: { ...learning, closing: undefined } }, closing.sentAt);
   // Ended a moment ago (not at `at`: a Retry-After of 0 still waits for its timer), unless the
   // server asked for longer: then the key leaves its backoff at once.
-  if (next.cutAt !== book.cutAt && next.backoffUntil >= next.at && next.retryAfterUntil < next.at) next = { ...next, backoffUntil: next.at - 1 };
+  if (next.cutAt !== book.cutAt && next.backoffUntil >= next.at && learning.retryAfterUntil < next.at) next = { ...next, backoffUntil: next.at - 1 };
   return next;
 }
 

@@ -249,7 +249,7 @@ describe('keyMachine: properties', () => {
         // The model: what the key must respect, from what it was told.
         let waves = 0; // 429s since the last other answer, on requests sent after the one before came back
         let last429At = -Infinity;
-        let retryUntil = 0; // the latest end of a wait the server asked for (Retry-After)
+        let retryUntil = -Infinity; // the latest end of a wait the server asked for (Retry-After)
         let backoffUntil = 0;
         let pausedUntil = 0;
         let limitedSince: number | undefined; // the first 429 since the last success or error

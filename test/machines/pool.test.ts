@@ -415,7 +415,7 @@ describe('poolMachine: a rate learned from 429s', () => {
       throw new Error('key A took nothing');
     };
     onA({ kind: 'rate_limited' }); // the first 429, at 0: nothing admitted before it, no rate
-    expect(contextOf('B').measured).toBeUndefined();
+    expect(contextOf('B').learning?.measured).toBeUndefined();
     for (let i = 0; i < 5; i++) {
       h.at(1_000 + i * 300);
       onA(OK);
@@ -423,9 +423,9 @@ describe('poolMachine: a rate learned from 429s', () => {
     h.at(2_600);
     onA({ kind: 'rate_limited' }); // 5 admitted in the 2.6 s since the first 429
     const measured = (5 * 60_000) / 2_600;
-    expect(contextOf('A').measured).toBeCloseTo(measured);
-    expect(contextOf('B').measured).toBeCloseTo(measured); // from A, through the pool
+    expect(contextOf('A').learning?.measured).toBeCloseTo(measured);
+    expect(contextOf('B').learning?.measured).toBeCloseTo(measured); // from A, through the pool
     expect(contextOf('B').adaptive).toBeCloseTo(measured * UNDER_MEASURED);
-    expect(contextOf('C').measured).toBeUndefined(); // its rate is stated: not a peer's business
+    expect(contextOf('C').learning?.measured).toBeUndefined(); // its rate is stated: not a peer's business
   });
 });
