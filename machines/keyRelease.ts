@@ -33,7 +33,8 @@ export function release(book: KeyBook, leaseId: string, outcome: LeaseOutcome): 
   if (lease === undefined) return book;
   let next: KeyBook = { ...book, leases: book.leases.without(leaseId), leasesOut: book.leasesOut - 1 };
   // The server took it: one more for the window that measures its rate, if it was sent in it.
-  if ((outcome.kind === 'ok' || outcome.kind === 'error') && book.learning !== undefined && inWindow(book.learning, lease.grantedAt)) {
+  // Only where nothing states the rate: a key paced by a stated or learned one never reads the count.
+  if ((outcome.kind === 'ok' || outcome.kind === 'error') && book.learning !== undefined && limitOf(book, 'requests') === undefined && inWindow(book.learning, lease.grantedAt)) {
     next.learning = { ...book.learning, admitted: book.learning.admitted + 1 };
   }
   // Any answer but a 429 ends a run of nothing but 429s.
