@@ -65,4 +65,6 @@ export interface ModelCallOutput {
   sentAt?: number;
   /** A final answer of a call with `output` checks: what they decided. */
   verdict?: OutputVerdict;
+  /** What the provider said of this response, where it said it (OpenTelemetry's `gen_ai.response.id` and `gen_ai.response.model`). */
+  response?: { id?: string; model?: string };
 }
