@@ -334,12 +334,9 @@ function buildSchemas() {
     iss.input === undefined ? `required: ${purpose}` : undefined;
 
   const PlanSchema = z.strictObject({
-    providers: nameRecord(name('provider'), ProviderSchema, {
-      error: section('every model names a provider defined in this section'),
-    }),
-    models: nameRecord(name('model'), ModelSchema, {
-      error: section('every task names a model defined in this section'),
-    }),
+    // Required only where a task calls a model (validate.ts says so): a plan of code steps has none.
+    providers: nameRecord(name('provider'), ProviderSchema).default({}),
+    models: nameRecord(name('model'), ModelSchema).default({}),
     defaults: DefaultsSchema,
     budget: BudgetSchema.optional(),
     hooks: z.strictObject({ module: z.string().min(1, { error: 'must name a module' }) }).optional(),

@@ -84,6 +84,7 @@ export function validatePlan(input: unknown, opts: ValidateOptions = {}): Valida
     const env = opts.env ?? process.env;
     const providers = isRecord(raw.providers) ? raw.providers : undefined;
     const models = isRecord(raw.models) ? raw.models : undefined;
+    requiredSections(raw, issues);
     if (providers) checkProviders(providers, env, issues);
     const hasBudget = isRecord(raw.budget) || (Array.isArray(raw.tasks) && raw.tasks.some((t) => isRecord(t) && t.budgetUsd !== undefined));
     if (models) checkModels(models, providers, hasBudget, issues);
@@ -118,6 +119,19 @@ export function parsePlan(raw: unknown, opts: ValidateOptions = {}): Plan {
   const result = validatePlan(raw, opts);
   if (!result.ok) throw new PlanValidationError(result.issues);
   return result.plan;
+}
+
+/**
+ * `models` is required once a task names a model, and `providers` once a model is defined: a
+ * plan of code steps and approvals needs neither.
+ */
+function requiredSections(raw: Record<string, unknown>, out: PlanIssue[]) {
+  const namesModel = Array.isArray(raw.tasks) && raw.tasks.some((t) => isRecord(t) && t.model !== undefined);
+  const definesModels = isRecord(raw.models) && Object.keys(raw.models).length > 0;
+  if (raw.models === undefined && namesModel) out.push(issue(['models'], 'required: every task names a model defined in this section'));
+  if (raw.providers === undefined && (definesModels || (raw.models === undefined && namesModel))) {
+    out.push(issue(['providers'], 'required: every model names a provider defined in this section'));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

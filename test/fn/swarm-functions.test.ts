@@ -56,4 +56,11 @@ describe('createSwarm and plan functions', () => {
       new TypeError('createSwarm({ functions }): functions is an array: give an object of functions by name ({ fetchOrders: async (ctx) => ... })'),
     );
   });
+
+  it('runs a plan of code steps alone: no providers, no models', async () => {
+    swarm = createSwarm({ store: false, functions: { one: () => ({ n: 1 }), two: (ctx) => ({ n: (ctx.deps.a as { n: number }).n + 1 }) } });
+    const result = await swarm.run({ tasks: [{ id: 'a', kind: 'fn', fn: 'one' }, { id: 'b', kind: 'fn', fn: 'two', deps: ['a'] }] }).result;
+    expect(result.status).toBe('completed');
+    expect(result.tasks.b!.output).toEqual({ n: 2 });
+  });
 });

@@ -165,6 +165,26 @@ describe('structure', () => {
     expect(lines(raw)).toEqual(['models: required: every task names a model defined in this section']);
   });
 
+  it('needs neither models nor providers for a plan that calls no model, and providers once a model is defined', () => {
+    const fnOnly = { tasks: [{ id: 'a', kind: 'fn', fn: 'one' }, { id: 'ok', kind: 'approval', approves: 'a', prompt: 'Fine?' }] };
+    const r = validatePlan(fnOnly);
+    expect(r.ok, JSON.stringify(!r.ok && r.issues)).toBe(true);
+    if (r.ok) expect([r.plan.providers, r.plan.models]).toEqual([{}, {}]);
+    // A task naming a model without either section: both are named, as before.
+    expect(lines({ tasks: [{ id: 'a', model: 'm', prompt: 'x' }] })).toEqual([
+      'models: required: every task names a model defined in this section',
+      'providers: required: every model names a provider defined in this section',
+    ]);
+    // Models defined, no providers.
+    expect(lines({ models: { m: { provider: 'p', model: 'x' } }, tasks: [{ id: 'a', kind: 'fn', fn: 'one' }] })).toEqual([
+      'providers: required: every model names a provider defined in this section',
+    ]);
+    // A map without fn still needs its model (the kind's own check), with no section asked for.
+    expect(lines({ tasks: [{ id: 'm', kind: 'map', items: { values: [1] }, prompt: 'x {{item}}' }] })).toEqual([
+      'tasks[0].model: required (or "fn": a function to run on each item)',
+    ]);
+  });
+
   it('reports missing required fields and wrong types by kind, not value', () => {
     expect(lines({ providers: {}, models: {}, tasks: [{ id: 'a' }, 'b'] })).toEqual([
       'tasks[0].model: required',
