@@ -116,7 +116,7 @@ function definitionOf(name: unknown, tool: unknown, problems: string[]): ToolDef
     ...(def.annotations !== undefined ? { annotations: def.annotations } : {}),
     ...(def.shareable !== undefined ? { shareable: def.shareable } : {}),
     handler: withParse(input, name as string, run),
-    ...(def.batchHandler ? { batchHandler: batchWithParse(input, name as string, def.batchHandler) } : {}),
+    ...(def.batchHandler ? { batchHandler: batchWithParse(input, name as string, def.batchHandler.bind(tool)) } : {}),
   };
 }
 
@@ -129,12 +129,13 @@ function runnerOf(tool: Record<string, unknown>, problems: string[]): Runner | u
     problems.push('it has both handler and execute: give one (handler, or an AI SDK tool\'s execute)');
     return undefined;
   }
-  if (typeof handler === 'function') return handler as Runner;
+  // Called on the object given, as before (a handler may be a method using `this`).
+  if (typeof handler === 'function') return (handler as Runner).bind(tool);
   if (handler !== undefined) {
     problems.push(`handler is ${kindOf(handler)}, not a function`);
     return undefined;
   }
-  if (typeof execute === 'function') return aiSdkRunner(execute as (input: unknown, options: AiSdkToolCallOptions) => unknown);
+  if (typeof execute === 'function') return aiSdkRunner((execute as (input: unknown, options: AiSdkToolCallOptions) => unknown).bind(tool));
   if (execute !== undefined) problems.push(`execute is ${kindOf(execute)}, not a function`);
   else if (tool.type === 'provider' || tool.type === 'provider-defined') problems.push('it is a provider-defined AI SDK tool (run by the model\'s provider): swarmstate runs tools that have an execute function');
   else problems.push('it has nothing to run: give handler (a function of the arguments) or, for an AI SDK tool(), execute');

@@ -137,6 +137,27 @@ describe('tools given as users write them', () => {
   });
 });
 
+describe('the type of the tools option', () => {
+  it('takes the shapes above and refuses what cannot be a tool, with no any to let it through', () => {
+    const handler = (args: { q: string }) => args.q;
+    const fine: SwarmTools[] = [
+      [{ name: 'a', handler }],
+      { a: { handler }, b: tool({ inputSchema: z.object({ q: z.string() }), execute: async ({ q }) => q }) },
+      [{ ...tool({ inputSchema: jsonSchema<{ q: string }>({ type: 'object' }), execute: ({ q }) => q }), name: 'c' }],
+    ];
+    expect(fine).toHaveLength(3);
+    // @ts-expect-error a handler that is not a function
+    const notFn: SwarmTools = [{ name: 'a', handler: 'run' }];
+    // @ts-expect-error a tool in an array says its name
+    const noName: SwarmTools = [{ handler }];
+    // @ts-expect-error a number is no tool
+    const num: SwarmTools = [1];
+    // @ts-expect-error an input schema that is a string
+    const str: SwarmTools = { a: { inputSchema: 'q: string', handler } };
+    expect([notFn, noName, num, str]).toHaveLength(4);
+  });
+});
+
 describe('refused at createSwarm', () => {
   it('lists every wrong definition at once, each with its name and the problem', () => {
     const ok = { name: 'ok', handler: () => 'fine' };
