@@ -177,7 +177,8 @@ export class ToolBook {
     if (execution.batch) return { name, calls: execution.calls.map((c) => c.args) };
     const call = execution.calls[0];
     // A call nobody shares is one task's own: its side effects are journaled under that task.
-    return execution.tool.tool.shareable ? { name, args: call.args } : { name, args: call.args, taskId: call.waiters[0].taskId };
+    const callId = call.waiters[0].callId;
+    return execution.tool.tool.shareable ? { name, args: call.args, callId } : { name, args: call.args, taskId: call.waiters[0].taskId, callId };
   }
 
   /** Ends a running execution; undefined when `id` is not running (stale or unknown). */

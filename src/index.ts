@@ -26,7 +26,8 @@ export { createAiSdkProvider, type AiSdkLanguageModel, type AiSdkModelSource, ty
 export type { ProviderObject } from './providers/registry.js';
 export type { SimOptions, SimServer, SimStats } from './sim/index.js';
 export type { Provider, ProviderKey, ProviderRequest, ToolSpec } from './providers/types.js';
-export type { ToolDefinition } from './tools/local.js';
+export type { AiSdkSchemaLike, StandardSchemaLike, ToolCallContext, ToolDefinition, ToolInputSchema } from './tools/local.js';
+export { ToolDefinitionError, type AiSdkToolCallOptions, type AiSdkToolLike, type SwarmTool, type SwarmToolEntry, type SwarmTools } from './tools/define.js';
 export type { BeforeDispatch, BeforeToolCall, HookAnswer, Hooks, ToolHookAnswer } from './hooks.js';
 export type { DispatchInfo, DispatchDecision, ToolCallInfo, ToolCallDecision } from '../machines/protocol.js';
 export type { RunResult, RunTotals, TaskResult } from '../machines/tasks/results.js';

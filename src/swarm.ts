@@ -34,6 +34,7 @@ import { FINISHED, finishedHandle, readPlanFile, stateOf, type JournaledState } 
 import { takeLock, withLiveness } from './run/lock.js';
 import { startRun, type SwarmShared } from './run/start.js';
 import { checkDistributable } from './run/transport.js';
+import { toolDefinitions } from './tools/define.js';
 
 export { RunLockedError } from './run/lock.js';
 
@@ -70,7 +71,8 @@ export function createSwarm(options: SwarmOptions = {}): Swarm {
     retain = () => {};
     if (options.retention !== undefined) applyRetention(durable, options.retention);
   };
-  const tools = new Map((options.tools ?? []).map((t) => [t.name, t]));
+  // Every definition checked and made JSON Schema now: a wrong one is refused here, not at its first call.
+  const tools = new Map(toolDefinitions(options.tools).map((t) => [t.name, t]));
   // Every plan is checked against these names: one that names another function is refused.
   const functions = functionsOf(options.functions);
   const registry = new ProviderRegistry({ now: () => clock.now(), seed: options.seed ?? 0, ...(options.providers ? { overrides: options.providers } : {}) });

@@ -16,7 +16,7 @@ import type { PlanBudget } from './plan/planTypes.js';
 import type { ProviderObject } from './providers/registry.js';
 import type { BreakerOptions } from './resolve.js';
 import type { Hooks } from './hooks.js';
-import type { ToolDefinition } from './tools/local.js';
+import type { SwarmTools } from './tools/define.js';
 import type { PruneRule, RunSummary, Store } from './store/index.js';
 import type { EventStream, StreamOptions } from './run/eventStream.js';
 
@@ -39,8 +39,13 @@ export interface SwarmOptions {
    * OpenAI-compatible Chat Completions, or (`sim`) a simulated provider server on 127.0.0.1.
    */
   providers?: Record<string, ProviderObject>;
-  /** In-process function tools the plan's tasks may name. */
-  tools?: ToolDefinition[];
+  /**
+   * In-process function tools the plan's tasks may name: an array (each with its `name`) or an
+   * object by name. Each is a ToolDefinition (`handler`) or an AI SDK `tool()` (`execute`); its
+   * `inputSchema` JSON Schema, a zod 4 schema or an AI SDK `jsonSchema()`. A definition that
+   * cannot work is refused here (ToolDefinitionError, every problem at once).
+   */
+  tools?: SwarmTools;
   /** Passed to the root actor: see every machine's events (e.g. @statelyai/inspect). */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
   /** The clock of the actor system (`new SimulatedClock()` in tests). Must have `now()`. */

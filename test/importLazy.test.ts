@@ -69,4 +69,13 @@ describe("import('swarmstate')", () => {
     expect(packages.has('undici')).toBe(false);
     expect(packages.has('@modelcontextprotocol/sdk')).toBe(false);
   });
+
+  it('loads no zod for tools given in JSON Schema (a zod tool brings its own: its schema converts itself)', async () => {
+    const urls = await modulesLoadedBy(`
+      const handler = () => 'ok';
+      const swarm = swarmstate.createSwarm({ store: false, tools: { a: { inputSchema: { type: 'object', properties: { q: { type: 'string' } } }, handler } } });
+      await swarm.close();
+    `);
+    expect(packagesOf(urls).has('zod')).toBe(false);
+  });
 });

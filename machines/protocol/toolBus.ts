@@ -27,6 +27,8 @@ export interface ToolExecInput {
   args: unknown;
   /** The task whose call this is, when it is one task's alone (not shared): side effects are journaled by it. */
   taskId?: string;
+  /** The model's id of the call (the first caller's, when identical calls share this execution). */
+  callId?: string;
 }
 
 /**

@@ -120,16 +120,16 @@ export function provideEffects(report: (_: unknown, event: RunEvent) => void, { 
     return value.map((r) => ({ ...r, content: keyring.redact(r.content) })) as T;
   };
   /** One tool execution, wherever the transport makes it; what it throws as an Error with its text (the journal keeps that). */
-  const execute = (name: string, args: unknown, signal: AbortSignal, idempotencyKey?: string): Promise<string> =>
-    transport.tool(name, args, signal, idempotencyKey).catch((error: unknown) => {
+  const execute = (name: string, args: unknown, signal: AbortSignal, idempotencyKey?: string, callId?: string): Promise<string> =>
+    transport.tool(name, args, signal, idempotencyKey, callId).catch((error: unknown) => {
       throw error instanceof Error ? error : new Error(errorText(error));
     });
   const executeTool = fromPromise<string, ToolExecInput>(({ input: call, signal }) => {
-    if (!journal) return redacted(execute(call.name, call.args, signal));
+    if (!journal) return redacted(execute(call.name, call.args, signal, undefined, call.callId));
     // A call with a side effect runs once per run: a resumed agent gets the recorded result.
-    if (call.taskId !== undefined && !readOnly.has(call.name)) return redacted(journal.sideEffect(call.taskId, call.name, call.args, signal, (idempotencyKey) => execute(call.name, call.args, signal, idempotencyKey)));
+    if (call.taskId !== undefined && !readOnly.has(call.name)) return redacted(journal.sideEffect(call.taskId, call.name, call.args, signal, (idempotencyKey) => execute(call.name, call.args, signal, idempotencyKey, call.callId)));
     journal.flush();
-    return redacted(execute(call.name, call.args, signal));
+    return redacted(execute(call.name, call.args, signal, undefined, call.callId));
   });
   const executeBatch = fromPromise<ToolResult[], ToolBatchInput>(({ input: batch, signal }) => redacted(transport.batch(batch.name, batch.calls, signal)));
   const expandPlan = fromPromise<PlanExpansion, PlanExpansionInput>(async ({ input }) => expander.expand(input));

@@ -32,7 +32,7 @@ export interface CallTransport {
   /** One model call; its reply still has the wire's tool names. Rejects with a ProviderError (or what the adapter threw). */
   model(request: ModelRequest, io: ModelCallIo): Promise<ModelCallOutput>;
   /** One tool call; a tool's error rejects with its own words. */
-  tool(name: string, args: unknown, signal: AbortSignal, idempotencyKey?: string): Promise<string>;
+  tool(name: string, args: unknown, signal: AbortSignal, idempotencyKey?: string, callId?: string): Promise<string>;
   /** One batch of a batching tool's calls. */
   batch(name: string, calls: unknown[], signal: AbortSignal): Promise<ToolResult[]>;
   /** The run is over: what the transport kept for it can go. */
@@ -50,7 +50,7 @@ export function localTransport(adapters: Map<string, Provider>, keyring: Keyring
         ...(io.onText ? { onText: io.onText } : {}),
         ...(io.onResponseStart ? { onResponseStart: io.onResponseStart } : {}),
       }),
-    tool: (name, args, signal, idempotencyKey) => runTools.execute(name, args, signal, idempotencyKey),
+    tool: (name, args, signal, idempotencyKey, callId) => runTools.execute(name, args, signal, idempotencyKey, callId),
     batch: (name, calls, signal) => runTools.executeBatch(name, calls, signal),
     end: () => {},
   };

@@ -162,6 +162,7 @@ class Simulator {
 
     const request = x.protocol.parse(body);
     if (request.outputSchema) x.entry.outputSchema = request.outputSchema;
+    if (request.tools.length > 0) x.entry.tools = request.tools;
     const directives = readDirectives(request);
     if (request.inputTokens > this.config.contextWindow) throw contextError(request, this.config.contextWindow);
     const cachePlan = x.protocol.planCache(this.cache, request);

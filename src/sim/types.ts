@@ -107,6 +107,8 @@ export interface SimLogEntry {
   call?: string;
   /** The JSON Schema the request asked its answer to follow (structured outputs), as it came. */
   outputSchema?: Record<string, unknown>;
+  /** The tools the request offered (name, description, JSON Schema of the input), as they came. */
+  tools?: SimTool[];
 }
 
 export interface SimKeyStats {

@@ -35,7 +35,8 @@ export class RunTools {
     const shareableByPlan = new Set(plan.tools.shareable);
     for (const def of local) {
       const shareable = isShareable(def) || shareableByPlan.has(def.name);
-      const inputSchema = def.inputSchema ?? { type: 'object' };
+      // Made JSON Schema by createSwarm (define.ts).
+      const inputSchema = (def.inputSchema ?? { type: 'object' }) as Record<string, unknown>;
       entries.set(def.name, {
         spec: { name: def.name, description: def.description ?? '', inputSchema },
         // Cached (and not clearing the cache) only when read-only: `shareable` alone means
@@ -118,12 +119,12 @@ export class RunTools {
   }
 
   /** One call: arguments checked against the tool's schema first. Rejects with the error text. */
-  async execute(name: string, args: unknown, signal: AbortSignal, idempotencyKey?: string): Promise<string> {
+  async execute(name: string, args: unknown, signal: AbortSignal, idempotencyKey?: string, toolCallId?: string): Promise<string> {
     const entry = this.entries.get(name);
     if (!entry) throw new Error(`unknown tool "${name}"`);
     const invalid = entry.validate(args);
     if (invalid) throw new Error(invalid);
-    if (entry.local) return toolOutputText(await entry.local.handler(args, { signal, ...(idempotencyKey ? { idempotencyKey } : {}) }));
+    if (entry.local) return toolOutputText(await entry.local.handler(args, { signal, ...(idempotencyKey ? { idempotencyKey } : {}), ...(toolCallId ? { toolCallId } : {}) }));
     const result = await entry.remote!.source.call(entry.remote!.tool, args, { signal, ...(idempotencyKey ? { idempotencyKey } : {}) });
     if (result.isError) throw new Error(result.content);
     return result.content;

@@ -43,7 +43,7 @@ describe('agentMachine: a model call', () => {
     });
     const id = h.start(agentInput({ tools: ['search', 'fail'] }));
     await h.advance(0);
-    expect(h.toolCalls).toEqual([{ name: 'search', args: { q: 'a' }, taskId: 't1' }, { name: 'fail', args: {}, taskId: 't1' }]);
+    expect(h.toolCalls).toEqual([{ name: 'search', args: { q: 'a' }, taskId: 't1', callId: expect.any(String) }, { name: 'fail', args: {}, taskId: 't1', callId: expect.any(String) }]);
     expect(h.agent(id).value).toEqual({ active: { tools: 'calling' } });
     // The second call answers first: the order of the results is still the model's.
     pending.get('fail')!.reject(new Error('disk on fire'));

@@ -142,7 +142,7 @@ describe('toolBusMachine: sharing', () => {
     const a = h.call('read_file', { path: 'a.ts' }, 't1');
     const b = h.call('read_file', { path: 'a.ts' }, 't2');
     expect(h.running).toHaveLength(1);
-    expect(h.running[0].input).toEqual({ name: 'read_file', args: { path: 'a.ts' } });
+    expect(h.running[0].input).toEqual({ name: 'read_file', args: { path: 'a.ts' }, callId: a });
     h.clock.increment(25);
     h.running[0].resolve('contents of a.ts');
     await settle();
@@ -293,7 +293,7 @@ describe('toolBusMachine: batch executor', () => {
     h.clock.increment(10);
     expect(h.running.map((r) => r.input)).toEqual([
       { name: 'db.get', calls: [{ k: 1 }, { k: 2 }, { k: 3 }] },
-      { name: 'read_file', args: { p: 1 } },
+      { name: 'read_file', args: { p: 1 }, callId: e },
     ]);
     h.clock.increment(4);
     h.running[0].resolve([
