@@ -47,7 +47,7 @@ const plan = (tasks: unknown[]) => ({
   providers: { main: { type: 'anthropic' as const, baseURL: sim.url, keys: [{ env: 'GENAI_KEY' }], limits: { rpm: 6000 } } },
   models: { m: { provider: 'main', model: 'sim-small', maxTokens: 200, temperature: 0.2, topP: 0.9, stopSequences: ['END'], price: { input: 3, output: 15 } } },
   defaults: { maxRetries: 0 },
-  tasks: tasks as never,
+  tasks: tasks as { id: string; model: string; prompt: string }[],
 });
 
 async function runWith(options: { captureContent?: boolean; env?: Record<string, string> }, tasks: unknown[]) {
