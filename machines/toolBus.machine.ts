@@ -57,7 +57,9 @@ type ToolCall = Extract<ToolBusEvent, { type: 'TOOL.CALL' }>;
 const deadlineId = (executionId: string) => `deadline:${executionId}`;
 
 const calledEvent = (event: ToolCall, shared: boolean, cached?: boolean): RunEvent =>
-  cached ? { type: 'tool:called', taskId: event.taskId, name: event.name, shared, cached } : { type: 'tool:called', taskId: event.taskId, name: event.name, shared };
+  cached
+    ? { type: 'tool:called', taskId: event.taskId, name: event.name, shared, cached, callId: event.callId }
+    : { type: 'tool:called', taskId: event.taskId, name: event.name, shared, callId: event.callId };
 
 /** The named actions enqueued from inside others: setup() cannot type those, so the cast lives here. */
 type Named =

@@ -3,7 +3,7 @@
  * the handle a run gives back, and the Swarm itself (src/swarm.ts makes it).
  */
 import type { InspectionEvent, Observer, Actor } from 'xstate';
-import type { Tracer } from '@opentelemetry/api';
+import type { Meter, Tracer } from '@opentelemetry/api';
 import type { DecisionSource, RunEvent } from '../machines/protocol.js';
 import type { RunResult } from '../machines/tasks/results.js';
 import type { supervisorMachine } from '../machines/supervisor/machine.js';
@@ -111,6 +111,14 @@ export interface SwarmOptions {
    * until the application registers an SDK. `false`: no spans at all.
    */
   tracer?: Tracer | false;
+  /**
+   * OpenTelemetry, the rest (docs/tracing.md): `captureContent` records each model call's prompt
+   * and output on its `chat` span (`gen_ai.system_instructions`, `gen_ai.input.messages`,
+   * `gen_ai.output.messages`, JSON, redacted like everything else; default false); `meter`: the
+   * meter of the GenAI metrics (default the global one, which records nothing until a
+   * MeterProvider is registered; `false`: no metrics).
+   */
+  tracing?: { captureContent?: boolean; meter?: Meter | false };
 }
 
 export interface RunOptions {

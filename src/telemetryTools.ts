@@ -26,8 +26,25 @@ type EventOf<T extends RunEvent['type']> = Extract<RunEvent, { type: T }>;
 export class ToolSpans {
   /** Open spans by tool name, oldest first. */
   private readonly open = new Map<string, OpenTool[]>();
+  /** The tools' types (`gen_ai.tool.type`) by name, once the run's tools are known. */
+  private readonly types = new Map<string, string>();
+  /** What the latest failed execution of each tool threw (redacted), for its span's exception. */
+  private readonly errors = new Map<string, string>();
 
-  constructor(private readonly tracer: Tracer) {}
+  constructor(
+    private readonly tracer: Tracer,
+    private readonly redact: <T>(value: T) => T = (value) => value,
+  ) {}
+
+  /** The run's tools and their servers: an in-process tool is a `function`, an MCP server's an `extension` (it runs outside, against its own systems). */
+  serve(tools: readonly { name: string; server: string }[]): void {
+    for (const t of tools) this.types.set(t.name, t.server === 'local' ? 'function' : 'extension');
+  }
+
+  /** A tool execution failed with this message: the next failed result of the tool records it. */
+  failedWith(name: string, message: string): void {
+    this.errors.set(name, this.redact(message));
+  }
 
   /** A call went to the bus: its span opens under `parent` (a cached answer's, or one with no attempt to end it, closes at once). */
   called(event: EventOf<'tool:called'>, attempt: AttemptSpans | undefined, parent: Context, at: number): void {
@@ -37,6 +54,9 @@ export class ToolSpans {
       'swarmstate.task.id': event.taskId,
       'swarmstate.tool.shared': event.shared,
     };
+    const type = this.types.get(event.name);
+    if (type !== undefined) attributes['gen_ai.tool.type'] = type;
+    if (event.callId !== undefined) attributes['gen_ai.tool.call.id'] = event.callId;
     if (event.cached) attributes['swarmstate.tool.cached'] = true;
     const span = this.tracer.startSpan(`execute_tool ${event.name}`, { startTime: at, attributes }, parent);
     if (event.cached || !attempt) {
@@ -55,6 +75,8 @@ export class ToolSpans {
     const open = this.open.get(event.name);
     if (!open) return;
     let executions = event.batch ?? 1;
+    const message = event.isError ? this.errors.get(event.name) : undefined;
+    if (event.isError) this.errors.delete(event.name);
     const rest: OpenTool[] = [];
     for (const entry of open) {
       // A shared call waits for an execution already running: it ends with the next result.
@@ -63,6 +85,7 @@ export class ToolSpans {
         if (event.isError) {
           const type = event.timedOut ? 'timeout' : event.cancelled ? 'cancelled' : 'tool_error';
           entry.span.setAttribute('error.type', type);
+          entry.span.recordException({ name: type, message: message ?? type }, at);
           entry.span.setStatus({ code: otel().SpanStatusCode.ERROR, message: type });
         }
         entry.attempt.tools.delete(entry.span);
@@ -80,6 +103,9 @@ export class ToolSpans {
       { startTime: at, attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': event.name, 'swarmstate.task.id': event.taskId, 'error.type': 'tool_denied' } },
       parent,
     );
+    const type = this.types.get(event.name);
+    if (type !== undefined) span.setAttribute('gen_ai.tool.type', type);
+    span.recordException({ name: 'tool_denied', message: event.reason }, at);
     span.setStatus({ code: otel().SpanStatusCode.ERROR, message: 'tool_denied' });
     span.end(at);
   }

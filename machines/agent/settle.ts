@@ -187,7 +187,8 @@ export const settleSuccess = ({ context, event, enqueue, system, self }: ActionA
     const settle: LedgerEvent = { type: 'LEDGER.SETTLE', reservationId: reservation, actualUsd: callCost ?? Number.NaN };
     enqueue.sendTo(system.get('ledger')!, settle);
   }
-  const response: RunEvent & { costUsd?: number; modelName?: string } = { ...callEvent('model:response', context, lease.keyId), usage: out.usage };
+  const response: Extract<RunEvent, { type: 'model:response' }> = { ...callEvent('model:response', context, lease.keyId), usage: out.usage, stopReason: out.stopReason };
+  if (out.response) response.response = out.response;
   if (callCost !== undefined) {
     response.costUsd = callCost;
     response.modelName = target.modelName ?? target.model;

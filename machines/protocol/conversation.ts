@@ -65,6 +65,10 @@ export interface ModelCallOutput {
   sentAt?: number;
   /** A final answer of a call with `output` checks: what they decided. */
   verdict?: OutputVerdict;
-  /** What the provider said of this response, where it said it (OpenTelemetry's `gen_ai.response.id` and `gen_ai.response.model`). */
-  response?: { id?: string; model?: string };
+  /**
+   * What the provider said of this response, where it said it (OpenTelemetry's `gen_ai.response.id`
+   * and `gen_ai.response.model`); `provider`: who served it, as an AI SDK model names itself
+   * (`anthropic.messages`, `openai.chat`: `gen_ai.provider.name`).
+   */
+  response?: { id?: string; model?: string; provider?: string };
 }

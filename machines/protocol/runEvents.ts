@@ -1,5 +1,6 @@
 /** Run events: what the machines report through their `report` action (src turns them into the public event stream), and the statuses they name. */
 import type { ErrorInfo, KeyLimits, Usage } from './data.js';
+import type { ModelCallOutput, StopReason } from './conversation.js';
 import type { BudgetKind } from './ledger.js';
 
 export type RunEvent =
@@ -77,15 +78,20 @@ export type RunEvent =
   /** The leader's response started (or it ended): the held tasks go out and read the cache. */
   | { type: 'cache:release'; taskId: string; group: string; released: number; warm: boolean }
   | { type: 'model:request'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string }
-  /** `costUsd`: the call's cost at its model's price (absent when unpriced), charged to the plan model `modelName`. */
-  | { type: 'model:response'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; usage: Usage; costUsd?: number; modelName?: string }
+  /**
+   * `costUsd`: the call's cost at its model's price (absent when unpriced), charged to the plan
+   * model `modelName`. `stopReason`: why the reply ended; `response`: its id, the model that
+   * answered and who served it, where the provider said them (the `chat` span's `gen_ai.response.*`).
+   */
+  | { type: 'model:response'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; usage: Usage; costUsd?: number; modelName?: string; stopReason?: StopReason; response?: ModelCallOutput['response'] }
   /**
    * `costUsd`: a call that may have reached the server (a timeout, a reset, an error inside a 200
    * stream, a malformed reply) is charged its worst case, the amount a budget reserved for it,
    * at its model's price (absent when it was not billed, or unpriced), to the plan model `modelName`.
    */
   | { type: 'model:error'; taskId: string; attempt: number; turn: number; provider: string; model: string; keyId: string; error: ErrorInfo; costUsd?: number; modelName?: string }
-  | { type: 'tool:called'; taskId: string; name: string; shared: boolean; cached?: boolean }
+  /** `callId`: the model's id of the call (its `tool_use` block's; the `execute_tool` span's `gen_ai.tool.call.id`). */
+  | { type: 'tool:called'; taskId: string; name: string; shared: boolean; cached?: boolean; callId?: string }
   | { type: 'tool:result'; name: string; isError: boolean; durationMs?: number; timedOut?: boolean; batch?: number; cancelled?: boolean }
   | { type: 'tool:denied'; taskId: string; name: string; reason: string }
   | { type: 'key:state'; keyId: string; state: KeyState }

@@ -29,7 +29,7 @@
 import type { ContentBlock, Message, ModelCallOutput, RateLimitHint, StopReason, Usage } from '../../machines/protocol.js';
 import { type CallFacts, classifyStreamError, jsonObjectOf, malformedResponse, toolInputOf, truncatedStream } from './classify.js';
 import { exchange, HttpClient, type HttpResponse } from './http.js';
-import { MAX_REPLY_BLOCKS, ReplyGuard, readJsonBody } from './replyLimits.js';
+import { MAX_REPLY_BLOCKS, ReplyGuard, readJsonBody, responseFacts } from './replyLimits.js';
 import { type Provider, type ProviderRequest, responseStartNotifier, callHeader, textNotifier } from './types.js';
 
 export interface AnthropicProviderOptions {
@@ -188,6 +188,7 @@ async function readStream(
   const usage: Usage = { inputTokens: 0, outputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0 };
   let stopReason: StopReason = 'other';
   let stopped = false;
+  let message: Record<string, unknown> | undefined;
 
   await guard.read(response.body, request.signal, (event) => {
     // Keep reading after message_stop: the body ends right after, and a fully read body keeps
@@ -208,7 +209,8 @@ async function readStream(
     switch (type) {
       case 'message_start':
         started();
-        applyUsage(usage, (data.message as Record<string, unknown> | undefined)?.usage);
+        message = data.message as Record<string, unknown> | undefined;
+        applyUsage(usage, message?.usage);
         break;
       case 'content_block_start': {
         const index = guard.index(data.index, 'content block');
@@ -247,7 +249,7 @@ async function readStream(
   });
   if (!stopped) throw truncatedStream(facts, 'message_stop', rateLimit);
   const content = contentOf(blocks, stopReason, facts, rateLimit);
-  return withRateLimit({ content, stopReason, usage }, rateLimit);
+  return withRateLimit(withResponse({ content, stopReason, usage }, message), rateLimit);
 }
 
 /** Reads a non-streamed JSON message. */
@@ -260,7 +262,14 @@ async function readJson(response: HttpResponse, facts: CallFacts, rateLimit: Rat
   applyUsage(usage, message.usage);
   const blocks = new Map<number, BlockState>();
   (message.content as Record<string, unknown>[]).forEach((block, index) => blocks.set(index, blockStateOf(block)));
-  return withRateLimit({ content: contentOf(blocks, stopReason, facts, rateLimit), stopReason, usage }, rateLimit);
+  return withRateLimit(withResponse({ content: contentOf(blocks, stopReason, facts, rateLimit), stopReason, usage }, message), rateLimit);
+}
+
+/** The message's id and the model that answered (message_start's, or the plain reply's), where it says them. */
+function withResponse(out: ModelCallOutput, message: Record<string, unknown> | undefined): ModelCallOutput {
+  const response = responseFacts(message?.id, message?.model);
+  if (response) out.response = response;
+  return out;
 }
 
 function withRateLimit(output: ModelCallOutput, rateLimit: RateLimitHint | undefined): ModelCallOutput {

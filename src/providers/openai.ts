@@ -32,7 +32,7 @@ import type { ContentBlock, Message, ModelCallOutput, RateLimitHint, StopReason,
 import { estimateRequestTokens, estimateTextTokens } from '../../machines/tokens.js';
 import { type CallFacts, classifyStreamError, jsonObjectOf, malformedResponse, toolInputOf, truncatedStream } from './classify.js';
 import { exchange, HttpClient, type HttpResponse } from './http.js';
-import { MAX_REPLY_BLOCKS, ReplyGuard, readJsonBody } from './replyLimits.js';
+import { MAX_REPLY_BLOCKS, ReplyGuard, readJsonBody, responseFacts } from './replyLimits.js';
 import { type Provider, type ProviderRequest, responseStartNotifier, callHeader, textNotifier } from './types.js';
 
 export interface OpenAIProviderOptions {
@@ -154,6 +154,9 @@ interface Reply {
   calls: CallState[];
   finish?: unknown;
   usage?: Usage;
+  /** The completion's id and the model that answered (the first chunk that says them). */
+  id?: unknown;
+  model?: unknown;
 }
 
 function finish(reply: Reply, request: ProviderRequest, facts: CallFacts, rateLimit: RateLimitHint | undefined): ModelCallOutput {
@@ -175,6 +178,8 @@ function finish(reply: Reply, request: ProviderRequest, facts: CallFacts, rateLi
     cacheReadTokens: 0,
   };
   const output: ModelCallOutput = { content, stopReason, usage };
+  const response = responseFacts(reply.id, reply.model);
+  if (response) output.response = response;
   if (rateLimit) output.rateLimit = rateLimit;
   return output;
 }
@@ -236,6 +241,8 @@ async function readStream(response: HttpResponse, request: ProviderRequest, fact
     if (!chunk) throw malformedResponse(facts, 'a stream chunk is not a JSON object', rateLimit);
     if (chunk.error) throw classifyStreamError({ ...facts, data: event.data, ...(rateLimit ? { rateLimit } : {}) });
     started();
+    reply.id ??= chunk.id;
+    reply.model ??= chunk.model;
     const usage = openAIUsage(chunk.usage);
     if (usage) reply.usage = usage;
     for (const choice of (Array.isArray(chunk.choices) ? chunk.choices : []) as Record<string, unknown>[]) {
@@ -272,6 +279,8 @@ async function readJson(response: HttpResponse, request: ProviderRequest, facts:
       return { id: String(call.id ?? ''), name: String(fn.name ?? ''), args: typeof fn.arguments === 'string' ? fn.arguments : JSON.stringify(fn.arguments ?? {}) };
     }),
     finish: choice.finish_reason,
+    id: body.id,
+    model: body.model,
   };
   const usage = openAIUsage(body.usage);
   if (usage) reply.usage = usage;

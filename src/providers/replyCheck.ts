@@ -20,7 +20,7 @@
 import type { ContentBlock, ModelCallOutput, StopReason, Usage } from '../../machines/protocol.js';
 import { type CallFacts, malformedResponse } from './classify.js';
 import type { ProviderError } from './errors.js';
-import { MAX_REPLY_BLOCKS, replyLimits } from './replyLimits.js';
+import { MAX_REPLY_BLOCKS, replyLimits, responseFacts } from './replyLimits.js';
 
 /**
  * The most tokens one call can read or write: five times the largest context window of any
@@ -67,6 +67,11 @@ export function checkReply(reply: unknown, maxTokens: number, facts: CallFacts):
   if (reply.sentAt !== undefined) {
     if (typeof reply.sentAt !== 'number' || !Number.isFinite(reply.sentAt)) throw fail(`sentAt is ${shownValue(reply.sentAt)}, not a time`);
     out.sentAt = reply.sentAt;
+  }
+  // What the provider said of its response (strings only, bounded): the GenAI span attributes read it.
+  if (isPlainObject(reply.response)) {
+    const response = responseFacts(reply.response.id, reply.response.model, reply.response.provider);
+    if (response) out.response = response;
   }
   return out;
 }

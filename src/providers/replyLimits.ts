@@ -16,7 +16,7 @@
  * characters of text (an OpenAI chunk is about 200 bytes for one token).
  */
 import type { Readable } from 'node:stream';
-import type { RateLimitHint } from '../../machines/protocol.js';
+import type { ModelCallOutput, RateLimitHint } from '../../machines/protocol.js';
 import { type CallFacts, jsonObjectOf, malformedResponse } from './classify.js';
 import type { ProviderError } from './errors.js';
 import { type HttpResponse, JSON_BODY_LIMIT } from './http.js';
@@ -215,6 +215,24 @@ export async function readJsonBody(response: HttpResponse, facts: CallFacts, rat
   if (!body) throw malformedResponse(facts, 'the body is not a JSON object', rateLimit);
   return body;
 }
+
+/** Longest response id or model name kept (a server's strings are bounded like everything else it sends). */
+const RESPONSE_FACT_MAX = 256;
+
+/**
+ * A reply's id, the model that answered and (an AI SDK model's `provider`, e.g.
+ * `anthropic.messages`) who served it, where the server or model said them as strings
+ * (OpenTelemetry's `gen_ai.response.*` and `gen_ai.provider.name`).
+ */
+export function responseFacts(id: unknown, model: unknown, provider?: unknown): ModelResponseFacts | undefined {
+  const out: ModelResponseFacts = {};
+  if (typeof id === 'string' && id !== '') out.id = id.slice(0, RESPONSE_FACT_MAX);
+  if (typeof model === 'string' && model !== '') out.model = model.slice(0, RESPONSE_FACT_MAX);
+  if (typeof provider === 'string' && provider !== '') out.provider = provider.slice(0, RESPONSE_FACT_MAX);
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+type ModelResponseFacts = NonNullable<ModelCallOutput['response']>;
 
 type LiveStream = AsyncIterable<Uint8Array> & Pick<Readable, 'on' | 'off' | 'destroy' | 'destroyed'>;
 

@@ -32,6 +32,8 @@ import { fromWire, toolNaming, toWire } from '../providers/toolNames.js';
 import type { Sampling } from '../resolve.js';
 import type { RunTools } from '../tools/registry.js';
 import { DeltaStream } from './deltas.js';
+import type { RunTracer } from '../telemetry.js';
+import type { SentSettings } from '../telemetryChat.js';
 import type { dispatchHook, toolHook } from './hookActors.js';
 import type { CallTransport } from './transport.js';
 
@@ -55,12 +57,15 @@ export interface RunEffects {
   onBalance: (balance: LedgerBalance) => void;
   /** Function steps' calls (src/fn/call.ts). */
   callFunction: ReturnType<typeof functionActor>;
+  /** The run's spans: a model call hands over its settings and content, a failed tool what it threw. */
+  tracing?: RunTracer;
 }
 
-export function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, transport, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, deltas, sampling, onBalance, callFunction }: RunEffects) {
+export function provideEffects(report: (_: unknown, event: RunEvent) => void, { keyring, transport, runTools, beforeDispatch, beforeToolCall, expander, journal, readOnly, deltas, sampling, onBalance, callFunction, tracing }: RunEffects) {
   // The model call is two actions of the agent (no actor per call: machines/agent/modelCall.ts).
   const callModel = modelCallActions(async (call: ModelCallInput, { signal, system, self }): Promise<ModelCallOutput> => {
     const facts = { provider: call.provider, model: call.model, keyId: call.keyId };
+    let sent: SentSettings | undefined;
     try {
       // The spend of earlier calls is on disk before this one leaves (a resumed budget must not undercount).
       journal?.beforeCall();
@@ -69,14 +74,15 @@ export function provideEffects(report: (_: unknown, event: RunEvent) => void, { 
       const meta = { taskId: call.taskId, attempt: call.attempt, turn: call.turn };
       const output = call.output?.schema ? { output: { name: outputFormatName(call.taskId), schema: call.output.schema } } : {};
       const stream = deltas && !call.summary ? new DeltaStream(keyring.redactor, (text) => report(null, { type: 'task:delta', ...meta, text })) : undefined;
+      const settings = { maxTokens: call.maxTokens, ...sampling(call.modelName) };
+      sent = settings;
       const reply = await transport.model(
         {
           provider: call.provider,
           model: call.model,
           messages: wire.messages,
           tools: wire.tools,
-          maxTokens: call.maxTokens,
-          ...sampling(call.modelName),
+          ...settings,
           keyId: call.keyId,
           meta,
           ...output,
@@ -96,8 +102,11 @@ export function provideEffects(report: (_: unknown, event: RunEvent) => void, { 
       const out = fromWire(naming, checkReply(reply, call.maxTokens, facts));
       stream?.end(textOf(out.content));
       // A reply that echoes a key (a hostile or broken endpoint) does not carry it into the run.
-      return withVerdict(call, keyring.redactor.redactDeep(out));
+      const redacted = keyring.redactor.redactDeep(out);
+      if (tracing?.wantsDetails) tracing.details(call, settings, redacted);
+      return withVerdict(call, redacted);
     } catch (error) {
+      if (sent && tracing?.wantsDetails) tracing.details(call, sent, undefined);
       const e = asProviderError(error, facts);
       // Servers echo keys back in error bodies: nothing leaves with a secret in it.
       throw new ProviderError(e.code, keyring.redact(e.message), e.toJSON());
@@ -122,6 +131,8 @@ export function provideEffects(report: (_: unknown, event: RunEvent) => void, { 
   /** One tool execution, wherever the transport makes it; what it throws as an Error with its text (the journal keeps that). */
   const execute = (name: string, args: unknown, signal: AbortSignal, idempotencyKey?: string, callId?: string): Promise<string> =>
     transport.tool(name, args, signal, idempotencyKey, callId).catch((error: unknown) => {
+      // Its span's exception (redacted there): the bus reports the failure right after.
+      tracing?.toolFailed(name, errorText(error));
       throw error instanceof Error ? error : new Error(errorText(error));
     });
   const executeTool = fromPromise<string, ToolExecInput>(({ input: call, signal }) => {

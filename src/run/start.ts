@@ -88,7 +88,13 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
   const journalRef = journal ? { failWith: (e: StoreError) => journal.fail(e) } : undefined;
   if (journalRef) swarm.journals.add(journalRef);
   // Made here, synchronously in run(): the caller's active span becomes the run span's parent.
-  const tracing = options.tracer === false ? undefined : new RunTracer(options.tracer ?? defaultTracer(), runId, plan);
+  const tracing = new RunTracer(options.tracer === false ? undefined : (options.tracer ?? defaultTracer()), runId, plan, {
+    ...(options.tracing?.meter !== undefined ? { meter: options.tracing.meter } : {}),
+    captureContent: options.tracing?.captureContent === true,
+    redact,
+    env,
+    ...(options.providers ? { sources: options.providers } : {}),
+  });
   let actor: Actor<typeof supervisorMachine> | undefined;
   // Decisions another process writes to the journal reach a live run while its approvals wait.
   const decisions = durable ? watchDecisions(durable, runId, () => actor) : undefined;
@@ -126,6 +132,7 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
       const problems = runTools.problems(plan);
       if (problems.length > 0) throw new PlanValidationError(problems);
       const busTools = runTools.busTools();
+      tracing.toolServers(busTools);
       const input = resolveRun(plan, {
         runId,
         keyring,
@@ -167,6 +174,7 @@ export function startRun(swarm: SwarmShared, { plan, runId, seed, restore, delta
         journal,
         readOnly: new Set(busTools.filter((t) => t.readOnly).map((t) => t.name)),
         deltas,
+        tracing,
         sampling: (name) => samplingOf(name === undefined ? undefined : plan.models[name]),
         onBalance: (balance) => (budgetLeftUsd = balance.budgetLeftUsd),
         callFunction: functionActor({ runId, functions: options.functions ?? {}, redact: (text) => keyring.redact(text), ...(journal ? { beforeCall: () => journal.flush() } : {}) }),

@@ -103,6 +103,9 @@ describe('OpenTelemetry spans', () => {
       expect(ms(t.startTime)).toBeGreaterThanOrEqual(ms(quoteChats[0]!.endTime));
       expect(ms(t.endTime)).toBeLessThanOrEqual(ms(quoteChats[1]!.startTime));
       expect(t.name).toBe(`execute_tool ${t.attributes['gen_ai.tool.name']}`);
+      // The model's id of the call; an in-process tool is a function, an MCP server's an extension.
+      expect(t.attributes['gen_ai.tool.call.id']).toMatch(/\S/);
+      expect(t.attributes['gen_ai.tool.type']).toBe(t.attributes['gen_ai.tool.name'] === 'lookup' ? 'function' : 'extension');
     }
 
     // A failed call: status ERROR with the error class; the retry then succeeded.

@@ -150,8 +150,8 @@ describe('toolBusMachine: sharing', () => {
     expect(h.reply(b)).toEqual({ type: 'TOOL.RESULT', callId: b, content: 'contents of a.ts', isError: false });
     expect(h.context().stats.byTool.read_file).toEqual({ requested: 2, executed: 1, deduplicated: 1, cached: 0, failed: 0, timedOut: 0 });
     expect(h.reports).toEqual([
-      { type: 'tool:called', taskId: 't1', name: 'read_file', shared: false },
-      { type: 'tool:called', taskId: 't2', name: 'read_file', shared: true },
+      { type: 'tool:called', taskId: 't1', name: 'read_file', shared: false, callId: a },
+      { type: 'tool:called', taskId: 't2', name: 'read_file', shared: true, callId: b },
       { type: 'tool:result', name: 'read_file', isError: false, durationMs: 25 },
     ]);
   });
@@ -278,7 +278,7 @@ describe('toolBusMachine: batch window', () => {
     h.running[0].resolve('one');
     await settle();
     expect([h.reply(a).content, h.reply(b).content]).toEqual(['one', 'one']);
-    expect(h.reports[1]).toEqual({ type: 'tool:called', taskId: 't2', name: 'read_file', shared: true });
+    expect(h.reports[1]).toEqual({ type: 'tool:called', taskId: 't2', name: 'read_file', shared: true, callId: b });
   });
 });
 
@@ -367,7 +367,7 @@ describe('toolBusMachine: cache', () => {
     const b = h.call('read_file', { p: 1 }, 't2');
     expect(h.reply(b)).toEqual({ type: 'TOOL.RESULT', callId: b, content: 'v1', isError: false });
     expect(h.running).toHaveLength(1);
-    expect(h.reports.at(-1)).toEqual({ type: 'tool:called', taskId: 't2', name: 'read_file', shared: false, cached: true });
+    expect(h.reports.at(-1)).toEqual({ type: 'tool:called', taskId: 't2', name: 'read_file', shared: false, cached: true, callId: b });
     h.clock.increment(1);
     const c = h.call('read_file', { p: 1 });
     expect(h.results.has(c)).toBe(false);

@@ -181,6 +181,7 @@ describe('anthropic non-streamed responses', () => {
       ],
       stopReason: 'tool_use',
       usage: { inputTokens: 2095, outputTokens: 503, cacheWriteTokens: 0, cacheReadTokens: 1800 },
+      response: { id: 'msg_01Aq9w938a90dw8q', model: 'claude-sonnet-4-5' },
     });
   });
 

@@ -167,6 +167,7 @@ describe('openai non-streamed responses', () => {
       content: [{ type: 'tool_use', id: 'call_abc123', name: 'get_weather', input: { location: 'Boston, MA' } }],
       stopReason: 'tool_use',
       usage: { inputTokens: 86, outputTokens: 18, cacheWriteTokens: 0, cacheReadTokens: 1920 },
+      response: { id: 'chatcmpl-abc123', model: 'gpt-4o-2024-08-06' },
     });
   });
 
